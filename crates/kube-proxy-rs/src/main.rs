@@ -1,0 +1,2 @@
+//! kube-proxy-rs: flags and config in, wiring out.
+fn main() {}

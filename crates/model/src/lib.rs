@@ -1,0 +1,17 @@
+//! The proxy's view of the cluster: service ports, their endpoints and this
+//! node, plus [`topology`], the one pure function every backend uses to pick
+//! which endpoints serve which traffic.
+//!
+//! Pipeline position: the tracker builds a [`Snapshot`] from API objects; the
+//! backends render it. Nothing here does I/O.
+
+mod endpoint;
+mod node;
+mod service;
+mod snapshot;
+pub mod topology;
+
+pub use endpoint::Endpoint;
+pub use node::NodeInfo;
+pub use service::{Protocol, ServiceName, ServicePort, ServicePortName};
+pub use snapshot::{ChangeSet, Snapshot};

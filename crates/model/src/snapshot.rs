@@ -1,0 +1,43 @@
+//! The state one sync renders, and what changed since the previous one.
+
+use crate::{Endpoint, NodeInfo, ServiceName, ServicePort, ServicePortName};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Everything a backend needs for one sync. Cheap to clone: service ports
+/// and endpoint lists are shared.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Every service port the proxy handles, by name.
+    pub services: BTreeMap<ServicePortName, Arc<ServicePort>>,
+    /// Endpoints of each service port (merged from all its slices, sorted,
+    /// without duplicates). A port with no entry has no endpoints.
+    pub endpoints: BTreeMap<ServicePortName, Arc<Vec<Endpoint>>>,
+    /// This node.
+    pub node: NodeInfo,
+}
+
+impl Snapshot {
+    /// The endpoints of `name`, empty if it has none.
+    pub fn endpoints_of(&self, name: &ServicePortName) -> &[Endpoint] {
+        self.endpoints.get(name).map(|eps| eps.as_slice()).unwrap_or(&[])
+    }
+}
+
+/// Which services changed since the last sync, for partial syncs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeSet {
+    /// Services whose Service object or EndpointSlices changed (including
+    /// ones that were deleted).
+    pub services: BTreeSet<ServiceName>,
+    /// The node object changed in a way that affects rules (addresses,
+    /// pod CIDRs): every service must be re-rendered.
+    pub node_changed: bool,
+}
+
+impl ChangeSet {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty() && !self.node_changed
+    }
+}

@@ -1,0 +1,5 @@
+//! Test helpers shared by the crates' tests and the end-to-end suite:
+//! network namespaces, upstream's test address conventions, the packet
+//! tracer and golden-file helpers. Never used by the binary.
+
+pub mod netns;

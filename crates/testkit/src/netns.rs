@@ -1,0 +1,112 @@
+//! Network namespaces for kernel-facing tests: created with a unique name,
+//! removed on drop (also when the test panics), and swept at the next run
+//! if the process that made them died without cleaning up.
+
+use anyhow::{Context, Result, bail};
+use std::fs::File;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Prefix of every namespace the tests make: `kprs-<pid>-<n>-<label>`.
+const PREFIX: &str = "kprs-";
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Why kernel tests cannot run here, or `None` if they can (root, `ip`
+/// present). Tests print this one line and return when it is `Some`.
+pub fn unavailable() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("kernel tests need root (network namespaces); skipping".to_string());
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        return Some("kernel tests need `ip` from iproute2; skipping".to_string());
+    }
+    None
+}
+
+/// A network namespace owned by the test that created it.
+#[derive(Debug)]
+pub struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Creates `kprs-<pid>-<n>-<label>` (label ≤ 8 characters keeps it short)
+    /// with loopback up, after sweeping namespaces left by dead test
+    /// processes.
+    pub fn new(label: &str) -> Result<Self> {
+        sweep_stale();
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let name = format!("{PREFIX}{}-{n}-{label}", std::process::id());
+        run(Command::new("ip").args(["netns", "add", &name]))?;
+        let ns = Self { name };
+        ns.ip(&["link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    /// The namespace's name, for `ip netns exec`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A command that runs `program` inside the namespace.
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.name, program]);
+        cmd
+    }
+
+    /// Runs `program args` inside the namespace; fails with its stderr if it
+    /// exits non-zero.
+    pub fn exec(&self, program: &str, args: &[&str]) -> Result<String> {
+        let out = run(self.command(program).args(args))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `ip args` inside the namespace.
+    pub fn ip(&self, args: &[&str]) -> Result<String> {
+        self.exec("ip", args)
+    }
+
+    /// Runs `f` on a new thread that has entered the namespace, so anything
+    /// it spawns or binds lives there. The caller's thread is untouched.
+    pub fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+        let path = format!("/run/netns/{}", self.name);
+        let handle = std::thread::spawn(move || -> Result<T> {
+            let file = File::open(&path).with_context(|| format!("open {path}"))?;
+            nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).context("setns")?;
+            Ok(f())
+        });
+        match handle.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
+    }
+}
+
+/// Runs a command, turning a non-zero exit into an error naming it.
+pub fn run(cmd: &mut Command) -> Result<Output> {
+    let out = cmd.output().with_context(|| format!("spawn {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(out)
+}
+
+/// Deletes `kprs-<pid>-…` namespaces whose process no longer exists.
+fn sweep_stale() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else { return };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        let Some(pid) = name.strip_prefix(PREFIX).and_then(|rest| rest.split('-').next()) else { continue };
+        if pid.parse::<u32>().is_ok() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = Command::new("ip").args(["netns", "del", name]).output();
+        }
+    }
+}
