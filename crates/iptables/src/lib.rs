@@ -1,1 +1,13 @@
-//! TODO: iptables
+//! iptables mode. [`render`] turns a [`model::Snapshot`] into a [`Ruleset`]
+//! (pure: the `iptables-restore` input for our own chains, plus the jumps
+//! from the built-in chains); [`apply`] feeds it to `iptables-restore
+//! --noflush --wait` and is the only part that touches the kernel.
+
+pub mod apply;
+pub mod chain_name;
+mod error;
+pub mod render;
+pub mod ruleset;
+
+pub use error::Error;
+pub use ruleset::{BuiltinJump, Ruleset, Table, TableRules};

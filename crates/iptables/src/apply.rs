@@ -1,0 +1,1 @@
+//! The applier: feeds a [`crate::Ruleset`] to `iptables-restore`.

@@ -1,0 +1,1 @@
+//! Chain names: upstream's hashes of service port names and endpoints.

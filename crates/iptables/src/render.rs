@@ -1,0 +1,1 @@
+//! The pure renderer: snapshot to [`crate::Ruleset`].
