@@ -2,4 +2,9 @@
 //! network namespaces, upstream's test address conventions, the packet
 //! tracer and golden-file helpers. Never used by the binary.
 
+pub mod builders;
+pub mod cluster;
+pub mod echo;
+pub mod flows;
 pub mod netns;
+pub mod tracer;

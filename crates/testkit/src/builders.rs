@@ -1,0 +1,1 @@
+//! Builders for model objects in upstream's test address convention.

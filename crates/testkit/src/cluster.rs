@@ -1,0 +1,1 @@
+//! A simulated cluster of network namespaces for end-to-end tests.

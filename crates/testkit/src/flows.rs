@@ -1,0 +1,1 @@
+//! The reference packet-flow cases (upstream flows.json) as data.

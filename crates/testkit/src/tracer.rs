@@ -1,0 +1,1 @@
+//! A packet tracer: walks a packet through rendered iptables rules.
