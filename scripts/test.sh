@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need (as root, from
+# Debian's packages), then runs every test of the workspace, kernel-facing
+# ones included (they make and delete their own network namespaces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(iptables nftables ipset conntrack iproute2 nfacct)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "missing packages (${missing[*]}); run as root to install them" >&2
+  fi
+fi
+
+export INSTA_UPDATE=no
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast "$@"
+  cargo test --workspace --doc
+else
+  cargo test --workspace --no-fail-fast "$@"
+fi
