@@ -62,6 +62,19 @@ pub struct BuiltinJump {
     pub prepend: bool,
 }
 
+impl BuiltinJump {
+    /// The jump as `iptables-save` prints it, without the leading `-A `:
+    /// `INPUT -m conntrack --ctstate NEW -m comment --comment "..." -j KUBE-...`.
+    pub fn rule_line(&self) -> String {
+        let mut line = self.chain.to_string();
+        for arg in &self.args {
+            line.push(' ');
+            line.push_str(&crate::render::rule::quote_arg(arg));
+        }
+        line
+    }
+}
+
 /// Everything one sync writes for one IP family.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ruleset {

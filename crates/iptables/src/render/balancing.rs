@@ -1,0 +1,72 @@
+//! `KUBE-SVC-<hash>` (cluster-wide endpoints) and `KUBE-SVL-<hash>` (this
+//! node's endpoints): ClientIP affinity checks first, then one jump per
+//! endpoint chosen at random with upstream's probabilities 1/(n-i).
+
+use super::plan::PortPlan;
+use super::rule::Rule;
+use super::{RenderContext, ServicePortRules};
+use model::Endpoint;
+
+/// The SVC and SVL chains the port uses.
+pub(crate) fn render(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
+    if plan.uses_cluster_chain {
+        render_chain(ctx, plan, &plan.chains.svc, &plan.cluster, out);
+    }
+    if plan.uses_local_chain {
+        render_chain(ctx, plan, &plan.chains.svl, &plan.local, out);
+    }
+}
+
+/// One balancing chain over `endpoints`.
+fn render_chain(ctx: &RenderContext, plan: &PortPlan, chain: &str, endpoints: &[&Endpoint], out: &mut ServicePortRules) {
+    out.declare(chain);
+    if let Some(seconds) = plan.svc.session_affinity_seconds {
+        for ep in endpoints {
+            let sep = plan.sep_chain(ep);
+            let recent = format!(
+                "-m recent --rcheck --seconds {seconds} --reap --name {sep} --mask {} --rsource",
+                ctx.family.recent_mask()
+            );
+            out.nat_rules.push(endpoint_rule(ctx, plan, chain, ep).matching(&recent).jump(sep).build());
+        }
+    }
+    let n = endpoints.len();
+    for (i, ep) in endpoints.iter().enumerate() {
+        let mut rule = endpoint_rule(ctx, plan, chain, ep);
+        if i + 1 < n {
+            rule = rule.matching(&format!("-m statistic --mode random --probability {}", probability(n - i)));
+        }
+        out.nat_rules.push(rule.jump(plan.sep_chain(ep)).build());
+    }
+}
+
+/// A rule in `chain` about `ep`, commented `"<port> -> <ip:port>"` unless
+/// comments are elided for a large cluster.
+fn endpoint_rule(ctx: &RenderContext, plan: &PortPlan, chain: &str, ep: &Endpoint) -> Rule {
+    let rule = Rule::new(chain);
+    if ctx.large_cluster { rule } else { rule.comment(&format!("{} -> {ep}", plan.name)) }
+}
+
+/// 1/n as iptables-save prints it: upstream writes `%0.10f`, the
+/// `statistic` match stores it as a fraction of 2^31 and prints that with
+/// 11 decimals (1/3 -> 0.33333333349).
+pub(crate) fn probability(n: usize) -> String {
+    let written: f64 = format!("{:.10}", 1.0 / n as f64).parse().unwrap_or(0.0);
+    let stored = (written * f64::from(0x8000_0000u32)).round();
+    format!("{:.11}", stored / f64::from(0x8000_0000u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::probability;
+
+    #[test]
+    fn probabilities_match_iptables_save() {
+        assert_eq!(probability(2), "0.50000000000");
+        assert_eq!(probability(3), "0.33333333349");
+        assert_eq!(probability(4), "0.25000000000");
+        assert_eq!(probability(5), "0.20000000019");
+        assert_eq!(probability(6), "0.16666666651");
+        assert_eq!(probability(100), "0.00999999978");
+    }
+}

@@ -1,0 +1,110 @@
+//! A check every rendered ruleset must pass: rules only in chains it
+//! declares, no jump to a chain it does not declare, and no chain of ours
+//! that nothing jumps to. Used by the golden tests; cheap enough for a
+//! debug assertion.
+
+use crate::chain_name::KUBE_PROXY_CANARY;
+use crate::{Ruleset, Table, TableRules};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Targets that are not chains.
+const BUILTIN_TARGETS: &[&str] = &["ACCEPT", "DROP", "REJECT", "RETURN", "MARK", "MASQUERADE", "DNAT", "SNAT"];
+
+/// Everything wrong with `ruleset`, one line each; empty when consistent.
+pub fn consistency_problems(ruleset: &Ruleset) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (table, rules) in ruleset.tables() {
+        let entries: Vec<&str> = ruleset
+            .builtin_jumps
+            .iter()
+            .filter(|j| j.table == table)
+            .filter_map(|j| target_of(&j.args))
+            .collect();
+        check_table(table, rules, &entries, &mut problems);
+    }
+    problems
+}
+
+/// Checks one table; `entries` are the chains built-in jumps lead to.
+fn check_table(table: Table, rules: &TableRules, entries: &[&str], problems: &mut Vec<String>) {
+    let mut declared: BTreeMap<&str, usize> = BTreeMap::new();
+    for chain in &rules.chains {
+        *declared.entry(chain.as_str()).or_default() += 1;
+    }
+    problems.extend(declared.iter().filter(|(_, n)| **n > 1).map(|(c, _)| format!("{table}: {c} declared twice")));
+    let mut used: BTreeSet<&str> = entries.iter().copied().collect();
+    for target in entries.iter().filter(|t| !declared.contains_key(*t)) {
+        problems.push(format!("{table}: built-in jump to undeclared chain {target}"));
+    }
+    for rule in &rules.rules {
+        let words = split_words(rule);
+        let chain = words.first().map_or("", String::as_str);
+        if !declared.contains_key(chain) {
+            problems.push(format!("{table}: rule in undeclared chain: {rule}"));
+        }
+        let Some(target) = target_of(&words) else { continue };
+        if !BUILTIN_TARGETS.contains(&target) && !declared.contains_key(target) {
+            problems.push(format!("{table}: jump to undeclared chain: {rule}"));
+        }
+        used.insert(declared.get_key_value(target).map_or("", |(k, _)| *k));
+    }
+    for chain in declared.keys().filter(|c| !used.contains(*c) && **c != KUBE_PROXY_CANARY) {
+        problems.push(format!("{table}: chain {chain} is declared but nothing jumps to it"));
+    }
+}
+
+/// The word after `-j` or `-g`.
+fn target_of(words: &[String]) -> Option<&str> {
+    let at = words.iter().position(|w| w == "-j" || w == "-g")?;
+    words.get(at + 1).map(String::as_str)
+}
+
+/// Splits a rule line into words as iptables-restore does: whitespace
+/// outside double quotes separates, `\` escapes inside quotes.
+pub(crate) fn split_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let (mut quoted, mut escaped) = (false, false);
+    for c in line.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && quoted {
+            escaped = true;
+            continue;
+        } else if c == '"' {
+            quoted = !quoted;
+            word.get_or_insert_with(String::new);
+            continue;
+        } else if c.is_whitespace() && !quoted {
+            words.extend(word.take());
+            continue;
+        }
+        word.get_or_insert_with(String::new).push(c);
+    }
+    words.extend(word);
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_quoted_comments_as_one_word() {
+        let words = split_words(r#"KUBE-X -m comment --comment "a -j b \"c\"" -j  KUBE-Y"#);
+        assert_eq!(words, ["KUBE-X", "-m", "comment", "--comment", "a -j b \"c\"", "-j", "KUBE-Y"]);
+    }
+
+    #[test]
+    fn reports_dangling_jumps_and_orphans() {
+        let mut ruleset = Ruleset::default();
+        ruleset.nat.chains = vec!["KUBE-A".into(), "KUBE-B".into(), "KUBE-A".into()];
+        ruleset.nat.rules = vec!["KUBE-A -j KUBE-MISSING".into(), "KUBE-C -j DROP".into()];
+        let problems = consistency_problems(&ruleset);
+        assert!(problems.iter().any(|p| p.contains("KUBE-A declared twice")), "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("jump to undeclared chain: KUBE-A -j KUBE-MISSING")));
+        assert!(problems.iter().any(|p| p.contains("rule in undeclared chain: KUBE-C")));
+        assert!(problems.iter().any(|p| p.contains("chain KUBE-B is declared but nothing jumps")));
+        assert!(problems.iter().any(|p| p.contains("chain KUBE-A is declared but nothing jumps")));
+    }
+}

@@ -1,0 +1,48 @@
+//! Filter rules for traffic with nowhere to go: REJECT when the port has no
+//! endpoints at all, DROP when its traffic policy is Local and this node
+//! has none. ClusterIP traffic in filter `KUBE-SERVICES`; external IPs, LB
+//! IPs and the node port in `KUBE-EXTERNAL-SERVICES`.
+
+use super::plan::{PortPlan, Refusal, Verdict};
+use super::rule::{self, Rule};
+use super::{RenderContext, ServicePortRules};
+use crate::chain_name::{KUBE_EXTERNAL_SERVICES, KUBE_SERVICES};
+use std::net::IpAddr;
+
+/// What a refusal rule matches.
+enum Dest {
+    /// An address and the service port.
+    Ip(IpAddr),
+    /// The node port on any local address.
+    NodePort(u16),
+}
+
+/// Every refusal rule of the port, in upstream's order.
+pub(crate) fn render_filters(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
+    if let Some(verdict) = &plan.internal_verdict {
+        out.filter.push(refuse(ctx, KUBE_SERVICES, plan, Dest::Ip(plan.svc.cluster_ip), verdict));
+    }
+    let Some(verdict) = &plan.external_verdict else { return };
+    for ip in plan.external_ips.iter().chain(&plan.lb_ips) {
+        out.filter.push(refuse(ctx, KUBE_EXTERNAL_SERVICES, plan, Dest::Ip(*ip), verdict));
+    }
+    if let Some(node_port) = plan.svc.node_port {
+        out.filter.push(refuse(ctx, KUBE_EXTERNAL_SERVICES, plan, Dest::NodePort(node_port), verdict));
+    }
+}
+
+/// One refusal rule in `chain`.
+fn refuse(ctx: &RenderContext, chain: &str, plan: &PortPlan, dest: Dest, verdict: &Verdict) -> String {
+    let target = match verdict.refusal {
+        Refusal::Reject => ctx.family.reject_target(),
+        Refusal::Drop => "DROP",
+    };
+    let rule = match dest {
+        Dest::Ip(ip) => Rule::new(chain).dst(&rule::host(ip)).comment(&verdict.comment).dport(plan.proto, plan.svc.port),
+        Dest::NodePort(port) => Rule::new(chain)
+            .comment(&verdict.comment)
+            .matching("-m addrtype --dst-type LOCAL")
+            .dport(plan.proto, port),
+    };
+    rule.jump(target).build()
+}
