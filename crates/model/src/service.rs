@@ -153,9 +153,12 @@ impl ServicePort {
     }
 
     /// Cluster-wide endpoints serve some of this port's traffic
-    /// (upstream's `UsesClusterEndpoints`).
+    /// (upstream's `UsesClusterEndpoints`): internalTrafficPolicy Cluster,
+    /// or any external access at all — even with externalTrafficPolicy
+    /// Local, pod and node traffic to external destinations short-circuits
+    /// to the cluster-wide endpoints.
     pub fn uses_cluster_endpoints(&self) -> bool {
-        !self.internal_policy_local || (self.externally_accessible() && !self.external_policy_local)
+        !self.internal_policy_local || self.externally_accessible()
     }
 
     /// Node-local endpoints serve some of this port's traffic

@@ -151,6 +151,19 @@ mod tests {
     }
 
     #[test]
+    fn both_policies_local_still_keep_cluster_endpoints_for_short_circuits() {
+        let mut s = svc();
+        s.node_port = Some(30080);
+        s.internal_policy_local = true;
+        s.external_policy_local = true;
+        let eps = [ep(1, true, true, true, false), ep(2, false, true, true, false)];
+        let c = categorize_endpoints(&s, &eps);
+        assert_eq!(ips(&c.cluster), [1, 2], "pod traffic to the NodePort short-circuits to KUBE-SVC");
+        assert_eq!(ips(&c.local), [1]);
+        assert_eq!(ips(&c.all_reachable), [1, 2]);
+    }
+
+    #[test]
     fn external_local_on_cluster_ip_only_service_is_ignored() {
         let mut s = svc();
         s.external_policy_local = true; // not externally accessible
