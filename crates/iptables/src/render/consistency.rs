@@ -3,9 +3,14 @@
 //! that nothing jumps to. Used by the golden tests; cheap enough for a
 //! debug assertion.
 
-use crate::chain_name::KUBE_PROXY_CANARY;
+use crate::chain_name::{KUBE_MARK_MASQ, KUBE_PROXY_CANARY};
 use crate::{Ruleset, Table, TableRules};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Chains that may legitimately have no jump from our rules: the canary
+/// (only watched), and `KUBE-MARK-MASQ`, which upstream always provides
+/// because other components (CNI plugins, older kubelets) jump to it.
+const MAY_BE_UNREFERENCED: &[&str] = &[KUBE_PROXY_CANARY, KUBE_MARK_MASQ];
 
 /// Targets that are not chains.
 const BUILTIN_TARGETS: &[&str] = &["ACCEPT", "DROP", "REJECT", "RETURN", "MARK", "MASQUERADE", "DNAT", "SNAT"];
@@ -48,7 +53,7 @@ fn check_table(table: Table, rules: &TableRules, entries: &[&str], problems: &mu
         }
         used.insert(declared.get_key_value(target).map_or("", |(k, _)| *k));
     }
-    for chain in declared.keys().filter(|c| !used.contains(*c) && **c != KUBE_PROXY_CANARY) {
+    for chain in declared.keys().filter(|c| !used.contains(*c) && !MAY_BE_UNREFERENCED.contains(*c)) {
         problems.push(format!("{table}: chain {chain} is declared but nothing jumps to it"));
     }
 }
@@ -98,7 +103,7 @@ mod tests {
     #[test]
     fn reports_dangling_jumps_and_orphans() {
         let mut ruleset = Ruleset::default();
-        ruleset.nat.chains = vec!["KUBE-A".into(), "KUBE-B".into(), "KUBE-A".into()];
+        ruleset.nat.chains = ["KUBE-A", "KUBE-B", "KUBE-A", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY"].map(String::from).to_vec();
         ruleset.nat.rules = vec!["KUBE-A -j KUBE-MISSING".into(), "KUBE-C -j DROP".into()];
         let problems = consistency_problems(&ruleset);
         assert!(problems.iter().any(|p| p.contains("KUBE-A declared twice")), "{problems:?}");
@@ -106,5 +111,6 @@ mod tests {
         assert!(problems.iter().any(|p| p.contains("rule in undeclared chain: KUBE-C")));
         assert!(problems.iter().any(|p| p.contains("chain KUBE-B is declared but nothing jumps")));
         assert!(problems.iter().any(|p| p.contains("chain KUBE-A is declared but nothing jumps")));
+        assert!(!problems.iter().any(|p| p.contains("KUBE-MARK-MASQ") || p.contains("KUBE-PROXY-CANARY")));
     }
 }

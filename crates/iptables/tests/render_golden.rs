@@ -1,0 +1,248 @@
+//! Golden files of the rendered restore input, one focused scenario per
+//! feature, in upstream's test address convention. Every ruleset must also
+//! pass the jump-consistency check.
+
+use iptables::render::{IpFamily, RenderOptions, Rendered, consistency_problems, render};
+use model::Snapshot;
+use testkit::builders::*;
+
+/// Upstream's test configuration: local traffic detected by 10.0.0.0/8.
+fn opts() -> RenderOptions {
+    RenderOptions { cluster_cidr: Some(cluster_cidr()), ..RenderOptions::default() }
+}
+
+/// Renders, checks consistency and returns the restore text.
+fn golden(snapshot: &Snapshot, opts: &RenderOptions) -> String {
+    let rendered = render(snapshot, opts);
+    assert_consistent(&rendered);
+    rendered.ruleset.to_restore()
+}
+
+fn assert_consistent(rendered: &Rendered) {
+    let problems = consistency_problems(&rendered.ruleset);
+    assert!(problems.is_empty(), "inconsistent ruleset:\n{}", problems.join("\n"));
+}
+
+/// The usual two endpoints of a service: one here, one elsewhere.
+fn two_endpoints(port: u16) -> [EndpointBuilder; 2] {
+    [endpoint(pod_ip(1), port).local(), endpoint(pod_ip(2), port)]
+}
+
+#[test]
+fn static_chains_and_builtin_jumps() {
+    let rendered = render(&snapshot().build(), &opts());
+    assert_consistent(&rendered);
+    let jumps: Vec<String> = rendered
+        .ruleset
+        .builtin_jumps
+        .iter()
+        .map(|j| format!("{} -I {}", j.table, j.rule_line()))
+        .collect();
+    insta::assert_snapshot!("static", format!("{}\n{}", jumps.join("\n"), rendered.ruleset.to_restore()));
+}
+
+#[test]
+fn cluster_ip_with_port_remapping_and_three_endpoints() {
+    let snap = snapshot()
+        .service(
+            tcp_port("ns1", "svc1", "p80", cluster_ip(41), 80),
+            [endpoint(pod_ip(1), 8080).local(), endpoint(pod_ip(2), 8080), endpoint(pod_ip(10), 8080)],
+        )
+        .build();
+    insta::assert_snapshot!("cluster_ip", golden(&snap, &opts()));
+}
+
+#[test]
+fn multi_port_tcp_and_udp() {
+    let snap = snapshot()
+        .service(tcp_port("kube-system", "dns", "dns", cluster_ip(10), 53).udp(), two_endpoints(5353))
+        .service(tcp_port("kube-system", "dns", "dns-tcp", cluster_ip(10), 53), two_endpoints(5353))
+        .build();
+    insta::assert_snapshot!("multi_port", golden(&snap, &opts()));
+}
+
+#[test]
+fn node_port_cluster_policy() {
+    let snap = snapshot()
+        .service(tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001), two_endpoints(80))
+        .build();
+    insta::assert_snapshot!("node_port", golden(&snap, &opts()));
+}
+
+#[test]
+fn load_balancer_ingress_ips() {
+    let port = tcp_port("ns3", "svc3", "p80", cluster_ip(43), 80).node_port(3003).lb_ip(lb_ip(4)).lb_ip(lb_ip(5));
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("load_balancer", golden(&snap, &opts()));
+}
+
+#[test]
+fn external_ips() {
+    let port = tcp_port("ns4", "svc4", "p80", cluster_ip(44), 80).external_ip(external_ip(33));
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("external_ip", golden(&snap, &opts()));
+}
+
+#[test]
+fn client_ip_affinity() {
+    let port = tcp_port("ns5", "svc5", "p80", cluster_ip(45), 80).affinity(10800);
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("affinity", golden(&snap, &opts()));
+}
+
+#[test]
+fn masquerade_all() {
+    let port = tcp_port("ns1", "svc1", "p80", cluster_ip(41), 80);
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    let opts = RenderOptions { masquerade_all: true, ..opts() };
+    insta::assert_snapshot!("masquerade_all", golden(&snap, &opts));
+}
+
+#[test]
+fn no_local_traffic_detection() {
+    let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3002).etp_local();
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    let opts = RenderOptions { cluster_cidr: None, ..opts() };
+    insta::assert_snapshot!("no_local_detection", golden(&snap, &opts));
+}
+
+#[test]
+fn load_balancer_source_ranges() {
+    let port = tcp_port("ns6", "svc6", "p80", cluster_ip(46), 80)
+        .node_port(3006)
+        .lb_ip(lb_ip(6))
+        .source_range("203.0.113.0/25")
+        .source_range("192.168.0.0/24");
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("source_ranges", golden(&snap, &opts()));
+}
+
+#[test]
+fn source_ranges_without_the_node_ip() {
+    let port = tcp_port("ns6", "svc6", "p80", cluster_ip(46), 80).lb_ip(lb_ip(6)).source_range("203.0.113.0/25");
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("source_ranges_no_node", golden(&snap, &opts()));
+}
+
+#[test]
+fn external_policy_local_with_local_endpoints() {
+    let port = tcp_port("ns7", "svc7", "p80", cluster_ip(47), 80)
+        .node_port(3007)
+        .lb_ip(lb_ip(7))
+        .etp_local()
+        .health_check_node_port(30007);
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("etp_local", golden(&snap, &opts()));
+}
+
+#[test]
+fn external_policy_local_without_local_endpoints() {
+    let port = tcp_port("ns7", "svc7", "p80", cluster_ip(47), 80)
+        .node_port(3007)
+        .lb_ip(lb_ip(7))
+        .external_ip(external_ip(7))
+        .etp_local()
+        .health_check_node_port(30007);
+    let snap = snapshot().service(port, [endpoint(pod_ip(2), 80)]).build();
+    let rendered = render(&snap, &opts());
+    assert_eq!(rendered.no_local_endpoints.external, 1);
+    assert_eq!(rendered.no_local_endpoints.internal, 0);
+    insta::assert_snapshot!("etp_local_no_local", golden(&snap, &opts()));
+}
+
+#[test]
+fn internal_policy_local_with_local_endpoints() {
+    let port = tcp_port("ns8", "svc8", "p80", cluster_ip(48), 80).itp_local();
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("itp_local", golden(&snap, &opts()));
+}
+
+#[test]
+fn internal_policy_local_without_local_endpoints() {
+    let port = tcp_port("ns8", "svc8", "p80", cluster_ip(48), 80).itp_local();
+    let snap = snapshot().service(port, [endpoint(pod_ip(2), 80)]).build();
+    let rendered = render(&snap, &opts());
+    assert_eq!(rendered.no_local_endpoints.internal, 1);
+    insta::assert_snapshot!("itp_local_no_local", golden(&snap, &opts()));
+}
+
+#[test]
+fn both_policies_local_on_a_node_port() {
+    let port = tcp_port("ns9", "svc9", "p80", cluster_ip(49), 80).node_port(3009).itp_local().etp_local();
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    insta::assert_snapshot!("itp_etp_local", golden(&snap, &opts()));
+}
+
+#[test]
+fn no_endpoints_rejects() {
+    let port = tcp_port("ns10", "svc10", "p80", cluster_ip(50), 80)
+        .node_port(3010)
+        .external_ip(external_ip(10))
+        .lb_ip(lb_ip(10));
+    let snap = snapshot().service(port, [endpoint(pod_ip(3), 80).not_ready()]).build();
+    let rendered = render(&snap, &opts());
+    assert_eq!(rendered.no_local_endpoints, Default::default(), "no endpoints is not 'no local endpoints'");
+    insta::assert_snapshot!("no_endpoints", golden(&snap, &opts()));
+}
+
+#[test]
+fn terminating_endpoints_are_a_fallback() {
+    let snap = snapshot()
+        .service(
+            tcp_port("ns11", "svc11", "p80", cluster_ip(51), 80),
+            [
+                endpoint(pod_ip(1), 80).local().terminating(true),
+                endpoint(pod_ip(2), 80).terminating(true),
+                endpoint(pod_ip(3), 80).terminating(false),
+            ],
+        )
+        .build();
+    insta::assert_snapshot!("terminating", golden(&snap, &opts()));
+}
+
+#[test]
+fn node_port_addresses_restrict_node_ports() {
+    let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001);
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    let opts = RenderOptions {
+        node_port_addresses: vec!["192.168.0.0/24".parse().unwrap(), "127.0.0.0/8".parse().unwrap()],
+        node_ips: vec![node_ip(), "127.0.0.1".parse().unwrap(), "10.1.1.1".parse().unwrap()],
+        ..opts()
+    };
+    insta::assert_snapshot!("node_port_addresses", golden(&snap, &opts));
+}
+
+#[test]
+fn node_port_addresses_primary() {
+    let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001);
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    let opts = RenderOptions { node_port_primary: true, ..opts() };
+    insta::assert_snapshot!("node_port_primary", golden(&snap, &opts));
+}
+
+#[test]
+fn without_localhost_node_ports_or_nfacct() {
+    let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001);
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    let opts = RenderOptions { localhost_nodeports: false, nfacct: false, ..opts() };
+    insta::assert_snapshot!("no_localhost_no_nfacct", golden(&snap, &opts));
+}
+
+#[test]
+fn ipv6_family() {
+    let v6 = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    let port = tcp_port("ns1", "svc1", "p80", v6("fd00:172:30::41"), 80)
+        .node_port(3001)
+        .lb_ip(v6("2001:db8::4"))
+        .source_range("2001:db8:1::/64")
+        .affinity(300);
+    let eps = [endpoint(v6("fd00:10:180::1"), 80).local(), endpoint(v6("fd00:10:180::2"), 80)];
+    let v4 = tcp_port("ns2", "v4-only", "p80", cluster_ip(42), 80);
+    let snap = snapshot().service(port, eps).service(v4, two_endpoints(80)).build();
+    let opts = RenderOptions {
+        family: IpFamily::V6,
+        cluster_cidr: Some("fd00:10::/32".parse().unwrap()),
+        ..RenderOptions::default()
+    };
+    insta::assert_snapshot!("ipv6", golden(&snap, &opts));
+}
