@@ -20,7 +20,7 @@ pub(crate) fn format_float(v: f64) -> String {
     let sign = if v < 0.0 { "-" } else { "" };
     // Shortest 'g': exponent form when exp < -4 || exp >= 6 (Go uses
     // precision 6 for this decision when printing the shortest digits).
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         format!("{sign}{}", exponent_form(&digits, exp))
     } else {
         format!("{sign}{}", fixed_form(&digits, exp))

@@ -15,8 +15,11 @@ struct ParsedFamily {
     help: String,
     kind: String,
     /// Series keyed by their labels (without `le`), in sorted label order.
-    series: BTreeMap<Vec<(String, String)>, Vec<Sample>>,
+    series: BTreeMap<Labels, Vec<Sample>>,
 }
+
+/// Label name and value pairs.
+type Labels = Vec<(String, String)>;
 
 /// One sample line.
 struct Sample {
@@ -66,9 +69,9 @@ fn finish_family(families: &mut BTreeMap<String, ParsedFamily>, family: Option<P
     families.insert(name, family);
 }
 
-fn add_sample(family: &mut ParsedFamily, name: String, labels: Vec<(String, String)>, value: String) {
+fn add_sample(family: &mut ParsedFamily, name: String, labels: Labels, value: String) {
     let mut le = None;
-    let mut key: Vec<(String, String)> = Vec::with_capacity(labels.len());
+    let mut key: Labels = Vec::with_capacity(labels.len());
     for (label, label_value) in labels {
         if label == "le" && family.kind == "histogram" {
             le = Some(label_value);
@@ -135,7 +138,7 @@ fn go_number(text: &str) -> String {
 
 /// Splits `name{a="b",c="d"} value [timestamp]` into its parts, unescaping
 /// label values.
-fn parse_sample(line: &str) -> Option<(String, Vec<(String, String)>, String)> {
+fn parse_sample(line: &str) -> Option<(String, Labels, String)> {
     let name_end = line.find(['{', ' '])?;
     let name = line[..name_end].to_string();
     let (labels, rest) = if line[name_end..].starts_with('{') {
@@ -148,7 +151,7 @@ fn parse_sample(line: &str) -> Option<(String, Vec<(String, String)>, String)> {
 }
 
 /// Parses `a="b",c="d"}` and returns the labels and what follows the `}`.
-fn parse_labels(mut text: &str) -> Option<(Vec<(String, String)>, &str)> {
+fn parse_labels(mut text: &str) -> Option<(Labels, &str)> {
     let mut labels = Vec::new();
     loop {
         text = text.trim_start_matches(',');
