@@ -1,1 +1,17 @@
-//! TODO: ipvs
+//! IPVS mode: the kernel's IP Virtual Server tables do the load balancing,
+//! ipsets keep the companion iptables rules few, and a dummy interface
+//! (`kube-ipvs0`) holds the service addresses.
+//!
+//! Pipeline position: a backend. [`netlink`] is the IPVS generic-netlink
+//! codec (pure); [`IpvsSocket`] sends it to the kernel.
+
+mod error;
+pub mod netlink;
+mod real_server;
+mod request;
+mod virtual_server;
+
+pub use error::Error;
+pub use real_server::{ForwardMethod, RealServer};
+pub use request::Flags;
+pub use virtual_server::{IpProtocol, ServiceFlags, ServiceKey, VirtualServer};
