@@ -40,9 +40,10 @@ struct Running {
 impl ServiceHealthServers {
     /// Servers that listen on each of `addresses`: the IPs matching
     /// `nodePortAddresses` when it is set (nftables mode's default
-    /// `primary` is the node IP), else `[0.0.0.0]` for all addresses, which
-    /// is what upstream binds (IPv4 only). `health` supplies
-    /// `serviceProxyHealthy`.
+    /// `primary` is the node IP), else the family's wildcard, which is what
+    /// upstream's per-family proxiers bind: `0.0.0.0` (IPv4 only) and, for
+    /// IPv6, `::` (bound IPv6-only, so both can share a port). `health`
+    /// supplies `serviceProxyHealthy`.
     pub fn new(addresses: Vec<IpAddr>, health: ProxyHealth) -> Self {
         Self { addresses, health, running: BTreeMap::new(), local_ready: BTreeMap::new() }
     }

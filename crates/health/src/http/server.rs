@@ -13,14 +13,15 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 /// Answers one request from its head (no server here reads bodies).
 pub(crate) type Respond = Arc<dyn Fn(&Parts) -> Response<Full<Bytes>> + Send + Sync>;
 
 /// Go's fallback listen backlog when `somaxconn` cannot be read.
-const DEFAULT_BACKLOG: u32 = 4096;
+const DEFAULT_BACKLOG: i32 = 4096;
 
 /// A server whose socket is already listening, so callers learn its
 /// address (port 0 in tests) and bind errors before serving starts.
@@ -59,20 +60,27 @@ impl std::fmt::Debug for BoundServer {
     }
 }
 
-/// Binds `addr` as Go's `net.Listen("tcp", addr)` does: `SO_REUSEADDR`,
-/// backlog `somaxconn`; `[::]` is dual-stack unless the host says otherwise.
+/// Binds `addr` as Go's `net.Listen` does for that family ("tcp4" /
+/// "tcp6"): `SO_REUSEADDR`, backlog `somaxconn`, and an IPv6 socket only
+/// for IPv6 (so `0.0.0.0:p` and `[::]:p` can both be bound, as upstream's
+/// per-family proxiers do).
 pub(crate) fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(listen_backlog())
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(listen_backlog())?;
+    TcpListener::from_std(socket.into())
 }
 
-fn listen_backlog() -> u32 {
+fn listen_backlog() -> i32 {
     std::fs::read_to_string("/proc/sys/net/core/somaxconn")
         .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .map(|n| n.min(u32::from(u16::MAX)))
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .map(|n| n.min(i32::from(u16::MAX)))
         .unwrap_or(DEFAULT_BACKLOG)
 }
 
@@ -111,5 +119,22 @@ async fn serve_connection(stream: TcpStream, respond: Respond) {
         .await;
     if let Err(error) = result {
         tracing::debug!(%error, "health/metrics connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::bind_listener;
+    use std::net::SocketAddr;
+
+    #[tokio::test]
+    async fn ipv4_and_ipv6_wildcards_share_a_port_like_go_tcp4_tcp6() {
+        let v4 = bind_listener("0.0.0.0:0".parse().unwrap()).unwrap();
+        let port = v4.local_addr().unwrap().port();
+        let v6 = bind_listener(SocketAddr::new("::".parse().unwrap(), port)).unwrap();
+        assert_eq!(v6.local_addr().unwrap().port(), port);
+        let again = bind_listener(SocketAddr::new("0.0.0.0".parse().unwrap(), port));
+        assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AddrInUse);
     }
 }

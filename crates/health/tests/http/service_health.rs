@@ -156,3 +156,15 @@ async fn services_can_swap_ports_in_one_sync() {
     assert!(Connection::open(addr(p1)).await.is_err());
     assert!(Connection::open(addr(p2)).await.is_err());
 }
+
+#[tokio::test]
+async fn serves_every_given_address() {
+    let (health, _clock) = proxy_health();
+    let v6_loopback = IpAddr::V6(std::net::Ipv6Addr::LOCALHOST);
+    let mut servers = ServiceHealthServers::new(vec![LOOPBACK, v6_loopback], health);
+    servers.sync_endpoints(counts(&[("api", 1)]));
+    let port = free_port();
+    assert!(servers.sync_services([(svc("api"), port)].into()).await.is_empty());
+    assert_eq!(get(addr(port), "/").await.status, 200);
+    assert_eq!(get(SocketAddr::new(v6_loopback, port), "/").await.status, 200);
+}
