@@ -168,3 +168,21 @@ async fn serves_every_given_address() {
     assert_eq!(get(addr(port), "/").await.status, 200);
     assert_eq!(get(SocketAddr::new(v6_loopback, port), "/").await.status, 200);
 }
+
+/// The sync loop runs on spawned tasks: the servers and their futures must
+/// be `Send`.
+#[tokio::test]
+async fn can_be_driven_from_a_spawned_task() {
+    let (health, _clock) = proxy_health();
+    let port = free_port();
+    let handle = tokio::spawn(async move {
+        let mut servers = ServiceHealthServers::new(vec![LOOPBACK], health);
+        let failures = servers.sync_services([(svc("api"), port)].into()).await;
+        servers.sync_endpoints(counts(&[("api", 1)]));
+        (servers, failures.len())
+    });
+    let (servers, failures) = handle.await.unwrap();
+    assert_eq!(failures, 0);
+    assert_eq!(get(addr(port), "/").await.status, 200);
+    drop(servers);
+}
