@@ -88,6 +88,7 @@ fn hash16(input: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use model::Protocol;

@@ -2,6 +2,8 @@
 //! feature, in upstream's test address convention. Every ruleset must also
 //! pass the jump-consistency check.
 
+#![allow(clippy::unwrap_used)]
+
 use iptables::render::{IpFamily, RenderOptions, Rendered, consistency_problems, render};
 use model::Snapshot;
 use testkit::builders::*;

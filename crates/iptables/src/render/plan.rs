@@ -167,6 +167,7 @@ fn text<'b>(ep: &Endpoint, buf: &'b mut [u8; 64]) -> &'b [u8] {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -128,6 +128,7 @@ pub(crate) fn quote_arg(value: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
