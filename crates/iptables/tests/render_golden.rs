@@ -4,8 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+use iptables::Ruleset;
 use iptables::render::{IpFamily, RenderOptions, Rendered, consistency_problems, render};
 use model::Snapshot;
+use std::collections::BTreeMap;
 use testkit::builders::*;
 
 /// Upstream's test configuration: local traffic detected by 10.0.0.0/8.
@@ -13,11 +15,82 @@ fn opts() -> RenderOptions {
     RenderOptions { cluster_cidr: Some(cluster_cidr()), ..RenderOptions::default() }
 }
 
-/// Renders, checks consistency and returns the restore text.
+/// Renders, checks consistency and the kernel round trip, and returns the
+/// restore text.
 fn golden(snapshot: &Snapshot, opts: &RenderOptions) -> String {
     let rendered = render(snapshot, opts);
     assert_consistent(&rendered);
+    assert_kernel_round_trip(snapshot, opts);
     rendered.ruleset.to_restore()
+}
+
+/// Applies the rules (without nfacct matches, whose objects only the
+/// applier creates) to a fresh namespace and checks that `iptables-save`
+/// prints every rule exactly as rendered, in order, chain by chain.
+fn assert_kernel_round_trip(snapshot: &Snapshot, opts: &RenderOptions) {
+    if testkit::netns::unavailable().is_some() {
+        return;
+    }
+    let ruleset = render(snapshot, &RenderOptions { nfacct: false, ..opts.clone() }).ruleset;
+    let saved = apply_in_fresh_netns(&ruleset, opts.family);
+    assert_eq!(rules_by_chain(&ruleset), saved_rules_by_chain(&saved), "iptables-save differs from the rendering");
+}
+
+type ChainRules = BTreeMap<(String, String), Vec<String>>;
+
+fn push_rule(out: &mut ChainRules, table: &str, line: &str, prepend: bool) {
+    let (chain, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let rules = out.entry((table.to_string(), chain.to_string())).or_default();
+    if prepend { rules.insert(0, rest.to_string()) } else { rules.push(rest.to_string()) }
+}
+
+/// Our rules by (table, chain), built-in jumps prepended as applied.
+fn rules_by_chain(ruleset: &Ruleset) -> ChainRules {
+    let mut out = ChainRules::new();
+    for (table, rules) in ruleset.tables() {
+        rules.rules.iter().for_each(|r| push_rule(&mut out, table.as_str(), r, false));
+    }
+    for jump in &ruleset.builtin_jumps {
+        push_rule(&mut out, jump.table.as_str(), &jump.rule_line(), true);
+    }
+    out
+}
+
+fn saved_rules_by_chain(saved: &str) -> ChainRules {
+    let mut out = ChainRules::new();
+    let mut table = "";
+    for line in saved.lines() {
+        if let Some(t) = line.strip_prefix('*') {
+            table = t;
+        } else if let Some(rule) = line.strip_prefix("-A ") {
+            push_rule(&mut out, table, rule, false);
+        }
+    }
+    out
+}
+
+/// Restores `ruleset` into a fresh namespace, prepends the built-in jumps
+/// and returns `iptables-save`.
+fn apply_in_fresh_netns(ruleset: &Ruleset, family: IpFamily) -> String {
+    use std::io::Write;
+    let ns = testkit::netns::Netns::new("golden").unwrap();
+    let prefix = if family == IpFamily::V4 { "iptables" } else { "ip6tables" };
+    let mut child = ns
+        .command(&format!("{prefix}-legacy-restore"))
+        .arg("--noflush")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(ruleset.to_restore().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "restore failed: {}", String::from_utf8_lossy(&out.stderr));
+    for jump in &ruleset.builtin_jumps {
+        let mut args = vec!["-w", "-t", jump.table.as_str(), "-I", jump.chain];
+        args.extend(jump.args.iter().map(String::as_str));
+        ns.exec(&format!("{prefix}-legacy"), &args).unwrap();
+    }
+    ns.exec(&format!("{prefix}-legacy-save"), &[]).unwrap()
 }
 
 fn assert_consistent(rendered: &Rendered) {
@@ -34,6 +107,7 @@ fn two_endpoints(port: u16) -> [EndpointBuilder; 2] {
 fn static_chains_and_builtin_jumps() {
     let rendered = render(&snapshot().build(), &opts());
     assert_consistent(&rendered);
+    assert_kernel_round_trip(&snapshot().build(), &opts());
     let jumps: Vec<String> = rendered
         .ruleset
         .builtin_jumps
