@@ -1,5 +1,7 @@
 //! Errors of the IPVS backend.
 
+use std::io;
+
 /// A failed IPVS-mode operation.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -7,4 +9,44 @@ pub enum Error {
     /// registered): the proxy should fall back to iptables mode.
     #[error("the kernel does not support IPVS (generic netlink family \"IPVS\" not found: {0})")]
     IpvsUnavailable(String),
+    /// A generic-netlink socket could not be opened.
+    #[error("cannot open a generic netlink socket: {0}")]
+    NetlinkSocket(#[source] io::Error),
+    /// The netlink connection went away mid-request.
+    #[error("{operation}: netlink connection closed: {reason}")]
+    ConnectionClosed {
+        /// What was being done.
+        operation: String,
+        /// Why the request could not be sent.
+        reason: String,
+    },
+    /// The kernel refused a request.
+    #[error("{operation}: {source}")]
+    Kernel {
+        /// What was being done, with the service / real server involved.
+        operation: String,
+        /// The kernel's errno.
+        source: io::Error,
+    },
+    /// A kernel reply could not be decoded.
+    #[error("{operation}: cannot decode the kernel's reply: {reason}")]
+    Decode {
+        /// What was being done.
+        operation: String,
+        /// The decoder's complaint.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// The kernel said the service or real server does not exist
+    /// (`ESRCH` / `ENOENT`).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Kernel { source, .. } if matches!(source.raw_os_error(), Some(2 | 3)))
+    }
+
+    /// The kernel said the service or real server already exists (`EEXIST`).
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, Error::Kernel { source, .. } if source.raw_os_error() == Some(17))
+    }
 }

@@ -6,12 +6,14 @@
 //! codec (pure); [`IpvsSocket`] sends it to the kernel.
 
 mod error;
+mod ipvs_socket;
 pub mod netlink;
 mod real_server;
 mod request;
 mod virtual_server;
 
 pub use error::Error;
+pub use ipvs_socket::{IpvsSocket, Timeouts};
 pub use real_server::{ForwardMethod, RealServer};
 pub use request::Flags;
 pub use virtual_server::{IpProtocol, ServiceFlags, ServiceKey, VirtualServer};

@@ -65,3 +65,9 @@ impl From<GenlMessage<GenlCtrl>> for GenlPacket {
         GenlPacket::Ctrl(m)
     }
 }
+
+impl From<GenlPacket> for netlink_packet_core::NetlinkPayload<GenlPacket> {
+    fn from(p: GenlPacket) -> Self {
+        netlink_packet_core::NetlinkPayload::InnerMessage(p)
+    }
+}
