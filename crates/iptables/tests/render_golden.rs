@@ -322,3 +322,25 @@ fn ipv6_family() {
     };
     insta::assert_snapshot!("ipv6", golden(&snap, &opts));
 }
+
+#[test]
+fn large_clusters_drop_per_endpoint_comments() {
+    let build = |n: u16| {
+        let eps: Vec<_> = (1..=n).map(|i| endpoint(pod_ip(i), 80)).collect();
+        snapshot().service(tcp_port("ns1", "svc1", "p80", cluster_ip(41), 80), eps).build()
+    };
+    let commented = |n: u16| {
+        let ruleset = render(&build(n), &opts()).ruleset;
+        let sep_rules: Vec<&String> = ruleset.nat.rules.iter().filter(|r| r.starts_with("KUBE-SEP-")).collect();
+        assert_eq!(sep_rules.len(), 2 * usize::from(n));
+        sep_rules.iter().filter(|r| r.contains("--comment")).count()
+    };
+    // Upstream's threshold: more than 1000 endpoints in total.
+    assert_eq!(commented(1000), 2000);
+    assert_eq!(commented(1001), 0);
+    let ruleset = render(&build(1001), &opts()).ruleset;
+    let svc: Vec<&String> = ruleset.nat.rules.iter().filter(|r| r.starts_with("KUBE-SVC-")).collect();
+    assert!(svc[0].contains("\"ns1/svc1:p80 cluster IP\""), "the masquerade rule keeps its comment");
+    assert!(svc[1..].iter().all(|r| !r.contains("--comment")));
+    assert_consistent(&render(&build(1001), &opts()));
+}
