@@ -1,0 +1,51 @@
+//! The outside client: a namespace on the wire with addresses in the client
+//! subnet, not part of the cluster. It reaches node IPs on-link and sends
+//! the networks of its plan's routes (LoadBalancer IPs, externalIPs) to the
+//! node named there.
+
+use super::node::Node;
+use super::plan::{CLIENT_NET, ClientPlan, WIRE_NET};
+use super::wire::Wire;
+use crate::netns::Netns;
+use anyhow::{Context, Result};
+use std::net::Ipv4Addr;
+
+/// The outside client.
+#[derive(Debug)]
+pub struct Client {
+    ips: Vec<Ipv4Addr>,
+    ns: Netns,
+}
+
+impl Client {
+    /// Creates the client on the wire with the plan's addresses and routes.
+    pub fn new(plan: &ClientPlan, wire: &Wire, nodes: &[Node]) -> Result<Self> {
+        let primary = *plan.ips.first().context("the client plan needs at least one address")?;
+        let ns = Netns::new("client")?;
+        wire.plug(&ns)?;
+        for ip in &plan.ips {
+            ns.ip(&["addr", "add", &format!("{ip}/{}", CLIENT_NET.prefix_len()), "dev", "eth0"])?;
+        }
+        ns.ip(&["link", "set", "eth0", "up"])?;
+        let src = primary.to_string();
+        ns.ip(&["route", "add", &WIRE_NET.to_string(), "dev", "eth0", "src", &src])?;
+        for (net, node_name) in &plan.routes {
+            let node = nodes
+                .iter()
+                .find(|n| n.name() == node_name)
+                .with_context(|| format!("client route {net} via unknown node {node_name}"))?;
+            ns.ip(&["route", "add", &net.to_string(), "via", &node.ip().to_string(), "dev", "eth0", "src", &src])?;
+        }
+        Ok(Self { ips: plan.ips.clone(), ns })
+    }
+
+    /// Its addresses; the first is the default source.
+    pub fn ips(&self) -> &[Ipv4Addr] {
+        &self.ips
+    }
+
+    /// The client's namespace.
+    pub fn ns(&self) -> &Netns {
+        &self.ns
+    }
+}

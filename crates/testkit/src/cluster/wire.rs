@@ -1,0 +1,43 @@
+//! The wire: a namespace holding one bridge that every node's uplink and the
+//! client's link plug into. Its own bridge address is the nodes' default
+//! gateway; it does not forward, so it swallows whatever reaches it.
+
+use super::plan::{WIRE_GATEWAY, WIRE_NET};
+use crate::netns::Netns;
+use anyhow::Result;
+
+/// The wire namespace and the name of its bridge.
+#[derive(Debug)]
+pub struct Wire {
+    ns: Netns,
+    ports: std::sync::atomic::AtomicUsize,
+}
+
+const BRIDGE: &str = "br0";
+
+impl Wire {
+    /// Creates the wire namespace with its bridge up, holding
+    /// [`WIRE_GATEWAY`] and not forwarding.
+    pub fn new() -> Result<Self> {
+        let ns = Netns::new("wire")?;
+        ns.exec("sysctl", &["-qw", "net.ipv4.ip_forward=0"])?;
+        ns.ip(&["link", "add", BRIDGE, "type", "bridge", "forward_delay", "0"])?;
+        ns.ip(&["addr", "add", &format!("{WIRE_GATEWAY}/{}", WIRE_NET.prefix_len()), "dev", BRIDGE])?;
+        ns.ip(&["link", "set", BRIDGE, "up"])?;
+        Ok(Self { ns, ports: std::sync::atomic::AtomicUsize::new(0) })
+    }
+
+    /// Plugs `other` into the bridge: a veth whose far end is `eth0` in
+    /// `other`, left down there for the caller to address and bring up.
+    pub fn plug(&self, other: &Netns) -> Result<()> {
+        let port = format!("w{}", self.ports.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        self.ns.ip(&["link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns", other.name()])?;
+        self.ns.ip(&["link", "set", &port, "master", BRIDGE, "up"])?;
+        Ok(())
+    }
+
+    /// The wire's namespace.
+    pub fn ns(&self) -> &Netns {
+        &self.ns
+    }
+}
