@@ -1,9 +1,13 @@
-//! Errors of the iptables backend.
+//! Errors of the iptables backend: one variant per failed operation, each
+//! with the command or kernel object involved and what the tool said.
+
+use crate::Table;
+use std::fmt;
 
 /// A failed iptables operation.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// An iptables tool could not be started.
+    /// An iptables tool could not be started, or its pipes failed.
     #[error("cannot run {command}: {source}")]
     Spawn {
         /// The command line.
@@ -11,4 +15,95 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A command (`iptables-save`, `iptables -I`, ...) exited non-zero.
+    #[error("{command} failed ({status}): {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// How it exited.
+        status: String,
+        /// What it printed on stderr, trimmed.
+        stderr: String,
+    },
+    /// `iptables-restore` rejected its input. The table that failed is
+    /// unchanged; tables committed before it in the same input were put
+    /// back as they were (see `rollback`).
+    #[error("{command} failed{}: {stderr}{rollback}", at_line(*line, text))]
+    Restore {
+        /// The command line.
+        command: String,
+        /// The 1-based line of the input the tool named, if it named one.
+        line: Option<usize>,
+        /// That line of the input (for a legacy commit failure this is the
+        /// table's `COMMIT`: the kernel does not say which rule it refused).
+        text: String,
+        /// The table the line belongs to.
+        table: Option<Table>,
+        /// What the tool printed on stderr, trimmed.
+        stderr: String,
+        /// What happened to the tables committed before the failure.
+        rollback: Rollback,
+    },
+    /// `--iptables-backend` had a value other than `auto`, `legacy`, `nft`.
+    #[error("invalid iptables backend {value:?}: want auto, legacy or nft")]
+    UnknownBackend {
+        /// The value given.
+        value: String,
+    },
+    /// A netlink request (nfacct, address dump) failed.
+    #[error("netlink {operation} failed: {source}")]
+    Netlink {
+        /// What was asked, e.g. `nfacct add ct_state_invalid_dropped_pkts`.
+        operation: String,
+        /// The OS error (or the kernel's errno).
+        source: std::io::Error,
+    },
+    /// A sysctl under /proc/sys could not be read or written.
+    #[error("sysctl {path}: {source}")]
+    Sysctl {
+        /// The /proc/sys path.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Renders ` at line N (`text`)` when the tool named a line.
+fn at_line(line: Option<usize>, text: &str) -> String {
+    match line {
+        Some(n) => format!(" at line {n} `{text}`"),
+        None => String::new(),
+    }
+}
+
+/// What a failed restore did to the tables committed before the failing
+/// one (`iptables-restore` commits each `*table ... COMMIT` block on its
+/// own, with both backends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rollback {
+    /// No earlier table had been committed.
+    NotNeeded,
+    /// These tables had been committed and were restored to the chains of
+    /// ours they held before.
+    Done(Vec<Table>),
+    /// Putting these tables back failed too; they hold the new rules.
+    Failed {
+        /// The tables that could not be put back.
+        tables: Vec<Table>,
+        /// The rollback's error.
+        error: String,
+    },
+}
+
+impl fmt::Display for Rollback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = |tables: &[Table]| tables.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ");
+        match self {
+            Rollback::NotNeeded => Ok(()),
+            Rollback::Done(tables) => write!(f, " (already committed tables rolled back: {})", names(tables)),
+            Rollback::Failed { tables, error } => {
+                write!(f, " (rolling back already committed tables {} failed too: {error})", names(tables))
+            }
+        }
+    }
 }

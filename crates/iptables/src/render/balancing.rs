@@ -6,6 +6,8 @@ use super::plan::PortPlan;
 use super::rule::Rule;
 use super::{RenderContext, ServicePortRules};
 use model::Endpoint;
+use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// The SVC and SVL chains the port uses.
 pub(crate) fn render(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
@@ -34,7 +36,7 @@ fn render_chain(ctx: &RenderContext, plan: &PortPlan, chain: &str, endpoints: &[
     for (i, ep) in endpoints.iter().enumerate() {
         let mut rule = endpoint_rule(ctx, plan, chain, ep);
         if i + 1 < n {
-            rule = rule.matching(&format!("-m statistic --mode random --probability {}", probability(n - i)));
+            rule = rule.matching(&format!("-m statistic --mode random --probability {}", cached_probability(n - i)));
         }
         out.nat_rules.push(rule.jump(plan.sep_chain(ep)).build());
     }
@@ -45,6 +47,16 @@ fn render_chain(ctx: &RenderContext, plan: &PortPlan, chain: &str, endpoints: &[
 fn endpoint_rule(ctx: &RenderContext, plan: &PortPlan, chain: &str, ep: &Endpoint) -> Rule {
     let rule = Rule::new(chain);
     if ctx.large_cluster { rule } else { rule.comment(&format!("{} -> {ep}", plan.name)) }
+}
+
+/// [`probability`] of the first thousand `n`, computed once (upstream
+/// precomputes them too: float formatting is slow).
+fn cached_probability(n: usize) -> Cow<'static, str> {
+    static TABLE: LazyLock<Vec<String>> = LazyLock::new(|| (0..=1000).map(probability).collect());
+    match TABLE.get(n) {
+        Some(p) => Cow::Borrowed(p),
+        None => Cow::Owned(probability(n)),
+    }
 }
 
 /// 1/n as iptables-save prints it: upstream writes `%0.10f`, the
@@ -59,6 +71,12 @@ pub(crate) fn probability(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::probability;
+
+    #[test]
+    fn cached_probabilities_are_the_same() {
+        assert_eq!(super::cached_probability(3), probability(3));
+        assert_eq!(super::cached_probability(5000), probability(5000));
+    }
 
     #[test]
     fn probabilities_match_iptables_save() {

@@ -3,47 +3,49 @@
 //! rendered text is byte-identical to a dump of the same rule.
 
 use ipnet::IpNet;
+use std::fmt::Write;
 use std::net::IpAddr;
 
 /// A rule under construction. Address and protocol options may be set in
-/// any order; matches keep the order they are added in (as iptables does).
+/// any order; matches and the target are appended as they come (the order
+/// iptables keeps), straight into one buffer.
 #[derive(Debug, Clone)]
 pub(crate) struct Rule {
     chain: String,
     src: Option<String>,
     dst: Option<String>,
     proto: Option<&'static str>,
-    matches: Vec<String>,
-    target: Option<String>,
+    /// Matches then target, each with its leading space.
+    tail: String,
 }
 
 impl Rule {
     /// An empty rule in `chain`.
     pub(crate) fn new(chain: &str) -> Self {
-        Self { chain: chain.to_string(), src: None, dst: None, proto: None, matches: Vec::new(), target: None }
+        Self { chain: chain.to_string(), src: None, dst: None, proto: None, tail: String::with_capacity(96) }
     }
 
     /// `-s <net>`.
     pub(crate) fn src(mut self, net: &str) -> Self {
-        self.src = Some(format!("-s {net}"));
+        self.src = Some(format!(" -s {net}"));
         self
     }
 
     /// `! -s <net>`.
     pub(crate) fn not_src(mut self, net: &str) -> Self {
-        self.src = Some(format!("! -s {net}"));
+        self.src = Some(format!(" ! -s {net}"));
         self
     }
 
     /// `-d <net>`.
     pub(crate) fn dst(mut self, net: &str) -> Self {
-        self.dst = Some(format!("-d {net}"));
+        self.dst = Some(format!(" -d {net}"));
         self
     }
 
     /// `! -d <net>`.
     pub(crate) fn not_dst(mut self, net: &str) -> Self {
-        self.dst = Some(format!("! -d {net}"));
+        self.dst = Some(format!(" ! -d {net}"));
         self
     }
 
@@ -54,44 +56,43 @@ impl Rule {
     }
 
     /// `-m comment --comment <text>`, quoted as iptables-save quotes it.
-    pub(crate) fn comment(self, text: &str) -> Self {
-        let quoted = quote_arg(text);
-        self.matching(&format!("-m comment --comment {quoted}"))
+    pub(crate) fn comment(mut self, text: &str) -> Self {
+        self.tail.push_str(" -m comment --comment ");
+        push_quoted(&mut self.tail, text);
+        self
     }
 
     /// `-p <proto> -m <proto> --dport <port>`.
-    pub(crate) fn dport(self, proto: &'static str, port: u16) -> Self {
-        self.proto(proto).matching(&format!("-m {proto} --dport {port}"))
+    pub(crate) fn dport(mut self, proto: &'static str, port: u16) -> Self {
+        let _ = write!(self.tail, " -m {proto} --dport {port}");
+        self.proto(proto)
     }
 
     /// A match module with its options, e.g. `-m addrtype --dst-type LOCAL`.
     pub(crate) fn matching(mut self, text: &str) -> Self {
-        self.matches.push(text.to_string());
+        self.tail.push(' ');
+        self.tail.push_str(text);
         self
     }
 
     /// `-j <target and its options>`.
     pub(crate) fn jump(mut self, target: &str) -> Self {
-        self.target = Some(target.to_string());
+        self.tail.push_str(" -j ");
+        self.tail.push_str(target);
         self
     }
 
     /// The rule line without the leading `-A `.
     pub(crate) fn build(self) -> String {
         let mut out = self.chain;
-        let proto = self.proto.map(|p| format!("-p {p}"));
-        for part in [self.src, self.dst, proto].into_iter().flatten() {
-            out.push(' ');
-            out.push_str(&part);
+        out.reserve(self.tail.len() + 48);
+        out.push_str(self.src.as_deref().unwrap_or_default());
+        out.push_str(self.dst.as_deref().unwrap_or_default());
+        if let Some(proto) = self.proto {
+            out.push_str(" -p ");
+            out.push_str(proto);
         }
-        for part in self.matches {
-            out.push(' ');
-            out.push_str(&part);
-        }
-        if let Some(target) = self.target {
-            out.push_str(" -j ");
-            out.push_str(&target);
-        }
+        out.push_str(&self.tail);
         out
     }
 }
@@ -111,11 +112,18 @@ pub(crate) fn net(net: &IpNet) -> String {
 /// bare when it is only letters, digits, `_` and `-`; otherwise in double
 /// quotes with `"`, `\` and `'` escaped.
 pub(crate) fn quote_arg(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    push_quoted(&mut out, value);
+    out
+}
+
+/// Appends `value` to `out`, quoted as [`quote_arg`] does.
+fn push_quoted(out: &mut String, value: &str) {
     let safe = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     if !value.is_empty() && value.chars().all(safe) {
-        return value.to_string();
+        out.push_str(value);
+        return;
     }
-    let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {
         if matches!(c, '"' | '\\' | '\'') {
@@ -124,7 +132,6 @@ pub(crate) fn quote_arg(value: &str) -> String {
         out.push(c);
     }
     out.push('"');
-    out
 }
 
 #[cfg(test)]
