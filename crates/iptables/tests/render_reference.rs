@@ -221,13 +221,10 @@ fn reference_services() -> Vec<(ServicePort, Vec<Endpoint>)> {
     ]
 }
 
-/// The corpus's kube-proxy configuration for `family`.
+/// The corpus's kube-proxy configuration for `family` (its IPv4-only
+/// clusterCIDR leaves the IPv6 proxier without local-traffic detection).
 fn reference_options(family: IpFamily) -> RenderOptions {
-    let cluster_cidr = match family {
-        IpFamily::V4 => Some("10.244.0.0/16".parse().unwrap()),
-        IpFamily::V6 => None,
-    };
-    RenderOptions { family, cluster_cidr, ..RenderOptions::default() }
+    RenderOptions { family, cluster_cidr: Some("10.244.0.0/16".parse().unwrap()), ..RenderOptions::default() }
 }
 
 fn render_reference(family: IpFamily) -> Rendered {
