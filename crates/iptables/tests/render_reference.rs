@@ -358,3 +358,41 @@ fn kernel_round_trip_of_reference_rules_is_byte_identical() {
         }
     }
 }
+
+/// Our ruleset as `iptables-save` would print it after a first sync into
+/// empty tables (built-in jumps in their final order).
+fn to_save_text(ruleset: &Ruleset) -> String {
+    let mut out = String::new();
+    for (table, dump) in &our_dump(ruleset).tables {
+        out.push_str(&format!("*{table}\n"));
+        for chain in &dump.user_chains {
+            out.push_str(&format!(":{chain} - [0:0]\n"));
+        }
+        for (chain, rules) in &dump.rules {
+            rules.iter().for_each(|rule| out.push_str(&format!("-A {chain} {rule}\n")));
+        }
+        out.push_str("COMMIT\n");
+    }
+    out
+}
+
+#[test]
+fn every_reference_flow_gets_upstreams_verdict_through_our_rules() {
+    use testkit::flows;
+    use testkit::tracer::{describe_outcomes, parse_rules, trace};
+    let rules = parse_rules(&to_save_text(&render_reference(IpFamily::V4).ruleset)).unwrap();
+    let ctx = flows::node_a();
+    let cases = flows::iptables_flows().unwrap();
+    assert!(cases.len() >= 64, "the corpus has 64 flows");
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|case| {
+            let verdict = trace(&rules, &ctx, &case.packet()).unwrap();
+            let expected = case.expected_outcomes();
+            (verdict.outcomes != expected).then(|| {
+                format!("{}\n  expected {}\n  traced   {}", case.label(), describe_outcomes(&expected), verdict.describe())
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{} of {} flows differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
