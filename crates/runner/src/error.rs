@@ -6,7 +6,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunnerError {
     /// `max_interval` is zero or below `min_interval`.
-    #[error("invalid sync periods: min interval {min:?} must be at most max interval {max:?}, and max must be above zero")]
+    #[error(
+        "invalid sync periods: min interval {min:?} must be at most max interval {max:?}, and max must be above zero"
+    )]
     InvalidPeriods {
         /// The minimum interval asked for.
         min: Duration,

@@ -48,7 +48,9 @@ impl Shared {
     /// Locks the state; a poisoned lock (a panic while held) still holds
     /// consistent plain data, so it is used as is.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -21,9 +21,16 @@ impl Periods {
     /// Checks `0 <= min_interval <= max_interval` and `max_interval > 0`.
     pub fn new(min_interval: Duration, max_interval: Duration) -> Result<Periods, RunnerError> {
         if max_interval.is_zero() || min_interval > max_interval {
-            return Err(RunnerError::InvalidPeriods { min: min_interval, max: max_interval });
+            return Err(RunnerError::InvalidPeriods {
+                min: min_interval,
+                max: max_interval,
+            });
         }
-        Ok(Periods { min_interval, max_interval, initial_backoff: DEFAULT_INITIAL_BACKOFF })
+        Ok(Periods {
+            min_interval,
+            max_interval,
+            initial_backoff: DEFAULT_INITIAL_BACKOFF,
+        })
     }
 
     /// Sets the first retry delay after a failed sync (default 1s).
@@ -54,6 +61,7 @@ impl Periods {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -69,8 +77,14 @@ mod tests {
     fn backoff_doubles_up_to_max() {
         let p = Periods::new(Duration::from_secs(1), Duration::from_secs(30)).unwrap();
         assert_eq!(p.initial_backoff(), Duration::from_secs(1));
-        assert_eq!(p.next_backoff(Duration::from_secs(8)), Duration::from_secs(16));
-        assert_eq!(p.next_backoff(Duration::from_secs(16)), Duration::from_secs(30));
+        assert_eq!(
+            p.next_backoff(Duration::from_secs(8)),
+            Duration::from_secs(16)
+        );
+        assert_eq!(
+            p.next_backoff(Duration::from_secs(16)),
+            Duration::from_secs(30)
+        );
         let short = Periods::new(Duration::ZERO, Duration::from_millis(500)).unwrap();
         assert_eq!(short.initial_backoff(), Duration::from_millis(500));
     }

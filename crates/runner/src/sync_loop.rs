@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
-use crate::handle::{Handle, Shared};
 use crate::Periods;
+use crate::handle::{Handle, Shared};
 
 /// Why a sync runs, so a backend can choose a partial or a full sync.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,8 +59,18 @@ where
     /// A runner named `name` (for logs) that calls `sync`, and its handle.
     pub fn new(name: &'static str, periods: Periods, sync: F) -> (Runner<F>, Handle) {
         let shared = Arc::new(Shared::default());
-        let handle = Handle { shared: Arc::clone(&shared) };
-        (Runner { name, periods, sync, shared }, handle)
+        let handle = Handle {
+            shared: Arc::clone(&shared),
+        };
+        (
+            Runner {
+                name,
+                periods,
+                sync,
+                shared,
+            },
+            handle,
+        )
     }
 
     /// Runs syncs until [`Handle::stop`]. Nothing runs before

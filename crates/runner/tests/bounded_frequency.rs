@@ -1,6 +1,7 @@
 //! The runner's timing contract, checked under paused tokio time: minimum
 //! interval, periodic resync, coalescing, failure backoff, the start-up gate
 //! and the health timestamps.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,7 +38,11 @@ fn start(min: u64, max: u64, work: Duration, failures: usize) -> (Handle, Log, I
 }
 
 fn times(log: &Log) -> Vec<u128> {
-    log.lock().unwrap().iter().map(|(t, _)| t.as_millis()).collect()
+    log.lock()
+        .unwrap()
+        .iter()
+        .map(|(t, _)| t.as_millis())
+        .collect()
 }
 
 fn triggers(log: &Log) -> Vec<Trigger> {
@@ -51,13 +56,21 @@ async fn nothing_runs_before_ready_then_one_sync_at_once() {
         handle.run();
         sleep(Duration::from_secs(600)).await;
     }
-    assert!(log.lock().unwrap().is_empty(), "synced before ready: {:?}", times(&log));
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "synced before ready: {:?}",
+        times(&log)
+    );
     assert!(handle.status().oldest_pending.is_some());
     handle.ready();
     sleep(Duration::from_millis(1)).await;
     assert_eq!(times(&log), vec![3_000_000]);
     assert_eq!(triggers(&log), vec![Trigger::Initial]);
-    assert_eq!(handle.status().oldest_pending, None, "the initial sync covers earlier requests");
+    assert_eq!(
+        handle.status().oldest_pending,
+        None,
+        "the initial sync covers earlier requests"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -93,7 +106,12 @@ async fn syncs_at_least_every_max_interval_without_requests() {
     assert_eq!(times(&log), vec![0, 30_000, 60_000, 90_000]);
     assert_eq!(
         triggers(&log),
-        vec![Trigger::Initial, Trigger::Periodic, Trigger::Periodic, Trigger::Periodic]
+        vec![
+            Trigger::Initial,
+            Trigger::Periodic,
+            Trigger::Periodic,
+            Trigger::Periodic
+        ]
     );
 }
 
@@ -129,8 +147,15 @@ async fn a_request_during_a_sync_gets_its_own_sync() {
     let queued = handle.status().last_queued.unwrap();
     sleep(Duration::from_millis(250)).await;
     let st = handle.status();
-    assert_eq!(st.last_sync.map(|s| s - t0), Some(Duration::from_millis(300)));
-    assert_eq!(st.oldest_pending, Some(queued), "queued during the sync: still pending");
+    assert_eq!(
+        st.last_sync.map(|s| s - t0),
+        Some(Duration::from_millis(300))
+    );
+    assert_eq!(
+        st.oldest_pending,
+        Some(queued),
+        "queued during the sync: still pending"
+    );
     sleep(Duration::from_millis(1_000)).await;
     assert_eq!(times(&log), vec![0, 1_000]);
     assert_eq!(handle.status().oldest_pending, None);
@@ -161,7 +186,11 @@ async fn failures_back_off_exponentially_up_to_max_interval() {
     assert_eq!(st.consecutive_failures, 0);
     assert_eq!(st.oldest_pending, None);
     sleep(Duration::from_millis(10_000)).await;
-    assert_eq!(times(&log).last(), Some(&35_000), "periodic again after success");
+    assert_eq!(
+        times(&log).last(),
+        Some(&35_000),
+        "periodic again after success"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -177,7 +206,10 @@ async fn a_failed_sync_keeps_requests_pending() {
     sleep(Duration::from_millis(1_000)).await;
     let st = handle.status();
     assert_eq!(st.oldest_pending, None);
-    assert_eq!(st.last_sync.map(|s| s - t0), Some(Duration::from_millis(1_000)));
+    assert_eq!(
+        st.last_sync.map(|s| s - t0),
+        Some(Duration::from_millis(1_000))
+    );
 }
 
 #[tokio::test(start_paused = true)]
