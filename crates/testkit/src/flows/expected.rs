@@ -110,6 +110,7 @@ fn parse_dnat(text: &str) -> Result<Expected> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -38,10 +38,10 @@ impl TraceContext {
     pub fn new(addresses: impl IntoIterator<Item = IpAddr>) -> Self {
         let mut local: Vec<IpNet> = addresses.into_iter().map(IpNet::from).collect();
         for loopback in ["127.0.0.0/8", "::1/128"] {
-            if let Ok(net) = loopback.parse::<IpNet>() {
-                if !local.contains(&net) {
-                    local.push(net);
-                }
+            if let Ok(net) = loopback.parse::<IpNet>()
+                && !local.contains(&net)
+            {
+                local.push(net);
             }
         }
         Self { local, ..Self::default() }

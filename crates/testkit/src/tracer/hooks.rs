@@ -96,7 +96,9 @@ impl Run<'_> {
                     let exit = match exit {
                         Exit::Return => {
                             let policy = chain.policy.unwrap_or(Policy::Accept);
-                            flight.steps.push(Step::Policy { table: table.name.clone(), chain: chain.name.clone(), policy });
+                            if !chain.rules.is_empty() || policy != Policy::Accept {
+                                flight.steps.push(Step::Policy { table: table.name.clone(), chain: chain.name.clone(), policy });
+                            }
                             if policy == Policy::Drop { Exit::Drop } else { Exit::Accept }
                         }
                         exit => exit,

@@ -243,6 +243,7 @@ fn parse_net(option: &str, value: &str) -> Result<IpNet, Problem> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -15,7 +15,7 @@ use std::cell::Cell;
 pub(crate) const MAX_DEPTH: usize = 64;
 
 /// How many branch points one trace may explore.
-pub(crate) const MAX_PATHS: usize = 100_000;
+pub(crate) const MAX_PATHS: usize = 10_000;
 
 /// How a packet leaves a chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,6 +54,7 @@ fn read_quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, quote: char
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
