@@ -1,1 +1,12 @@
-//! TODO: source
+//! Where cluster state comes from. [`manifests`]: a YAML file of ordinary
+//! Service / EndpointSlice / Node manifests, read at start-up and re-read
+//! when it changes (the embedded default: no cluster needed). The API
+//! server source will live beside it.
+//!
+//! Pipeline position: sources feed the [`tracker::Tracker`], which turns
+//! objects into the model.
+
+mod error;
+pub mod manifests;
+
+pub use error::Error;

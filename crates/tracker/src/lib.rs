@@ -1,1 +1,29 @@
-//! TODO: tracker
+//! The tracker: turns API objects (Services, EndpointSlices, this node's
+//! Node) into the model ([`model::ServicePort`], [`model::Endpoint`],
+//! [`model::NodeInfo`]) and records which services changed since the last
+//! sync, for partial syncs.
+//!
+//! Pipeline position: a source (API watchers or the manifests file) feeds
+//! events or whole states into a [`Tracker`]; the runner takes
+//! [`Tracker::snapshot`]s and hands them to a backend. Objects the proxy
+//! cannot use are dropped here with one warning each (see [`Problem`] for
+//! what is skipped and how much of the object goes with it); nothing
+//! downstream ever sees them. Pure: no I/O, no tokio.
+
+mod family;
+mod merge;
+mod meta;
+mod node;
+mod objects;
+mod service;
+mod slice;
+mod tracker;
+mod warning;
+
+pub use family::IpFamily;
+pub use node::TAINT_TO_BE_DELETED;
+pub use objects::Objects;
+pub use service::{DEFAULT_AFFINITY_SECONDS, LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME};
+pub use slice::LABEL_SERVICE_NAME;
+pub use tracker::Tracker;
+pub use warning::{ObjectKind, Problem, Warning, object_label};

@@ -1,0 +1,91 @@
+//! Cutting a YAML stream into its documents.
+//!
+//! YAML forbids a line that starts with `---` or `...` followed by a space
+//! or the end of the line anywhere inside document content (even inside
+//! block or quoted scalars), so such lines delimit documents exactly.
+//! Splitting on them lets each document be decoded (and fail) on its own.
+
+/// One document of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Document<'a> {
+    /// Its text (without the `---` marker).
+    pub(super) text: &'a str,
+    /// Line of the file its text starts on (1-based).
+    pub(super) line: usize,
+}
+
+/// The documents of `text`, in order; blank or comment-only ones included
+/// (they decode to nothing). Directive lines (`%YAML`, `%TAG`) before a
+/// `---` are dropped: nothing in a manifest depends on them.
+pub(super) fn split_documents(text: &str) -> Vec<Document<'_>> {
+    let mut docs = Vec::new();
+    let mut start = 0;
+    let mut start_line = 1;
+    let mut offset = 0;
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let line_no = index + 1;
+        let marker = marker_len(line);
+        if let Some(len) = marker {
+            docs.push(Document { text: &text[start..offset], line: start_line });
+            let is_start = line.starts_with("---");
+            start = if is_start { offset + len } else { offset + line.len() };
+            start_line = if is_start { line_no } else { line_no + 1 };
+        } else if line.starts_with('%') && text[start..offset].trim().is_empty() {
+            start = offset + line.len();
+            start_line = line_no + 1;
+        }
+        offset += line.len();
+    }
+    docs.push(Document { text: &text[start..], line: start_line });
+    docs.retain(|d| !d.text.trim().is_empty());
+    docs
+}
+
+/// Length of the document marker (`---` / `...`) opening `line`, if it is
+/// one.
+fn marker_len(line: &str) -> Option<usize> {
+    let rest = line.strip_prefix("---").or_else(|| line.strip_prefix("..."))?;
+    match rest.chars().next() {
+        None => Some(3),
+        Some(c) if c.is_whitespace() => Some(3),
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(input: &str) -> Vec<(&str, usize)> {
+        split_documents(input).into_iter().map(|d| (d.text, d.line)).collect()
+    }
+
+    #[test]
+    fn splits_on_markers_and_keeps_line_numbers() {
+        let input = "a: 1\n---\nb: 2\n--- \nc: 3\n";
+        assert_eq!(texts(input), [("a: 1\n", 1), ("\nb: 2\n", 2), (" \nc: 3\n", 4)]);
+    }
+
+    #[test]
+    fn content_after_marker_belongs_to_the_next_document() {
+        assert_eq!(texts("--- {a: 1}\n---\nb: 2"), [(" {a: 1}\n", 1), ("\nb: 2", 2)]);
+    }
+
+    #[test]
+    fn document_end_marker_and_directives() {
+        let input = "%YAML 1.2\n---\na: 1\n...\n%YAML 1.2\n---\nb: 2\n";
+        assert_eq!(texts(input), [("\na: 1\n", 2), ("\nb: 2\n", 6)]);
+    }
+
+    #[test]
+    fn dashes_inside_content_are_not_markers() {
+        let input = "a: |\n  ---\n  x\nb: ----\n";
+        assert_eq!(texts(input), [(input, 1)]);
+    }
+
+    #[test]
+    fn empty_and_comment_only_documents_are_kept_until_decoding() {
+        assert_eq!(texts("---\n---\n# only a comment\n").len(), 1);
+        assert!(texts("").is_empty());
+    }
+}

@@ -1,0 +1,198 @@
+//! The [`Tracker`]: holds the compact state built from API events and
+//! hands out snapshots with the set of services changed since the last one.
+
+mod intern;
+mod refresh;
+mod replace;
+
+use crate::IpFamily;
+use crate::meta::name_of;
+use crate::node::node_info;
+use crate::service::{service_name, service_ports};
+use crate::slice::{SliceInfo, SliceKey, slice_info};
+use crate::warning::Warning;
+use intern::NodeNames;
+use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use model::{ChangeSet, NodeInfo, ServiceName, ServicePort, Snapshot};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Turns Service / EndpointSlice / Node events into the model.
+///
+/// Keeps only what the proxy needs: the [`ServicePort`]s of each handled
+/// service (shared with the snapshots it hands out), a compact copy of each
+/// EndpointSlice keyed by slice name (so an update of one slice replaces
+/// only its part), and this node's [`NodeInfo`]. Every event method
+/// compares the new compact form with what it holds and marks a service
+/// changed only when something the proxy uses actually changed.
+///
+/// Event methods return the problems found in the object (also logged, once
+/// each, with `tracing::warn!`). An object the tracker cannot use replaces
+/// (that is, removes) what it held for the same object, so the state always
+/// equals what building from the latest objects would give.
+#[derive(Debug)]
+pub struct Tracker {
+    node_name: String,
+    family: IpFamily,
+    services: HashMap<ServiceName, Vec<Arc<ServicePort>>>,
+    slices: HashMap<ServiceName, BTreeMap<String, Arc<SliceInfo>>>,
+    slice_owners: HashMap<SliceKey, ServiceName>,
+    node_names: NodeNames,
+    node: NodeInfo,
+    current: Snapshot,
+    changes: ChangeSet,
+}
+
+impl Tracker {
+    /// A tracker for the proxy on node `node_name`, serving IPv4.
+    pub fn new(node_name: impl Into<String>) -> Self {
+        Self::with_family(node_name, IpFamily::V4)
+    }
+
+    /// A tracker for the proxy on node `node_name`, serving `family`
+    /// (objects and addresses of the other family are ignored silently).
+    pub fn with_family(node_name: impl Into<String>, family: IpFamily) -> Self {
+        let node_name = node_name.into();
+        let node = NodeInfo { name: node_name.clone(), ..NodeInfo::default() };
+        Self {
+            current: Snapshot { node: node.clone(), ..Snapshot::default() },
+            node_name,
+            family,
+            services: HashMap::new(),
+            slices: HashMap::new(),
+            slice_owners: HashMap::new(),
+            node_names: NodeNames::default(),
+            node,
+            changes: ChangeSet::default(),
+        }
+    }
+
+    /// The node this tracker serves.
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
+    /// The IP family this tracker serves.
+    pub fn family(&self) -> IpFamily {
+        self.family
+    }
+
+    /// Something changed since the last [`Tracker::snapshot`].
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
+    /// A Service was added or updated.
+    pub fn upsert_service(&mut self, svc: &Service) -> Vec<Warning> {
+        let (ports, warnings) = service_ports(svc, self.family);
+        self.set_service(service_name(svc), ports);
+        warnings
+    }
+
+    /// A Service was deleted.
+    pub fn delete_service(&mut self, svc: &Service) {
+        self.set_service(service_name(svc), Vec::new());
+    }
+
+    /// An EndpointSlice was added or updated.
+    pub fn upsert_endpoint_slice(&mut self, slice: &EndpointSlice) -> Vec<Warning> {
+        let node_names = &mut self.node_names;
+        let (info, warnings) = slice_info(slice, self.family, &mut |n| node_names.intern(n));
+        self.set_slice(SliceKey::of(slice), info);
+        self.node_names.prune_unused();
+        warnings
+    }
+
+    /// An EndpointSlice was deleted.
+    pub fn delete_endpoint_slice(&mut self, slice: &EndpointSlice) {
+        self.set_slice(SliceKey::of(slice), None);
+    }
+
+    /// A Node was added or updated; only this tracker's node matters.
+    pub fn upsert_node(&mut self, node: &Node) -> Vec<Warning> {
+        if name_of(&node.metadata) != self.node_name {
+            return Vec::new();
+        }
+        let (info, warnings) = node_info(node, &self.node_name, self.family);
+        self.set_node(info);
+        warnings
+    }
+
+    /// A Node was deleted; only this tracker's node matters.
+    pub fn delete_node(&mut self, node: &Node) {
+        if name_of(&node.metadata) == self.node_name {
+            self.set_node(NodeInfo { name: self.node_name.clone(), ..NodeInfo::default() });
+        }
+    }
+
+    /// The current state and the services changed since the last call
+    /// (draining the change set). Only changed services are rebuilt; the
+    /// rest of the snapshot shares its data with the previous one.
+    pub fn snapshot(&mut self) -> (Snapshot, ChangeSet) {
+        let changes = std::mem::take(&mut self.changes);
+        for name in &changes.services {
+            self.refresh(name);
+        }
+        self.current.node.clone_from(&self.node);
+        (self.current.clone(), changes)
+    }
+
+    /// Stores the ports of `name` (empty: the service is gone or ignored),
+    /// marking it changed if they differ from what was held. Unchanged
+    /// ports keep their shared `Arc`.
+    fn set_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
+        let old = self.services.get(&name).map(Vec::as_slice).unwrap_or(&[]);
+        if old.len() == ports.len() && old.iter().zip(&ports).all(|(a, b)| **a == *b) {
+            return;
+        }
+        if ports.is_empty() {
+            self.services.remove(&name);
+        } else {
+            let shared = ports
+                .into_iter()
+                .map(|p| old.iter().find(|o| ***o == p).cloned().unwrap_or_else(|| Arc::new(p)))
+                .collect();
+            self.services.insert(name.clone(), shared);
+        }
+        self.changes.services.insert(name);
+    }
+
+    /// Stores (or, with `None`, forgets) one slice, marking its old and new
+    /// owner services changed if anything differs.
+    fn set_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) {
+        let old_owner = self.slice_owners.get(&key).cloned();
+        if let Some(old_owner) = old_owner.filter(|o| new.as_ref().is_none_or(|(owner, _)| owner != o)) {
+            self.forget_slice(&old_owner, &key.name);
+            self.changes.services.insert(old_owner);
+        }
+        let Some((owner, info)) = new else {
+            self.slice_owners.remove(&key);
+            return;
+        };
+        let of_owner = self.slices.entry(owner.clone()).or_default();
+        if of_owner.get(&key.name).is_none_or(|held| **held != info) {
+            of_owner.insert(key.name.clone(), Arc::new(info));
+            self.changes.services.insert(owner.clone());
+        }
+        self.slice_owners.insert(key, owner);
+    }
+
+    fn forget_slice(&mut self, owner: &ServiceName, slice_name: &str) {
+        if let Some(of_owner) = self.slices.get_mut(owner) {
+            of_owner.remove(slice_name);
+            if of_owner.is_empty() {
+                self.slices.remove(owner);
+            }
+        }
+    }
+
+    /// Stores this node's info; addresses or pod CIDRs that differ mark
+    /// the node changed.
+    fn set_node(&mut self, info: NodeInfo) {
+        if info.addresses != self.node.addresses || info.pod_cidrs != self.node.pod_cidrs {
+            self.changes.node_changed = true;
+        }
+        self.node = info;
+    }
+}

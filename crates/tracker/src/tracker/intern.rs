@@ -1,0 +1,33 @@
+//! Shared node-name strings: thousands of endpoints name the same few
+//! nodes, so each name is stored once.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Interned node names, pruned of unused ones now and then.
+#[derive(Debug, Default)]
+pub(super) struct NodeNames {
+    names: HashSet<Arc<str>>,
+    size_after_prune: usize,
+}
+
+impl NodeNames {
+    /// The shared copy of `name`.
+    pub(super) fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(held) = self.names.get(name) {
+            return held.clone();
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.names.insert(shared.clone());
+        shared
+    }
+
+    /// Drops names no endpoint uses any more, once the set has doubled
+    /// since the last pruning (amortised cost).
+    pub(super) fn prune_unused(&mut self) {
+        if self.names.len() > 2 * self.size_after_prune + 64 {
+            self.names.retain(|n| Arc::strong_count(n) > 1);
+            self.size_after_prune = self.names.len();
+        }
+    }
+}

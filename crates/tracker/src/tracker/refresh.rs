@@ -1,0 +1,41 @@
+//! Rebuilding the snapshot entries of one changed service.
+
+use super::Tracker;
+use crate::merge::merge_endpoints;
+use model::{Protocol, ServiceName, ServicePortName};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+impl Tracker {
+    /// Replaces the snapshot entries of `name` with its current ports and
+    /// merged endpoints. Endpoint lists equal to the previous ones keep
+    /// their `Arc`, so consumers can compare by pointer.
+    pub(super) fn refresh(&mut self, name: &ServiceName) {
+        remove_service(&mut self.current.services, name);
+        let old_endpoints = remove_service(&mut self.current.endpoints, name);
+        let Some(ports) = self.services.get(name) else { return };
+        let slices = self.slices.get(name);
+        for port in ports {
+            self.current.services.insert(port.name.clone(), port.clone());
+            let merged = slices.map(|s| merge_endpoints(s, &port.name, &self.node_name)).unwrap_or_default();
+            if merged.is_empty() {
+                continue;
+            }
+            let shared = match old_endpoints.get(&port.name) {
+                Some(old) if **old == merged => old.clone(),
+                _ => Arc::new(merged),
+            };
+            self.current.endpoints.insert(port.name.clone(), shared);
+        }
+    }
+}
+
+/// Removes (and returns) every entry of `map` belonging to `name`: the
+/// keys from `name`'s smallest port name up to the first key of another
+/// service.
+fn remove_service<V>(map: &mut BTreeMap<ServicePortName, V>, name: &ServiceName) -> BTreeMap<ServicePortName, V> {
+    let first = ServicePortName { service: name.clone(), port: String::new(), protocol: Protocol::Tcp };
+    let keys: Vec<ServicePortName> =
+        map.range(first..).take_while(|(k, _)| k.service == *name).map(|(k, _)| k.clone()).collect();
+    keys.into_iter().filter_map(|k| map.remove_entry(&k)).collect()
+}
