@@ -183,3 +183,28 @@ fn removing_a_rule_changes_the_flows_that_depend_on_it() {
     assert!(masqueraded.len() > 20);
     assert_eq!(ids, masqueraded);
 }
+
+#[test]
+fn nftables_flow_table_loads_with_its_own_verdict_kinds() {
+    let cases = flows::nftables_flows().unwrap();
+    assert_eq!(cases.len(), 64);
+    let by_id = |id: &str| cases.iter().find(|c| c.id == id).unwrap();
+    assert_eq!(by_id("F05").expected, Expected::Reject, "nftables rejects unknown ClusterIP ports");
+    assert_eq!(by_id("F10").expected, Expected::DeliveredLocally, "nftables nodeports answer on the primary IP only");
+    assert_eq!(by_id("F10").expected_outcomes(), BTreeSet::from([Outcome::Local]));
+    assert!(cases.iter().all(|c| c.rule_hits.is_empty()), "nftables flows carry nft traces, not iptables counters");
+}
+
+#[test]
+fn tracing_the_whole_table_is_fast() {
+    let text = flows::read_reference("iptables/iptables-save.txt").unwrap();
+    let cases = cases();
+    let start = std::time::Instant::now();
+    let rules = parse_rules(&text).unwrap();
+    let parsed = start.elapsed();
+    let ctx = flows::node_a();
+    let paths: usize = cases.iter().map(|c| trace(&rules, &ctx, &c.packet()).unwrap().paths.len()).sum();
+    let total = start.elapsed();
+    println!("parse {parsed:?}, parse + {} flows ({paths} paths) {total:?}", cases.len());
+    assert!(total < std::time::Duration::from_secs(5), "{total:?}");
+}
