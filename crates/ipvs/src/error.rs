@@ -28,6 +28,14 @@ pub enum Error {
         /// The kernel's errno.
         source: io::Error,
     },
+    /// An `ipset` command failed.
+    #[error("{operation}: {detail}")]
+    Ipset {
+        /// The command.
+        operation: String,
+        /// Its exit status and stderr.
+        detail: String,
+    },
     /// A kernel reply could not be decoded.
     #[error("{operation}: cannot decode the kernel's reply: {reason}")]
     Decode {

@@ -5,10 +5,14 @@
 //! Pipeline position: a backend. [`netlink`] is the IPVS generic-netlink
 //! codec (pure); [`IpvsSocket`] sends it to the kernel.
 
+mod command;
 mod error;
+pub mod ipset;
 mod ipvs_socket;
 pub mod netlink;
 mod real_server;
+pub mod render;
+mod scheduler;
 mod request;
 mod virtual_server;
 
@@ -16,4 +20,5 @@ pub use error::Error;
 pub use ipvs_socket::{IpvsSocket, Timeouts};
 pub use real_server::{ForwardMethod, RealServer};
 pub use request::Flags;
+pub use scheduler::{Scheduler, UnknownScheduler};
 pub use virtual_server::{IpProtocol, ServiceFlags, ServiceKey, VirtualServer};
