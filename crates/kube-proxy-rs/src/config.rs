@@ -36,9 +36,9 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-pub use error::{ConfigError, FieldError};
-pub use crate::flags::IptablesBackend;
 use crate::flags::Flags;
+pub use crate::flags::IptablesBackend;
+pub use error::{ConfigError, FieldError};
 use settings::Settings;
 
 /// The proxy mode: which datapath the node is programmed with.
@@ -111,7 +111,10 @@ impl IpvsScheduler {
         ("lc", IpvsScheduler::LeastConnection),
         ("wlc", IpvsScheduler::WeightedLeastConnection),
         ("lblc", IpvsScheduler::LocalityBasedLeastConnection),
-        ("lblcr", IpvsScheduler::LocalityBasedLeastConnectionWithReplication),
+        (
+            "lblcr",
+            IpvsScheduler::LocalityBasedLeastConnectionWithReplication,
+        ),
         ("dh", IpvsScheduler::DestinationHashing),
         ("sh", IpvsScheduler::SourceHashing),
         ("sed", IpvsScheduler::ShortestExpectedDelay),
@@ -122,7 +125,18 @@ impl IpvsScheduler {
     /// The kernel's name for it (`rr`, `wlc`, ...), as the netlink
     /// `IPVS_SVC_ATTR_SCHED_NAME` attribute carries it.
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, s)| *s == self).map(|(n, _)| *n).unwrap_or("rr")
+        Self::ALL
+            .iter()
+            .find(|(_, s)| *s == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("rr")
+    }
+}
+
+impl std::fmt::Display for IpvsScheduler {
+    /// Writes the kernel's name (`rr`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -286,7 +300,10 @@ impl Loaded {
         options.yaml_12 = true;
         options.no_lang_directive = true;
         serde_saphyr::to_string_with_options(&self.effective.to_file(), options).map_err(|e| {
-            ConfigError::Write { path: "(effective configuration)".into(), reason: e.to_string() }
+            ConfigError::Write {
+                path: "(effective configuration)".into(),
+                reason: e.to_string(),
+            }
         })
     }
 
@@ -313,7 +330,12 @@ pub fn load(flags: &Flags) -> Result<Loaded, ConfigError> {
     };
     settings.apply_platform_defaults();
     let config = validate::validate(&settings, flags, from_file)?;
-    Ok(Loaded { config, warnings, write_config_to: flags.write_config_to.clone(), effective: settings })
+    Ok(Loaded {
+        config,
+        warnings,
+        write_config_to: flags.write_config_to.clone(),
+        effective: settings,
+    })
 }
 
 fn settings_from_file(
@@ -322,8 +344,10 @@ fn settings_from_file(
     warnings: &mut Vec<String>,
 ) -> Result<Settings, ConfigError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
     let mut settings = Settings::from_file(v1alpha1::parse(&shown, &text)?);
     settings.apply_logging_flags(flags);
     let ignored = flags.given_file_flags();
@@ -342,13 +366,30 @@ fn settings_from_file(
 fn unused_period_flag_warnings(flags: &Flags) -> Vec<String> {
     let ipvs = flags.proxy_mode.as_deref() == Some("ipvs");
     let unused = if ipvs {
-        [("--iptables-sync-period", flags.iptables_sync_period.is_some()),
-         ("--iptables-min-sync-period", flags.iptables_min_sync_period.is_some())]
+        [
+            (
+                "--iptables-sync-period",
+                flags.iptables_sync_period.is_some(),
+            ),
+            (
+                "--iptables-min-sync-period",
+                flags.iptables_min_sync_period.is_some(),
+            ),
+        ]
     } else {
-        [("--ipvs-sync-period", flags.ipvs_sync_period.is_some()),
-         ("--ipvs-min-sync-period", flags.ipvs_min_sync_period.is_some())]
+        [
+            ("--ipvs-sync-period", flags.ipvs_sync_period.is_some()),
+            (
+                "--ipvs-min-sync-period",
+                flags.ipvs_min_sync_period.is_some(),
+            ),
+        ]
     };
-    let mode = flags.proxy_mode.as_deref().filter(|m| !m.is_empty()).unwrap_or("iptables");
+    let mode = flags
+        .proxy_mode
+        .as_deref()
+        .filter(|m| !m.is_empty())
+        .unwrap_or("iptables");
     unused
         .into_iter()
         .filter(|(_, given)| *given)

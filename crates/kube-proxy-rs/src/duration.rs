@@ -53,7 +53,7 @@ impl GoDuration {
 
     /// A duration of whole seconds.
     pub const fn from_secs(secs: i64) -> Self {
-        GoDuration(secs * SECOND as i64)
+        GoDuration::from_nanos(secs * SECOND as i64)
     }
 
     /// The length in nanoseconds.
@@ -61,14 +61,11 @@ impl GoDuration {
         self.0
     }
 
-    /// True for durations below zero, which no period may be.
-    pub const fn is_negative(self) -> bool {
-        self.0 < 0
-    }
-
     /// The same span as a [`std::time::Duration`], or `None` when negative.
     pub fn to_std(self) -> Option<std::time::Duration> {
-        u64::try_from(self.0).ok().map(std::time::Duration::from_nanos)
+        u64::try_from(self.as_nanos())
+            .ok()
+            .map(std::time::Duration::from_nanos)
     }
 
     /// Parses Go duration text exactly as `time.ParseDuration` does.
@@ -84,7 +81,10 @@ impl GoDuration {
         let mut total: u64 = 0;
         while !rest.is_empty() {
             let (term, tail) = parse_term(rest, input)?;
-            total = total.checked_add(term).filter(|t| *t <= LIMIT).ok_or_else(invalid)?;
+            total = total
+                .checked_add(term)
+                .filter(|t| *t <= LIMIT)
+                .ok_or_else(invalid)?;
             rest = tail;
         }
         if neg {
@@ -124,7 +124,10 @@ fn parse_term<'a>(s: &'a str, input: &str) -> Result<(u64, &'a str), DurationErr
     if !had_int && !had_frac {
         return Err(invalid());
     }
-    let unit_len = s.bytes().take_while(|c| !(*c == b'.' || c.is_ascii_digit())).count();
+    let unit_len = s
+        .bytes()
+        .take_while(|c| !(*c == b'.' || c.is_ascii_digit()))
+        .count();
     if unit_len == 0 {
         return Err(DurationError::MissingUnit(input.to_string()));
     }
@@ -283,6 +286,7 @@ impl serde::Serialize for GoDuration {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -331,7 +335,10 @@ mod tests {
         assert_eq!(err("+.s"), "time: invalid duration \"+.s\"");
         assert_eq!(err("1d"), "time: unknown unit \"d\" in duration \"1d\"");
         assert_eq!(err("3000000h"), "time: invalid duration \"3000000h\"");
-        assert_eq!(err("9223372036854775808ns"), "time: invalid duration \"9223372036854775808ns\"");
+        assert_eq!(
+            err("9223372036854775808ns"),
+            "time: invalid duration \"9223372036854775808ns\""
+        );
         assert_eq!(err("1s "), "time: unknown unit \"s \" in duration \"1s \"");
         assert_eq!(err(" 1s"), "time: invalid duration \" 1s\"");
     }
@@ -360,7 +367,9 @@ mod tests {
 
     #[test]
     fn text_round_trips_through_parse() {
-        for text in ["0s", "1s", "15m0s", "1h0m0s", "1m30.5s", "300ms", "1µs", "-1s", "1.5ms"] {
+        for text in [
+            "0s", "1s", "15m0s", "1h0m0s", "1m30.5s", "300ms", "1µs", "-1s", "1.5ms",
+        ] {
             let d = GoDuration::parse(text).unwrap();
             assert_eq!(d.to_string(), text);
         }
@@ -368,7 +377,10 @@ mod tests {
 
     #[test]
     fn converts_to_std_only_when_not_negative() {
-        assert_eq!(GoDuration::from_secs(2).to_std(), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(
+            GoDuration::from_secs(2).to_std(),
+            Some(std::time::Duration::from_secs(2))
+        );
         assert_eq!(GoDuration::from_secs(-2).to_std(), None);
     }
 }

@@ -85,12 +85,20 @@ pub struct Flags {
 
     /// Burst to use while talking with kubernetes apiserver (default 10).
     /// Ignored if --config is given.
-    #[arg(long = "kube-api-burst", value_name = "N", allow_negative_numbers = true)]
+    #[arg(
+        long = "kube-api-burst",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub kube_api_burst: Option<i32>,
 
     /// QPS to use while talking with kubernetes apiserver (default 5).
     /// Ignored if --config is given.
-    #[arg(long = "kube-api-qps", value_name = "QPS", allow_negative_numbers = true)]
+    #[arg(
+        long = "kube-api-qps",
+        value_name = "QPS",
+        allow_negative_numbers = true
+    )]
     pub kube_api_qps: Option<f32>,
 
     /// If non-empty, will be used as the name of the Node that kube-proxy is
@@ -137,7 +145,11 @@ pub struct Flags {
 
     /// If using the iptables or ipvs proxy mode, the bit of the fwmark space to
     /// mark packets requiring SNAT with. Must be within the range [0, 31] (default 14).
-    #[arg(long = "iptables-masquerade-bit", value_name = "BIT", allow_negative_numbers = true)]
+    #[arg(
+        long = "iptables-masquerade-bit",
+        value_name = "BIT",
+        allow_negative_numbers = true
+    )]
     pub iptables_masquerade_bit: Option<i32>,
 
     /// SNAT all traffic sent via Service cluster IPs.
@@ -235,17 +247,29 @@ pub struct Flags {
 
     /// The oom-score-adj value for kube-proxy process, in [-1000, 1000]
     /// (default -999). Ignored if --config is given.
-    #[arg(long = "oom-score-adj", value_name = "N", allow_negative_numbers = true)]
+    #[arg(
+        long = "oom-score-adj",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub oom_score_adj: Option<i32>,
 
     /// Maximum number of NAT connections to track per CPU core (0 to leave the
     /// limit as-is and ignore conntrack-min) (default 32768).
-    #[arg(long = "conntrack-max-per-core", value_name = "N", allow_negative_numbers = true)]
+    #[arg(
+        long = "conntrack-max-per-core",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub conntrack_max_per_core: Option<i32>,
 
     /// Minimum number of conntrack entries to allocate, regardless of
     /// conntrack-max-per-core (default 131072).
-    #[arg(long = "conntrack-min", value_name = "N", allow_negative_numbers = true)]
+    #[arg(
+        long = "conntrack-min",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub conntrack_min: Option<i32>,
 
     /// Idle timeout for established TCP connections (0 to leave as-is) (default 24h0m0s).
@@ -281,12 +305,22 @@ pub struct Flags {
 
     /// Deprecated: the port of the health check server; 0 disables it. Use
     /// --healthz-bind-address instead.
-    #[arg(long = "healthz-port", value_name = "PORT", hide = true, allow_negative_numbers = true)]
+    #[arg(
+        long = "healthz-port",
+        value_name = "PORT",
+        hide = true,
+        allow_negative_numbers = true
+    )]
     pub healthz_port: Option<i32>,
 
     /// Deprecated: the port of the metrics server; 0 disables it. Use
     /// --metrics-bind-address instead.
-    #[arg(long = "metrics-port", value_name = "PORT", hide = true, allow_negative_numbers = true)]
+    #[arg(
+        long = "metrics-port",
+        value_name = "PORT",
+        hide = true,
+        allow_negative_numbers = true
+    )]
     pub metrics_port: Option<i32>,
 
     /// Number for the log level verbosity.
@@ -343,6 +377,7 @@ impl Flags {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -377,7 +412,10 @@ mod tests {
     #[test]
     fn booleans_like_pflag() {
         assert_eq!(parse(&["--masquerade-all"]).masquerade_all, Some(true));
-        assert_eq!(parse(&["--masquerade-all=false"]).masquerade_all, Some(false));
+        assert_eq!(
+            parse(&["--masquerade-all=false"]).masquerade_all,
+            Some(false)
+        );
         assert_eq!(parse(&["--masquerade-all=true"]).masquerade_all, Some(true));
         assert_eq!(parse(&["--masquerade-all=0"]).masquerade_all, Some(false));
         assert_eq!(parse(&["--masquerade-all=T"]).masquerade_all, Some(true));
@@ -387,7 +425,10 @@ mod tests {
         let err = fails(&["--masquerade-all", "false"]);
         assert!(err.contains("false"), "{err}");
         let err = fails(&["--masquerade-all=yes"]);
-        assert!(err.contains("--masquerade-all") && err.contains("yes"), "{err}");
+        assert!(
+            err.contains("--masquerade-all") && err.contains("yes"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -401,14 +442,21 @@ mod tests {
 
     #[test]
     fn durations_use_go_syntax() {
-        let f = parse(&["--iptables-sync-period=2h22m", "--iptables-min-sync-period", "1m30.5s"]);
+        let f = parse(&[
+            "--iptables-sync-period=2h22m",
+            "--iptables-min-sync-period",
+            "1m30.5s",
+        ]);
         assert_eq!(f.iptables_sync_period.unwrap().to_string(), "2h22m0s");
         assert_eq!(f.iptables_min_sync_period.unwrap().to_string(), "1m30.5s");
         let f = parse(&["--iptables-sync-period", "-1s"]);
         assert_eq!(f.iptables_sync_period.unwrap().as_nanos(), -1_000_000_000);
         let err = fails(&["--iptables-sync-period=5"]);
         assert!(err.contains("--iptables-sync-period"), "{err}");
-        assert!(err.contains("time: missing unit in duration \"5\""), "{err}");
+        assert!(
+            err.contains("time: missing unit in duration \"5\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -420,16 +468,25 @@ mod tests {
             f.nodeport_addresses,
             Some(vec!["10.0.0.0/8".to_string(), "192.168.0.0/16".to_string()])
         );
-        let f = parse(&["--ipvs-exclude-cidrs=10.0.0.0/8", "--ipvs-exclude-cidrs=10.1.0.0/16"]);
+        let f = parse(&[
+            "--ipvs-exclude-cidrs=10.0.0.0/8",
+            "--ipvs-exclude-cidrs=10.1.0.0/16",
+        ]);
         assert_eq!(f.ipvs_exclude_cidrs.map(|v| v.len()), Some(2));
     }
 
     #[test]
     fn our_backend_flag_is_an_enum() {
-        assert_eq!(parse(&["--iptables-backend=nft"]).iptables_backend, Some(IptablesBackend::Nft));
+        assert_eq!(
+            parse(&["--iptables-backend=nft"]).iptables_backend,
+            Some(IptablesBackend::Nft)
+        );
         let err = fails(&["--iptables-backend=xtables"]);
         assert!(err.contains("--iptables-backend"), "{err}");
-        assert!(err.contains("auto") && err.contains("legacy") && err.contains("nft"), "{err}");
+        assert!(
+            err.contains("auto") && err.contains("legacy") && err.contains("nft"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -438,8 +495,14 @@ mod tests {
         assert_eq!(
             f.feature_gates,
             Some(vec![
-                FeatureGate { name: "A".into(), enabled: true },
-                FeatureGate { name: "B".into(), enabled: false }
+                FeatureGate {
+                    name: "A".into(),
+                    enabled: true
+                },
+                FeatureGate {
+                    name: "B".into(),
+                    enabled: false
+                }
             ])
         );
         let err = fails(&["--feature-gates=A"]);
@@ -448,8 +511,14 @@ mod tests {
 
     #[test]
     fn negative_integers_are_values() {
-        assert_eq!(parse(&["--oom-score-adj", "-500"]).oom_score_adj, Some(-500));
-        assert_eq!(parse(&["--iptables-masquerade-bit=-1"]).iptables_masquerade_bit, Some(-1));
+        assert_eq!(
+            parse(&["--oom-score-adj", "-500"]).oom_score_adj,
+            Some(-500)
+        );
+        assert_eq!(
+            parse(&["--iptables-masquerade-bit=-1"]).iptables_masquerade_bit,
+            Some(-1)
+        );
     }
 
     #[test]

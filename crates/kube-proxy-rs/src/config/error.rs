@@ -18,7 +18,11 @@ pub struct FieldError {
 
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: invalid value \"{}\": {}", self.name, self.value, self.reason)
+        write!(
+            f,
+            "{}: invalid value \"{}\": {}",
+            self.name, self.value, self.reason
+        )
     }
 }
 
@@ -68,5 +72,9 @@ pub enum ConfigError {
 }
 
 fn join_lines(errors: &[FieldError]) -> String {
-    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -185,13 +185,25 @@ impl Settings {
         set(&mut self.mode, f.proxy_mode.clone());
         set(&mut self.bind_address, f.bind_address.clone());
         set(&mut self.bind_address_hard_fail, f.bind_address_hard_fail);
-        set(&mut self.healthz_bind_address, f.healthz_bind_address.clone());
-        set(&mut self.metrics_bind_address, f.metrics_bind_address.clone());
+        set(
+            &mut self.healthz_bind_address,
+            f.healthz_bind_address.clone(),
+        );
+        set(
+            &mut self.metrics_bind_address,
+            f.metrics_bind_address.clone(),
+        );
         set(&mut self.enable_profiling, f.profiling);
-        set(&mut self.show_hidden_metrics_for_version, f.show_hidden_metrics_for_version.clone());
+        set(
+            &mut self.show_hidden_metrics_for_version,
+            f.show_hidden_metrics_for_version.clone(),
+        );
         set(&mut self.iptables_masquerade_bit, f.iptables_masquerade_bit);
         set(&mut self.masquerade_all, f.masquerade_all);
-        set(&mut self.localhost_node_ports, f.iptables_localhost_nodeports);
+        set(
+            &mut self.localhost_node_ports,
+            f.iptables_localhost_nodeports,
+        );
         let ipvs_mode = self.mode == "ipvs";
         let (period, min_period) = if ipvs_mode {
             (f.ipvs_sync_period, f.ipvs_min_sync_period)
@@ -205,7 +217,10 @@ impl Settings {
         self.apply_client_flags(f);
         set(&mut self.detect_local_mode, f.detect_local_mode.clone());
         set(&mut self.bridge_interface, f.pod_bridge_interface.clone());
-        set(&mut self.interface_name_prefix, f.pod_interface_name_prefix.clone());
+        set(
+            &mut self.interface_name_prefix,
+            f.pod_interface_name_prefix.clone(),
+        );
         if let Some(cidrs) = &f.cluster_cidr {
             self.cluster_cidrs = cidrs.split(',').map(str::to_string).collect();
         }
@@ -213,7 +228,8 @@ impl Settings {
         set(&mut self.oom_score_adj, f.oom_score_adj);
         set(&mut self.config_sync_period, f.config_sync_period);
         if let Some(gates) = &f.feature_gates {
-            self.feature_gates.extend(gates.iter().map(|g| (g.name.clone(), g.enabled)));
+            self.feature_gates
+                .extend(gates.iter().map(|g| (g.name.clone(), g.enabled)));
         }
         if f.write_config_to.is_none() {
             self.apply_deprecated_port_flags(f);
@@ -236,8 +252,14 @@ impl Settings {
         let c = &mut self.conntrack;
         set_some(&mut c.max_per_core, f.conntrack_max_per_core);
         set_some(&mut c.min, f.conntrack_min);
-        set_some(&mut c.tcp_established_timeout, f.conntrack_tcp_timeout_established);
-        set_some(&mut c.tcp_close_wait_timeout, f.conntrack_tcp_timeout_close_wait);
+        set_some(
+            &mut c.tcp_established_timeout,
+            f.conntrack_tcp_timeout_established,
+        );
+        set_some(
+            &mut c.tcp_close_wait_timeout,
+            f.conntrack_tcp_timeout_close_wait,
+        );
         set_some(&mut c.tcp_be_liberal, f.conntrack_tcp_be_liberal);
         set_some(&mut c.udp_timeout, f.conntrack_udp_timeout);
         set_some(&mut c.udp_stream_timeout, f.conntrack_udp_timeout_stream);
@@ -245,7 +267,10 @@ impl Settings {
 
     fn apply_client_flags(&mut self, f: &Flags) {
         set_some(&mut self.client.kubeconfig, f.kubeconfig.clone());
-        set_some(&mut self.client.content_type, f.kube_api_content_type.clone());
+        set_some(
+            &mut self.client.content_type,
+            f.kube_api_content_type.clone(),
+        );
         set_some(&mut self.client.burst, f.kube_api_burst);
         set_some(&mut self.client.qps, f.kube_api_qps);
     }
@@ -262,12 +287,14 @@ impl Settings {
         if let Some(port) = f.healthz_port {
             self.healthz_bind_address = port_addr(&self.healthz_bind_address, port);
         } else if f.healthz_bind_address.is_some() {
-            self.healthz_bind_address = append_port_if_needed(&self.healthz_bind_address, HEALTHZ_PORT);
+            self.healthz_bind_address =
+                append_port_if_needed(&self.healthz_bind_address, HEALTHZ_PORT);
         }
         if let Some(port) = f.metrics_port {
             self.metrics_bind_address = port_addr(&self.metrics_bind_address, port);
         } else if f.metrics_bind_address.is_some() {
-            self.metrics_bind_address = append_port_if_needed(&self.metrics_bind_address, METRICS_PORT);
+            self.metrics_bind_address =
+                append_port_if_needed(&self.metrics_bind_address, METRICS_PORT);
         }
     }
 
@@ -313,7 +340,11 @@ impl Settings {
             min_sync_period: zero,
             sync_period: zero,
         };
-        let mut ipvs = file::IpvsSection { sync_period: zero, min_sync_period: zero, ..self.ipvs.clone() };
+        let mut ipvs = file::IpvsSection {
+            sync_period: zero,
+            min_sync_period: zero,
+            ..self.ipvs.clone()
+        };
         let periods = (Some(self.sync_period), Some(self.min_sync_period));
         match self.mode.as_str() {
             "ipvs" => (ipvs.sync_period, ipvs.min_sync_period) = periods,
@@ -406,9 +437,13 @@ fn default_conntrack(c: file::Conntrack) -> file::Conntrack {
         max_per_core: Some(c.max_per_core.unwrap_or(32 * 1024)),
         min: Some(c.min.unwrap_or(128 * 1024)),
         tcp_be_liberal: Some(c.tcp_be_liberal.unwrap_or_default()),
-        tcp_close_wait_timeout: Some(c.tcp_close_wait_timeout.unwrap_or(GoDuration::from_secs(3600))),
+        tcp_close_wait_timeout: Some(
+            c.tcp_close_wait_timeout
+                .unwrap_or(GoDuration::from_secs(3600)),
+        ),
         tcp_established_timeout: Some(
-            c.tcp_established_timeout.unwrap_or(GoDuration::from_secs(24 * 3600)),
+            c.tcp_established_timeout
+                .unwrap_or(GoDuration::from_secs(24 * 3600)),
         ),
         udp_stream_timeout: Some(c.udp_stream_timeout.unwrap_or_default()),
         udp_timeout: Some(c.udp_timeout.unwrap_or_default()),
@@ -423,7 +458,10 @@ fn default_log_options(o: file::LoggingOptions) -> file::LoggingOptions {
             split_stream: out.split_stream,
         })
     };
-    file::LoggingOptions { json: fill(o.json), text: fill(o.text) }
+    file::LoggingOptions {
+        json: fill(o.json),
+        text: fill(o.text),
+    }
 }
 
 fn default_winkernel(w: file::Winkernel) -> file::Winkernel {
@@ -439,7 +477,13 @@ fn default_winkernel(w: file::Winkernel) -> file::Winkernel {
 fn vmodule_text(items: Vec<file::VModuleItem>) -> String {
     items
         .into_iter()
-        .map(|i| format!("{}={}", i.file_pattern.unwrap_or_default(), i.verbosity.unwrap_or_default()))
+        .map(|i| {
+            format!(
+                "{}={}",
+                i.file_pattern.unwrap_or_default(),
+                i.verbosity.unwrap_or_default()
+            )
+        })
         .collect::<Vec<_>>()
         .join(",")
 }

@@ -284,14 +284,13 @@ pub fn parse(path: &str, text: &str) -> Result<KubeProxyConfiguration, ConfigErr
 
 /// Rejects files that are not a v1alpha1 KubeProxyConfiguration.
 fn check_type(path: &str, file: &KubeProxyConfiguration) -> Result<(), ConfigError> {
-    let wrong = |field: &'static str, got: &Option<String>, want: &'static str| {
-        ConfigError::WrongType {
+    let wrong =
+        |field: &'static str, got: &Option<String>, want: &'static str| ConfigError::WrongType {
             path: path.to_string(),
             field,
             got: got.clone().unwrap_or_default(),
             want,
-        }
-    };
+        };
     if file.kind.as_deref() != Some(KIND) {
         return Err(wrong("kind", &file.kind, KIND));
     }
@@ -309,10 +308,12 @@ fn first_line(message: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
-    const HEAD: &str = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n";
+    const HEAD: &str =
+        "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n";
 
     #[test]
     fn reads_the_upstream_reference_file() {
@@ -359,25 +360,44 @@ mod tests {
         assert!(msg.contains("f.yaml"), "{msg}");
         assert!(msg.contains("line 4"), "{msg}");
         let err = parse("f.yaml", &format!("{HEAD}udpIdleTimeout: 250ms\n")).unwrap_err();
-        assert!(err.to_string().contains("unknown field `udpIdleTimeout`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown field `udpIdleTimeout`"),
+            "{err}"
+        );
     }
 
     #[test]
     fn bad_durations_carry_gos_message() {
         let err = parse("f.yaml", &format!("{HEAD}iptables:\n  syncPeriod: 30\n")).unwrap_err();
-        assert!(err.to_string().contains("time: missing unit in duration \"30\""), "{err}");
+        assert!(
+            err.to_string()
+                .contains("time: missing unit in duration \"30\""),
+            "{err}"
+        );
     }
 
     #[test]
     fn wrong_or_missing_type_is_named() {
-        let err = parse("f.yaml", "apiVersion: kubeproxy.config.k8s.io/v1beta9\nkind: KubeProxyConfiguration\n")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("apiVersion") && err.contains("v1beta9"), "{err}");
-        let err = parse("f.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("kind") && err.contains("KubeletConfiguration"), "{err}");
+        let err = parse(
+            "f.yaml",
+            "apiVersion: kubeproxy.config.k8s.io/v1beta9\nkind: KubeProxyConfiguration\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("apiVersion") && err.contains("v1beta9"),
+            "{err}"
+        );
+        let err = parse(
+            "f.yaml",
+            "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("kind") && err.contains("KubeletConfiguration"),
+            "{err}"
+        );
         let err = parse("f.yaml", "").unwrap_err().to_string();
         assert!(err.contains("kind"), "{err}");
     }

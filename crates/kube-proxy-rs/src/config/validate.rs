@@ -29,15 +29,25 @@ struct Namer<'a> {
 
 impl Namer<'_> {
     fn name(&self, flag: &str, field: &str) -> String {
-        if self.from_file { field.to_string() } else { flag.to_string() }
+        if self.from_file {
+            field.to_string()
+        } else {
+            flag.to_string()
+        }
     }
 
     /// The section whose sync periods apply in this mode.
     fn period_names(&self) -> (String, String) {
         match (self.from_file, self.mode) {
             (false, "ipvs") => ("--ipvs-sync-period".into(), "--ipvs-min-sync-period".into()),
-            (false, _) => ("--iptables-sync-period".into(), "--iptables-min-sync-period".into()),
-            (true, section) => (format!("{section}.syncPeriod"), format!("{section}.minSyncPeriod")),
+            (false, _) => (
+                "--iptables-sync-period".into(),
+                "--iptables-min-sync-period".into(),
+            ),
+            (true, section) => (
+                format!("{section}.syncPeriod"),
+                format!("{section}.minSyncPeriod"),
+            ),
         }
     }
 }
@@ -47,14 +57,21 @@ struct Errors(Vec<FieldError>);
 
 impl Errors {
     fn push(&mut self, name: String, value: impl ToString, reason: impl Into<String>) {
-        self.0.push(FieldError { name, value: value.to_string(), reason: reason.into() });
+        self.0.push(FieldError {
+            name,
+            value: value.to_string(),
+            reason: reason.into(),
+        });
     }
 }
 
 /// Validates `s` into a [`Config`]; `from_file` says whether values came
 /// from the `--config` file (errors name fields) or the command line.
 pub fn validate(s: &Settings, flags: &Flags, from_file: bool) -> Result<Config, ConfigError> {
-    let namer = Namer { from_file, mode: &s.mode };
+    let namer = Namer {
+        from_file,
+        mode: &s.mode,
+    };
     let mut errs = Errors(Vec::new());
     let mode = validate_mode(s, &namer, &mut errs);
     let masquerade_bit = validate_masquerade_bits(s, mode, &namer, &mut errs);
@@ -64,7 +81,11 @@ pub fn validate(s: &Settings, flags: &Flags, from_file: bool) -> Result<Config, 
         namer.name("--config-sync-period", "configSyncPeriod"),
         &mut errs,
     );
-    let bind_address = parse_ip(&s.bind_address, namer.name("--bind-address", "bindAddress"), &mut errs);
+    let bind_address = parse_ip(
+        &s.bind_address,
+        namer.name("--bind-address", "bindAddress"),
+        &mut errs,
+    );
     let healthz = host_port(
         &s.healthz_bind_address,
         namer.name("--healthz-bind-address", "healthzBindAddress"),
@@ -159,12 +180,20 @@ fn validate_masquerade_bits(
         errs,
     );
     if mode == Some(ProxyMode::Nftables) {
-        return check(s.nftables_masquerade_bit, "nftables.masqueradeBit".into(), errs);
+        return check(
+            s.nftables_masquerade_bit,
+            "nftables.masqueradeBit".into(),
+            errs,
+        );
     }
     iptables
 }
 
-fn validate_periods(s: &Settings, namer: &Namer, errs: &mut Errors) -> (Option<Duration>, Option<Duration>) {
+fn validate_periods(
+    s: &Settings,
+    namer: &Namer,
+    errs: &mut Errors,
+) -> (Option<Duration>, Option<Duration>) {
     let (period_name, min_name) = namer.period_names();
     let period = positive(s.sync_period, period_name.clone(), errs);
     let min = non_negative(s.min_sync_period, min_name.clone(), errs);
@@ -172,7 +201,10 @@ fn validate_periods(s: &Settings, namer: &Namer, errs: &mut Errors) -> (Option<D
         errs.push(
             min_name,
             s.min_sync_period,
-            format!("must be less than or equal to {period_name} ({})", s.sync_period),
+            format!(
+                "must be less than or equal to {period_name} ({})",
+                s.sync_period
+            ),
         );
         return (period, None);
     }
@@ -208,7 +240,11 @@ fn parse_ip(text: &str, name: String, errs: &mut Errors) -> Option<IpAddr> {
     match text.parse() {
         Ok(ip) => Some(ip),
         Err(_) => {
-            errs.push(name, text, "not a valid textual representation of an IP address");
+            errs.push(
+                name,
+                text,
+                "not a valid textual representation of an IP address",
+            );
             None
         }
     }
@@ -264,16 +300,25 @@ fn validate_port_range(text: &str, errs: &mut Errors) {
         port(value).is_some()
     };
     if !ok {
-        errs.push("portRange".into(), text, "must be a valid port range (e.g. 300-2000)");
+        errs.push(
+            "portRange".into(),
+            text,
+            "must be a valid port range (e.g. 300-2000)",
+        );
     }
 }
 
-fn validate_node_port_addresses(s: &Settings, namer: &Namer, errs: &mut Errors) -> NodePortAddresses {
+fn validate_node_port_addresses(
+    s: &Settings,
+    namer: &Namer,
+    errs: &mut Errors,
+) -> NodePortAddresses {
     let list = &s.node_port_addresses;
     if list.is_empty() {
         return NodePortAddresses::All;
     }
-    let item_name = |i: usize| namer.name("--nodeport-addresses", &format!("nodePortAddresses[{i}]"));
+    let item_name =
+        |i: usize| namer.name("--nodeport-addresses", &format!("nodePortAddresses[{i}]"));
     if list.len() == 1 && list[0] == NODE_PORT_ADDRESSES_PRIMARY {
         return NodePortAddresses::Primary;
     }
@@ -311,7 +356,14 @@ fn validate_detect_local(s: &Settings, namer: &Namer, errs: &mut Errors) -> Opti
     let mode_name = namer.name("--detect-local-mode", "detectLocalMode");
     let non_empty = |value: &str, name: String, errs: &mut Errors| {
         if value.is_empty() {
-            errs.push(name, value, format!("must not be empty when {mode_name} is {}", s.detect_local_mode));
+            errs.push(
+                name,
+                value,
+                format!(
+                    "must not be empty when {mode_name} is {}",
+                    s.detect_local_mode
+                ),
+            );
             return None;
         }
         Some(value.to_string())
@@ -327,7 +379,10 @@ fn validate_detect_local(s: &Settings, namer: &Namer, errs: &mut Errors) -> Opti
         .map(DetectLocal::BridgeInterface),
         "InterfaceNamePrefix" => non_empty(
             &s.interface_name_prefix,
-            namer.name("--pod-interface-name-prefix", "detectLocal.interfaceNamePrefix"),
+            namer.name(
+                "--pod-interface-name-prefix",
+                "detectLocal.interfaceNamePrefix",
+            ),
             errs,
         )
         .map(DetectLocal::InterfaceNamePrefix),
@@ -354,17 +409,27 @@ fn validate_cluster_cidrs(s: &Settings, namer: &Namer, errs: &mut Errors) -> Opt
     for item in list {
         match IpNet::from_str(item) {
             Ok(net) => nets.push(net),
-            Err(_) => errs.push(name.clone(), item, "must be a valid CIDR block (e.g. 10.100.0.0/16 or fde4:8dba:82e1::/48)"),
+            Err(_) => errs.push(
+                name.clone(),
+                item,
+                "must be a valid CIDR block (e.g. 10.100.0.0/16 or fde4:8dba:82e1::/48)",
+            ),
         }
     }
     if nets.len() != list.len() {
         return None;
     }
-    if let [a, b] = nets.as_slice() {
-        if matches!((a, b), (IpNet::V4(_), IpNet::V4(_)) | (IpNet::V6(_), IpNet::V6(_))) {
-            errs.push(name, list.join(","), "must be a single CIDR or a dual-stack pair of CIDRs (one IPv4, one IPv6)");
-            return None;
-        }
+    let same_family = matches!(
+        nets.as_slice(),
+        [IpNet::V4(_), IpNet::V4(_)] | [IpNet::V6(_), IpNet::V6(_)]
+    );
+    if same_family {
+        errs.push(
+            name,
+            list.join(","),
+            "must be a single CIDR or a dual-stack pair of CIDRs (one IPv4, one IPv6)",
+        );
+        return None;
     }
     Some(nets)
 }
@@ -377,15 +442,19 @@ fn validate_ipvs(s: &Settings, ipvs_mode: bool, namer: &Namer, errs: &mut Errors
     let scheduler_text = ipvs.scheduler.clone().unwrap_or_default();
     let scheduler = match scheduler_text.as_str() {
         "" => IpvsScheduler::RoundRobin,
-        name => IpvsScheduler::ALL.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).unwrap_or_else(|| {
-            let valid: Vec<&str> = IpvsScheduler::ALL.iter().map(|(n, _)| *n).collect();
-            errs.push(
-                namer.name("--ipvs-scheduler", "ipvs.scheduler"),
-                name,
-                format!("must be one of {} (blank means rr)", valid.join(", ")),
-            );
-            IpvsScheduler::RoundRobin
-        }),
+        name => IpvsScheduler::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+            .unwrap_or_else(|| {
+                let valid: Vec<&str> = IpvsScheduler::ALL.iter().map(|(n, _)| *n).collect();
+                errs.push(
+                    namer.name("--ipvs-scheduler", "ipvs.scheduler"),
+                    name,
+                    format!("must be one of {} (blank means rr)", valid.join(", ")),
+                );
+                IpvsScheduler::RoundRobin
+            }),
     };
     let mut exclude_cidrs = Vec::new();
     for (i, item) in ipvs.exclude_cidrs.iter().flatten().enumerate() {
@@ -402,13 +471,21 @@ fn validate_ipvs(s: &Settings, ipvs_mode: bool, namer: &Namer, errs: &mut Errors
         scheduler,
         strict_arp: ipvs.strict_arp.unwrap_or(false),
         exclude_cidrs,
-        tcp_timeout: optional_timeout(ipvs.tcp_timeout, namer.name("--ipvs-tcp-timeout", "ipvs.tcpTimeout"), errs),
+        tcp_timeout: optional_timeout(
+            ipvs.tcp_timeout,
+            namer.name("--ipvs-tcp-timeout", "ipvs.tcpTimeout"),
+            errs,
+        ),
         tcp_fin_timeout: optional_timeout(
             ipvs.tcp_fin_timeout,
             namer.name("--ipvs-tcpfin-timeout", "ipvs.tcpFinTimeout"),
             errs,
         ),
-        udp_timeout: optional_timeout(ipvs.udp_timeout, namer.name("--ipvs-udp-timeout", "ipvs.udpTimeout"), errs),
+        udp_timeout: optional_timeout(
+            ipvs.udp_timeout,
+            namer.name("--ipvs-udp-timeout", "ipvs.udpTimeout"),
+            errs,
+        ),
     }
 }
 
@@ -422,16 +499,26 @@ fn validate_conntrack(s: &Settings, namer: &Namer, errs: &mut Errors) -> Conntra
         })
     };
     ConntrackConfig {
-        max_per_core: count(c.max_per_core, namer.name("--conntrack-max-per-core", "conntrack.maxPerCore"), errs),
+        max_per_core: count(
+            c.max_per_core,
+            namer.name("--conntrack-max-per-core", "conntrack.maxPerCore"),
+            errs,
+        ),
         min: count(c.min, namer.name("--conntrack-min", "conntrack.min"), errs),
         tcp_established_timeout: optional_timeout(
             c.tcp_established_timeout,
-            namer.name("--conntrack-tcp-timeout-established", "conntrack.tcpEstablishedTimeout"),
+            namer.name(
+                "--conntrack-tcp-timeout-established",
+                "conntrack.tcpEstablishedTimeout",
+            ),
             errs,
         ),
         tcp_close_wait_timeout: optional_timeout(
             c.tcp_close_wait_timeout,
-            namer.name("--conntrack-tcp-timeout-close-wait", "conntrack.tcpCloseWaitTimeout"),
+            namer.name(
+                "--conntrack-tcp-timeout-close-wait",
+                "conntrack.tcpCloseWaitTimeout",
+            ),
             errs,
         ),
         tcp_be_liberal: c.tcp_be_liberal.unwrap_or(false),
@@ -442,7 +529,10 @@ fn validate_conntrack(s: &Settings, namer: &Namer, errs: &mut Errors) -> Conntra
         ),
         udp_stream_timeout: optional_timeout(
             c.udp_stream_timeout,
-            namer.name("--conntrack-udp-timeout-stream", "conntrack.udpStreamTimeout"),
+            namer.name(
+                "--conntrack-udp-timeout-stream",
+                "conntrack.udpStreamTimeout",
+            ),
             errs,
         ),
     }
@@ -459,7 +549,12 @@ fn validate_oom_score_adj(s: &Settings, namer: &Namer, errs: &mut Errors) -> i32
     s.oom_score_adj
 }
 
-fn validate_client(s: &Settings, flags: &Flags, namer: &Namer, errs: &mut Errors) -> ClientConnection {
+fn validate_client(
+    s: &Settings,
+    flags: &Flags,
+    namer: &Namer,
+    errs: &mut Errors,
+) -> ClientConnection {
     let c = &s.client;
     let burst = c.burst.unwrap_or(0);
     let burst = u32::try_from(burst).unwrap_or_else(|_| {
@@ -471,7 +566,11 @@ fn validate_client(s: &Settings, flags: &Flags, namer: &Namer, errs: &mut Errors
         0
     });
     ClientConnection {
-        kubeconfig: c.kubeconfig.clone().filter(|k| !k.is_empty()).map(Into::into),
+        kubeconfig: c
+            .kubeconfig
+            .clone()
+            .filter(|k| !k.is_empty())
+            .map(Into::into),
         master: flags.master.clone().filter(|m| !m.is_empty()),
         qps: c.qps.unwrap_or(5.0),
         burst,
@@ -480,17 +579,30 @@ fn validate_client(s: &Settings, flags: &Flags, namer: &Namer, errs: &mut Errors
     }
 }
 
-fn validate_logging(s: &Settings, flags: &Flags, from_file: bool, errs: &mut Errors) -> LoggingConfig {
+fn validate_logging(
+    s: &Settings,
+    flags: &Flags,
+    from_file: bool,
+    errs: &mut Errors,
+) -> LoggingConfig {
     // Logging flags win even with --config, so name the flag when given.
     let name = |flag_given: bool, flag: &str, field: &str| {
-        if from_file && !flag_given { field.to_string() } else { flag.to_string() }
+        if from_file && !flag_given {
+            field.to_string()
+        } else {
+            flag.to_string()
+        }
     };
     let format = match s.log_format.as_str() {
         "text" => LogFormat::Text,
         "json" => LogFormat::Json,
         other => {
             errs.push(
-                name(flags.logging_format.is_some(), "--logging-format", "logging.format"),
+                name(
+                    flags.logging_format.is_some(),
+                    "--logging-format",
+                    "logging.format",
+                ),
                 other,
                 "supported values: \"json\", \"text\"",
             );
@@ -500,7 +612,9 @@ fn validate_logging(s: &Settings, flags: &Flags, from_file: bool, errs: &mut Err
     let mut vmodule = Vec::new();
     for item in s.vmodule.split(',').filter(|i| !i.is_empty()) {
         match item.split_once('=').map(|(p, l)| (p, l.parse::<u32>())) {
-            Some((pattern, Ok(level))) if !pattern.is_empty() => vmodule.push((pattern.to_string(), level)),
+            Some((pattern, Ok(level))) if !pattern.is_empty() => {
+                vmodule.push((pattern.to_string(), level))
+            }
             _ => errs.push(
                 name(flags.vmodule.is_some(), "--vmodule", "logging.vmodule"),
                 item,
@@ -508,12 +622,17 @@ fn validate_logging(s: &Settings, flags: &Flags, from_file: bool, errs: &mut Err
             ),
         }
     }
-    let flush_name = name(flags.log_flush_frequency.is_some(), "--log-flush-frequency", "logging.flushFrequency");
+    let flush_name = name(
+        flags.log_flush_frequency.is_some(),
+        "--log-flush-frequency",
+        "logging.flushFrequency",
+    );
     LoggingConfig {
         verbosity: s.verbosity,
         vmodule,
         format,
-        flush_frequency: positive(s.log_flush_frequency, flush_name, errs).unwrap_or(Duration::from_secs(5)),
+        flush_frequency: positive(s.log_flush_frequency, flush_name, errs)
+            .unwrap_or(Duration::from_secs(5)),
     }
 }
 

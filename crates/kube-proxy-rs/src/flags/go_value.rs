@@ -19,7 +19,9 @@ pub fn parse_go_bool(text: &str) -> Result<bool, String> {
     match text {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err(format!("strconv.ParseBool: parsing \"{text}\": invalid syntax")),
+        _ => Err(format!(
+            "strconv.ParseBool: parsing \"{text}\": invalid syntax"
+        )),
     }
 }
 
@@ -39,5 +41,8 @@ pub fn parse_feature_gate(text: &str) -> Result<FeatureGate, String> {
     }
     let enabled = parse_go_bool(value.trim())
         .map_err(|_| format!("invalid value of {name}={value}, err: invalid syntax"))?;
-    Ok(FeatureGate { name: name.to_string(), enabled })
+    Ok(FeatureGate {
+        name: name.to_string(),
+        enabled,
+    })
 }
