@@ -1,1 +1,237 @@
-//! The applier: feeds a [`crate::Ruleset`] to `iptables-restore`.
+//! The applier: the only part of the iptables mode that touches the
+//! kernel. It feeds a [`crate::Ruleset`] to `iptables-restore --noflush`,
+//! deleting stale chains of ours in the same restore, ensures the jumps
+//! from the built-in chains once, cleans everything of ours up
+//! (`--cleanup`), and reads the kernel facts the pure renderer needs.
+//!
+//! One sync of [`Iptables::apply_ruleset`]:
+//! 1. `iptables-save` (every table, one process) tells which chains of ours
+//!    exist and which jumps are in the built-in chains;
+//! 2. one `iptables-restore --noflush --counters` writes, per table, the
+//!    `-D` of unwanted jumps of ours, our chains and rules, and the flush +
+//!    `-X` of chains of ours no longer rendered ([`stale`]);
+//! 3. missing built-in jumps are added ([`jumps`]).
+//!
+//! If the restore fails, the failing table is unchanged and tables that
+//! the same input had already committed are put back ([`rollback`]), so
+//! the previous rules stay; the error names the failing line.
+//!
+//! Everything runs the tools as child processes of the calling thread
+//! (`tokio::process`), and the netlink and sysctl calls act on it too, so
+//! a caller on a thread inside a network namespace (tests) acts there.
+
+mod backend;
+mod cleanup;
+mod command;
+mod jumps;
+mod nfacct;
+mod node;
+mod ownership;
+mod restore;
+mod rollback;
+mod saved;
+mod stale;
+
+pub use crate::error::Rollback;
+pub use backend::{Backend, BackendChoice, detect_backend};
+pub use cleanup::{CleanupOutcome, apply_cleanup_all};
+pub use nfacct::{
+    CT_STATE_INVALID_DROPPED_PKTS, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, apply_nfacct_counter,
+    apply_nfacct_counters, read_nfacct_packets,
+};
+pub use node::{
+    CONNTRACK_TCP_BE_LIBERAL, KernelFacts, ROUTE_LOCALNET, apply_kernel_setup, apply_route_localnet,
+    read_conntrack_tcp_be_liberal, read_local_addresses,
+};
+pub use ownership::is_owned_chain;
+
+use crate::chain_name::KUBE_PROXY_CANARY;
+use crate::render::IpFamily;
+use crate::{Error, Ruleset, Table};
+use backend::{Tool, program};
+use command::Invocation;
+use restore::{TableInput, render_restore_input, restore_invocation, run_restore};
+use saved::{SavedTable, parse_saved};
+use std::collections::BTreeMap;
+
+/// The iptables tools of one backend and IP family (`iptables-nft`,
+/// `ip6tables-legacy-restore`, ...): everything the applier does goes
+/// through one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Iptables {
+    backend: Backend,
+    family: IpFamily,
+}
+
+/// What one table lost in a sync or a cleanup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableChanges {
+    /// The table.
+    pub table: Table,
+    /// Chains of ours flushed and deleted.
+    pub deleted_chains: Vec<String>,
+    /// Jumps of ours deleted from built-in chains (as `iptables-save`
+    /// prints them, without `-A `).
+    pub deleted_jumps: Vec<String>,
+    /// Stale chains of ours left in place because a rule that is not ours
+    /// still jumps to them.
+    pub kept_chains: Vec<String>,
+}
+
+/// What [`Iptables::apply_ruleset`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The exact input fed to `iptables-restore`.
+    pub restore_input: String,
+    /// Per table, the stale chains and unwanted jumps removed (tables with
+    /// nothing removed are left out).
+    pub removed: Vec<TableChanges>,
+    /// Built-in jumps that were missing and were added (rule lines).
+    pub added_jumps: Vec<String>,
+}
+
+impl Iptables {
+    /// The tools of `backend` for `family`.
+    pub fn new(backend: Backend, family: IpFamily) -> Self {
+        Self { backend, family }
+    }
+
+    /// The backend these tools drive.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The IP family these tools handle.
+    pub fn family(&self) -> IpFamily {
+        self.family
+    }
+
+    /// `iptables-save` of every table (the legacy tool prints only tables
+    /// that exist, and creates none).
+    pub async fn save(&self) -> Result<String, Error> {
+        command::output(&self.invocation(Tool::Save, Vec::new())).await
+    }
+
+    /// `iptables-save -t TABLE` (with the legacy backend this creates the
+    /// table if it did not exist).
+    pub async fn saved_rules(&self, table: Table) -> Result<String, Error> {
+        command::output(&self.invocation(Tool::Save, vec!["-t".into(), table.as_str().into()])).await
+    }
+
+    /// Checks `input` with `iptables-restore --test`: parsed and built, not
+    /// committed (so errors only the kernel finds at commit time, such as
+    /// a missing nfacct object, pass).
+    pub async fn test_restore(&self, input: &str) -> Result<(), Error> {
+        run_restore(&restore_invocation(self.backend, self.family, &["--test"]), input).await
+    }
+
+    /// Whether our canary chain `KUBE-PROXY-CANARY` still exists in mangle;
+    /// when it has gone, someone flushed the tables and the next sync must
+    /// be a full one.
+    pub async fn canary_exists(&self) -> Result<bool, Error> {
+        let args = ["-w", "5", "-t", Table::Mangle.as_str(), "-S", KUBE_PROXY_CANARY];
+        let list = self.invocation(Tool::Iptables, args.map(String::from).into());
+        let out = command::run(&list, None).await?;
+        match out.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(command::failed(&list, &out)),
+        }
+    }
+
+    /// Applies `ruleset`: writes our chains and rules in one restore,
+    /// deletes chains of ours it no longer holds, then ensures its
+    /// built-in jumps (see the module doc). Never touches a chain or rule
+    /// that is not ours. On a failed restore the previous rules stay and
+    /// the error names the failing input line.
+    pub async fn apply_ruleset(&self, ruleset: &Ruleset) -> Result<Applied, Error> {
+        let saved = parse_saved(&self.save().await?);
+        let inputs = plan_tables(ruleset, &saved);
+        let restore_input = render_restore_input(&inputs);
+        let restore = restore_invocation(self.backend, self.family, &[]);
+        if let Err(err) = run_restore(&restore, &restore_input).await {
+            return Err(self.roll_back(err, &inputs, &saved).await);
+        }
+        let added_jumps = jumps::apply_builtin_jumps(self.backend, self.family, &ruleset.builtin_jumps, &saved).await?;
+        let removed = changes(&inputs);
+        for table in removed.iter().filter(|t| !t.kept_chains.is_empty()) {
+            tracing::warn!(table = %table.table, chains = ?table.kept_chains, "stale chains kept: rules that are not ours jump to them");
+        }
+        Ok(Applied { removed, restore_input, added_jumps })
+    }
+
+    /// Removes every chain of ours and every jump of ours from the
+    /// built-in chains, in filter, nat and mangle, for this backend and
+    /// family; does nothing (and runs no restore) when there is nothing.
+    pub async fn apply_cleanup(&self) -> Result<Vec<TableChanges>, Error> {
+        cleanup::apply_cleanup(self).await
+    }
+
+    /// Puts back the tables a failed restore had already committed, and
+    /// records in `err` what happened.
+    async fn roll_back(&self, mut err: Error, inputs: &[TableInput<'_>], before: &BTreeMap<Table, SavedTable>) -> Error {
+        let outcome = match self.save().await {
+            Ok(text) => self.apply_rollback(inputs, before, &parse_saved(&text)).await,
+            Err(save_err) => Rollback::Failed { tables: inputs.iter().map(|i| i.table).collect(), error: save_err.to_string() },
+        };
+        if let Error::Restore { rollback, .. } = &mut err {
+            *rollback = outcome;
+        }
+        err
+    }
+
+    async fn apply_rollback(
+        &self,
+        inputs: &[TableInput<'_>],
+        before: &BTreeMap<Table, SavedTable>,
+        now: &BTreeMap<Table, SavedTable>,
+    ) -> Rollback {
+        let empty = SavedTable::default();
+        let mut tables = Vec::new();
+        let mut text = String::new();
+        for input in inputs {
+            let (was, is) = (before.get(&input.table).unwrap_or(&empty), now.get(&input.table).unwrap_or(&empty));
+            if let Some(block) = rollback::render_rollback_input(was, is, input) {
+                tables.push(input.table);
+                text.push_str(&block);
+            }
+        }
+        if tables.is_empty() {
+            return Rollback::NotNeeded;
+        }
+        match run_restore(&restore_invocation(self.backend, self.family, &[]), &text).await {
+            Ok(()) => Rollback::Done(tables),
+            Err(err) => Rollback::Failed { tables, error: err.to_string() },
+        }
+    }
+
+    fn invocation(&self, tool: Tool, args: Vec<String>) -> Invocation {
+        Invocation::new(program(self.backend, self.family, tool), args)
+    }
+}
+
+/// Per table of `ruleset`, its rules and what must go (see [`stale`]).
+fn plan_tables<'a>(ruleset: &'a Ruleset, saved: &BTreeMap<Table, SavedTable>) -> Vec<TableInput<'a>> {
+    let empty = SavedTable::default();
+    let tables = ruleset.tables().map(|(table, rules)| {
+        let wanted: Vec<String> =
+            ruleset.builtin_jumps.iter().filter(|j| j.table == table).map(|j| j.rule_line()).collect();
+        let removals = stale::diff_stale(saved.get(&table).unwrap_or(&empty), rules, &wanted);
+        TableInput { table, rules, removals }
+    });
+    tables.into()
+}
+
+/// The removals of `inputs` as reported to callers.
+fn changes(inputs: &[TableInput]) -> Vec<TableChanges> {
+    inputs
+        .iter()
+        .filter(|i| !i.removals.is_empty() || !i.removals.kept.is_empty())
+        .map(|i| TableChanges {
+            table: i.table,
+            deleted_chains: i.removals.chains.clone(),
+            deleted_jumps: i.removals.jumps.iter().map(|j| j.spec.clone()).collect(),
+            kept_chains: i.removals.kept.clone(),
+        })
+        .collect()
+}

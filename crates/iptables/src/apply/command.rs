@@ -45,8 +45,9 @@ pub(crate) async fn run(inv: &Invocation, stdin: Option<&str>) -> Result<Output,
         .kill_on_drop(true)
         .spawn()
         .map_err(spawn_error)?;
+    let pipe = child.stdin.take();
     let feed = async {
-        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        if let (Some(input), Some(mut pipe)) = (stdin, pipe) {
             pipe.write_all(input.as_bytes()).await?;
             pipe.shutdown().await?;
         }

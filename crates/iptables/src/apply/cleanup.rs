@@ -1,0 +1,61 @@
+//! `--cleanup`: removes every chain of ours and every jump of ours from
+//! the built-in chains, in filter, nat and mangle, for one backend and
+//! family or (as upstream's `--cleanup`) for both backends and both
+//! families. It is the sync's stale-chain removal with nothing desired,
+//! so the same rules of ownership apply: foreign chains and rules, and
+//! kubelet's `KUBE-FIREWALL`, are left alone.
+
+use super::restore::{TableInput, render_restore_input, restore_invocation, run_restore};
+use super::saved::parse_saved;
+use super::stale::diff_stale;
+use super::{Backend, Iptables, TableChanges, changes};
+use crate::render::IpFamily;
+use crate::{Error, Table, TableRules};
+
+/// The cleanup of one backend and family.
+#[derive(Debug)]
+pub struct CleanupOutcome {
+    /// The backend cleaned.
+    pub backend: Backend,
+    /// The family cleaned.
+    pub family: IpFamily,
+    /// What was removed per table (empty: nothing of ours was there), or
+    /// why it failed.
+    pub result: Result<Vec<TableChanges>, Error>,
+}
+
+/// Cleans both backends and both families. A backend whose tools are not
+/// installed holds nothing of ours and is skipped.
+pub async fn apply_cleanup_all() -> Vec<CleanupOutcome> {
+    let mut outcomes = Vec::new();
+    for backend in Backend::ALL {
+        for family in [IpFamily::V4, IpFamily::V6] {
+            let result = Iptables::new(backend, family).apply_cleanup().await;
+            if let Err(Error::Spawn { source, .. }) = &result
+                && source.kind() == std::io::ErrorKind::NotFound
+            {
+                continue;
+            }
+            outcomes.push(CleanupOutcome { backend, family, result });
+        }
+    }
+    outcomes
+}
+
+/// See [`Iptables::apply_cleanup`].
+pub(crate) async fn apply_cleanup(ipt: &Iptables) -> Result<Vec<TableChanges>, Error> {
+    let saved = parse_saved(&ipt.save().await?);
+    let nothing = TableRules::default();
+    let inputs: Vec<TableInput> = [Table::Filter, Table::Mangle, Table::Nat]
+        .into_iter()
+        .filter_map(|table| {
+            let removals = diff_stale(saved.get(&table)?, &nothing, &[]);
+            (!removals.is_empty()).then_some(TableInput { table, rules: &nothing, removals })
+        })
+        .collect();
+    if !inputs.is_empty() {
+        let input = render_restore_input(&inputs);
+        run_restore(&restore_invocation(ipt.backend(), ipt.family(), &[]), &input).await?;
+    }
+    Ok(changes(&inputs))
+}

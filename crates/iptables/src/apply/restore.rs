@@ -1,0 +1,143 @@
+//! The `iptables-restore --noflush` input of one sync and running it.
+//!
+//! What the tool does on failure (checked on iptables 1.8.9, both
+//! backends, in `tests/apply_ruleset.rs`): every `*table ... COMMIT` block
+//! is committed on its own when its `COMMIT` line is read, so when a later
+//! table fails, earlier tables of the same input have already landed; the
+//! failing table itself is untouched (one atomic replace for legacy, one
+//! nf_tables transaction for nft). It names the line three ways:
+//! `Error occurred at line: 7` (parse errors, both backends),
+//! `iptables-restore: line 10 failed` (legacy: the kernel refused the
+//! table; the line is its `COMMIT`), `line 8: RULE_APPEND failed (...)`
+//! (nft: the rule the kernel refused).
+
+use super::backend::{Tool, program};
+use super::command::{self, Invocation};
+use super::saved::SavedRule;
+use super::stale::Removals;
+use crate::render::IpFamily;
+use crate::ruleset::write_table;
+use super::Backend;
+use crate::error::Rollback;
+use crate::{Error, Table, TableRules};
+
+/// One table's part of a restore: the rules to write and what to remove.
+#[derive(Debug, Clone)]
+pub(crate) struct TableInput<'a> {
+    pub(crate) table: Table,
+    pub(crate) rules: &'a TableRules,
+    pub(crate) removals: Removals,
+}
+
+/// The restore input: per table, the `-D` of unwanted jumps, then
+/// [`write_table`]'s block (our chains declared, their rules, stale
+/// chains flushed and `-X`ed). With nothing to remove it is exactly
+/// [`crate::Ruleset::to_restore`].
+pub(crate) fn render_restore_input(tables: &[TableInput]) -> String {
+    let mut out = String::new();
+    for input in tables {
+        let mut block = String::new();
+        write_table(&mut block, input.table, input.rules, &input.removals.chains);
+        let (header, body) = block.split_once('\n').unwrap_or((&block, ""));
+        out.push_str(header);
+        out.push('\n');
+        for jump in &input.removals.jumps {
+            out.push_str(&delete_line(jump));
+        }
+        out.push_str(body);
+    }
+    out
+}
+
+/// `-D CHAIN spec`: deletes the first rule matching a saved rule.
+fn delete_line(rule: &SavedRule) -> String {
+    format!("-D {}\n", rule.spec)
+}
+
+/// `iptables-restore` with upstream's flags: keep everything not named in
+/// the input (`--noflush`), take counters from it (`--counters`, as
+/// upstream; we write none, so rules start at zero), wait up to 5 s for
+/// the xtables lock.
+pub(crate) fn restore_invocation(backend: Backend, family: IpFamily, extra: &[&str]) -> Invocation {
+    let mut args: Vec<String> = ["--noflush", "--counters", "--wait=5"].map(String::from).into();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    Invocation::new(program(backend, family, Tool::Restore), args)
+}
+
+/// Feeds `input` to `inv`; on failure returns [`Error::Restore`] naming
+/// the failing line (with `rollback` still [`Rollback::NotNeeded`]).
+pub(crate) async fn run_restore(inv: &Invocation, input: &str) -> Result<(), Error> {
+    let out = command::run(inv, Some(input)).await?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = command::stderr_of(&out);
+    let line = failed_line(&stderr);
+    let text = line.and_then(|n| input.lines().nth(n - 1)).unwrap_or_default().to_string();
+    let table = line.and_then(|n| table_at(input, n));
+    Err(Error::Restore { command: inv.to_string(), line, text, table, stderr, rollback: Rollback::NotNeeded })
+}
+
+/// The 1-based input line a restore error names, in any of the tool's
+/// three spellings: `line: N`, `line N failed`, `line N: ...`.
+pub(crate) fn failed_line(stderr: &str) -> Option<usize> {
+    stderr.match_indices("line").find_map(|(at, word)| {
+        let rest = stderr[at + word.len()..].trim_start_matches([':', ' ']);
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok().filter(|n| *n > 0)
+    })
+}
+
+/// The table whose block holds line `n` (1-based) of `input`.
+fn table_at(input: &str, n: usize) -> Option<Table> {
+    input.lines().take(n).filter_map(|l| l.strip_prefix('*')).last().and_then(table_named)
+}
+
+fn table_named(name: &str) -> Option<Table> {
+    [Table::Filter, Table::Nat, Table::Mangle].into_iter().find(|t| t.as_str() == name.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::saved::parse_saved;
+    use crate::Ruleset;
+
+    #[test]
+    fn all_three_error_spellings_name_the_line() {
+        assert_eq!(failed_line("iptables-restore v1.8.9 (legacy): Bad\nError occurred at line: 7\nTry `x'"), Some(7));
+        assert_eq!(failed_line("iptables-restore: line 10 failed"), Some(10));
+        assert_eq!(failed_line("iptables-nft-restore v1.8.9: \nline 8: RULE_APPEND failed (No such file)"), Some(8));
+        assert_eq!(failed_line("iptables-restore: unable to initialize table 'nat'"), None);
+    }
+
+    #[test]
+    fn the_failing_lines_table_is_found() {
+        let input = "*filter\n:A - [0:0]\nCOMMIT\n*mangle\nCOMMIT\n*nat\n-A X\nCOMMIT\n";
+        assert_eq!(table_at(input, 7), Some(Table::Nat));
+        assert_eq!(table_at(input, 2), Some(Table::Filter));
+    }
+
+    #[test]
+    fn input_without_removals_is_the_rulesets_restore_text() {
+        let mut ruleset = Ruleset::default();
+        ruleset.nat = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
+        let tables: Vec<_> =
+            ruleset.tables().map(|(table, rules)| TableInput { table, rules, removals: Removals::default() }).into();
+        assert_eq!(render_restore_input(&tables), ruleset.to_restore());
+    }
+
+    #[test]
+    fn jump_deletions_come_first_stale_chains_last() {
+        let saved = parse_saved("*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\nCOMMIT\n");
+        let removals = Removals {
+            chains: vec!["KUBE-SVC-OLD".into()],
+            jumps: saved[&Table::Nat].rules.clone(),
+            kept: Vec::new(),
+        };
+        let rules = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
+        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: &rules, removals }]);
+        let expected = "*nat\n-D PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j RETURN\n-X KUBE-SVC-OLD\nCOMMIT\n";
+        assert_eq!(text, expected);
+    }
+}

@@ -1,0 +1,102 @@
+//! Putting back a table that a failed restore had already committed (an
+//! earlier `*table` block of the same input lands on its own). It compares
+//! the `iptables-save` taken just before the sync with one taken after
+//! the failure, so it neither trusts the error's line number nor touches
+//! a table that did not change: every chain the sync rewrote or deleted
+//! gets its saved rules again, chains the sync created are deleted, and
+//! removed built-in jumps return to their old positions. Nothing else in
+//! the table is touched.
+
+use super::restore::TableInput;
+use super::saved::SavedTable;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// Restore input that returns `applied.table` from `now` to `before`, or
+/// `None` when the chains and jumps the sync touches are as they were.
+pub(crate) fn render_rollback_input(before: &SavedTable, now: &SavedTable, applied: &TableInput) -> Option<String> {
+    let touched: BTreeSet<&str> =
+        applied.rules.chains.iter().chain(&applied.removals.chains).map(String::as_str).collect();
+    if !changed(before, now, &touched, applied) {
+        return None;
+    }
+    let mut out = format!("*{}\n", applied.table);
+    for chain in &touched {
+        let _ = writeln!(out, ":{chain} - [0:0]");
+    }
+    for rule in before.rules.iter().filter(|r| touched.contains(r.chain.as_str())) {
+        let _ = writeln!(out, "-A {}", rule.spec);
+    }
+    write_jump_reinserts(&mut out, now, applied);
+    for chain in touched.iter().filter(|c| !before.has_chain(c) && now.has_chain(c)) {
+        let _ = writeln!(out, "-X {chain}");
+    }
+    out.push_str("COMMIT\n");
+    Some(out)
+}
+
+/// Whether a touched chain or a removed jump differs between the saves.
+fn changed(before: &SavedTable, now: &SavedTable, touched: &BTreeSet<&str>, applied: &TableInput) -> bool {
+    let chain_state = |t: &SavedTable, c: &str| (t.has_chain(c), t.rules_of(c).map(|r| r.spec.clone()).collect::<Vec<_>>());
+    let jump_count = |t: &SavedTable, spec: &str| t.rules.iter().filter(|r| r.spec == spec).count();
+    touched.iter().any(|c| chain_state(before, c) != chain_state(now, c))
+        || applied.removals.jumps.iter().any(|j| jump_count(before, &j.spec) != jump_count(now, &j.spec))
+}
+
+/// `-I CHAIN POS spec` for each removed jump that is gone now, at its old
+/// position (ascending, so earlier re-inserts make room for later ones;
+/// clamped to the chain's end in case others changed it meanwhile).
+fn write_jump_reinserts(out: &mut String, now: &SavedTable, applied: &TableInput) {
+    let mut inserted: Vec<&str> = Vec::new();
+    for jump in &applied.removals.jumps {
+        if now.rules.iter().any(|r| r.spec == jump.spec) {
+            continue;
+        }
+        let length = now.rules_of(&jump.chain).count() + inserted.iter().filter(|c| **c == jump.chain).count();
+        let position = jump.position.min(length + 1);
+        let rest = jump.spec.strip_prefix(jump.chain.as_str()).unwrap_or(&jump.spec);
+        let _ = writeln!(out, "-I {} {position}{rest}", jump.chain);
+        inserted.push(&jump.chain);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::saved::parse_saved;
+    use crate::apply::stale::Removals;
+    use crate::{Table, TableRules};
+
+    fn nat(text: &str) -> SavedTable {
+        parse_saved(&format!("*nat\n:PREROUTING ACCEPT [0:0]\n{text}COMMIT\n")).remove(&Table::Nat).unwrap_or_default()
+    }
+
+    const BEFORE: &str = ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n:OTHER - [0:0]\n-A PREROUTING -j OTHER\n-A PREROUTING -m comment --comment \"old jump\" -j KUBE-SERVICES\n-A KUBE-SERVICES -j KUBE-SVC-OLD\n-A KUBE-SVC-OLD -j RETURN\n-A OTHER -j RETURN\n";
+    const AFTER: &str = ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-NEW - [0:0]\n:OTHER - [0:0]\n-A PREROUTING -j OTHER\n-A KUBE-SERVICES -j KUBE-SVC-NEW\n-A OTHER -j RETURN\n";
+
+    fn applied<'a>(before: &SavedTable, rules: &'a TableRules) -> TableInput<'a> {
+        let removals =
+            Removals { chains: vec!["KUBE-SVC-OLD".into()], jumps: vec![before.rules[1].clone()], kept: Vec::new() };
+        TableInput { table: Table::Nat, rules, removals }
+    }
+
+    fn rules() -> TableRules {
+        TableRules {
+            chains: vec!["KUBE-SERVICES".into(), "KUBE-SVC-NEW".into()],
+            rules: vec!["KUBE-SERVICES -j KUBE-SVC-NEW".into()],
+        }
+    }
+
+    #[test]
+    fn rewritten_chains_get_saved_rules_new_ones_go_removed_jumps_return() {
+        let (before, now, rules) = (nat(BEFORE), nat(AFTER), rules());
+        let expected = "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-NEW - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j KUBE-SVC-OLD\n-A KUBE-SVC-OLD -j RETURN\n-I PREROUTING 2 -m comment --comment \"old jump\" -j KUBE-SERVICES\n-X KUBE-SVC-NEW\nCOMMIT\n";
+        assert_eq!(render_rollback_input(&before, &now, &applied(&before, &rules)).as_deref(), Some(expected));
+    }
+
+    #[test]
+    fn an_unchanged_table_is_left_alone() {
+        let (before, rules) = (nat(BEFORE), rules());
+        assert_eq!(render_rollback_input(&before, &before, &applied(&before, &rules)), None);
+    }
+}
