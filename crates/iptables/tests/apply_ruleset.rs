@@ -1,0 +1,235 @@
+//! The applier on a real kernel, each case in a fresh network namespace,
+//! for both backends (and both families where the family matters):
+//! applying, idempotence, stale chain deletion, failed restores keeping
+//! the previous rules, `iptables-restore --test`, the canary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "apply_support/support.rs"]
+mod support;
+
+use iptables::apply::{Applied, Backend, Iptables, Rollback};
+use iptables::render::IpFamily;
+use iptables::{Error, Table};
+use support::*;
+
+const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
+
+/// Runs `check(ipt)` in a fresh namespace for every backend and family.
+fn for_each_tool<Fut>(label: &str, families: &[IpFamily], check: fn(Iptables) -> Fut)
+where
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    for backend in Backend::ALL {
+        for &family in families {
+            if in_netns(label, move || check(Iptables::new(backend, family))).is_none() {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn applied_rules_chains_and_jumps_show_in_iptables_save() {
+    for_each_tool("apply", &FAMILIES, |ipt| async move {
+        let ruleset = ruleset(ipt.family(), &["web", "db"]);
+        let applied = ipt.apply_ruleset(&ruleset).await.unwrap();
+        assert_eq!(applied.restore_input, ruleset.to_restore(), "fresh table: nothing to remove");
+        assert_eq!(applied.added_jumps.len(), ruleset.builtin_jumps.len());
+
+        let save = ipt.save().await.unwrap();
+        let lines = rule_lines(&save);
+        for (table, rules) in ruleset.tables() {
+            for chain in &rules.chains {
+                let table_save = ipt.saved_rules(table).await.unwrap();
+                assert!(has_chain(&table_save, chain), "{:?} {table}: no {chain} in\n{table_save}", ipt);
+            }
+            for rule in &rules.rules {
+                assert!(lines.contains(&format!("-A {rule}")), "{:?}: rule missing: {rule}\n{save}", ipt);
+            }
+        }
+        // Every jump is printed exactly as rendered (this is what lets the
+        // next sync skip `iptables -C`), and prepended in order.
+        for jump in &ruleset.builtin_jumps {
+            let line = format!("-A {}", jump.rule_line());
+            assert_eq!(lines.iter().filter(|l| **l == line).count(), 1, "{:?}: {line}\n{save}", ipt);
+        }
+        let forward: Vec<_> = lines.iter().filter(|l| l.starts_with("-A FORWARD")).collect();
+        assert!(forward[0].ends_with("-j KUBE-SERVICES") && forward[1].ends_with("-j KUBE-FORWARD"), "{forward:?}");
+    });
+}
+
+#[test]
+fn applying_twice_changes_nothing_and_adds_no_jump() {
+    for_each_tool("twice", &FAMILIES, |ipt| async move {
+        let ruleset = ruleset(ipt.family(), &["web", "db"]);
+        ipt.apply_ruleset(&ruleset).await.unwrap();
+        let first = normalized(&ipt.save().await.unwrap());
+        let again: Applied = ipt.apply_ruleset(&ruleset).await.unwrap();
+        assert_eq!(normalized(&ipt.save().await.unwrap()), first, "{:?}", ipt);
+        assert!(again.added_jumps.is_empty() && again.removed.is_empty(), "{again:?}");
+        assert_eq!(again.restore_input, ruleset.to_restore());
+    });
+}
+
+#[test]
+fn a_jump_deleted_by_someone_else_comes_back_once() {
+    for_each_tool("rejump", &[IpFamily::V4], |ipt| async move {
+        let ruleset = ruleset(ipt.family(), &["web"]);
+        ipt.apply_ruleset(&ruleset).await.unwrap();
+        let (iptables, _) = tools(ipt.backend(), ipt.family());
+        let portals = ["-t", "nat", "-D", "PREROUTING", "-m", "comment", "--comment", "kubernetes service portals"];
+        sh(&iptables, &[&portals[..], &["-j", "KUBE-SERVICES"]].concat());
+        let again = ipt.apply_ruleset(&ruleset).await.unwrap();
+        assert_eq!(again.added_jumps.len(), 1, "{again:?}");
+        let save = ipt.saved_rules(Table::Nat).await.unwrap();
+        assert_eq!(save.matches("-A PREROUTING").count(), 1, "{save}");
+    });
+}
+
+#[test]
+fn duplicated_and_outdated_jumps_of_ours_are_removed() {
+    for_each_tool("dupjump", &[IpFamily::V4], |ipt| async move {
+        let ruleset = ruleset(ipt.family(), &["web"]);
+        ipt.apply_ruleset(&ruleset).await.unwrap();
+        let (iptables, _) = tools(ipt.backend(), ipt.family());
+        let portals = ["-m", "comment", "--comment", "kubernetes service portals", "-j", "KUBE-SERVICES"];
+        sh(&iptables, &[&["-t", "nat", "-A", "PREROUTING"][..], &portals].concat());
+        sh(&iptables, &["-t", "nat", "-A", "OUTPUT", "-m", "comment", "--comment", "old", "-j", "KUBE-SERVICES"]);
+        sh(&iptables, &["-t", "nat", "-A", "OUTPUT", "-d", "192.0.2.1", "-j", "RETURN"]);
+        let again = ipt.apply_ruleset(&ruleset).await.unwrap();
+        let nat = &again.removed.iter().find(|t| t.table == Table::Nat).expect("nat changes").deleted_jumps;
+        assert_eq!(nat.len(), 2, "{nat:?}");
+        let save = ipt.saved_rules(Table::Nat).await.unwrap();
+        assert_eq!(save.matches("-A PREROUTING").count(), 1, "{save}");
+        assert!(save.contains("-A OUTPUT -d 192.0.2.1/32 -j RETURN"), "foreign rule kept:\n{save}");
+        assert!(!save.contains("\"old\""), "{save}");
+    });
+}
+
+#[test]
+fn chains_of_a_removed_service_are_deleted_at_the_next_sync() {
+    for_each_tool("stale", &FAMILIES, |ipt| async move {
+        ipt.apply_ruleset(&ruleset(ipt.family(), &["web", "db"])).await.unwrap();
+        let applied = ipt.apply_ruleset(&ruleset(ipt.family(), &["web"])).await.unwrap();
+        let save = ipt.saved_rules(Table::Nat).await.unwrap();
+        for chain in service_chains("db") {
+            assert!(!has_chain(&save, &chain), "{chain} still there:\n{save}");
+            assert!(!save.contains(&chain), "{chain} still used:\n{save}");
+        }
+        for chain in service_chains("web") {
+            assert!(has_chain(&save, &chain), "{chain} gone:\n{save}");
+        }
+        let nat = applied.removed.iter().find(|t| t.table == Table::Nat).expect("nat changes");
+        let mut deleted = nat.deleted_chains.clone();
+        deleted.sort();
+        let mut expected = service_chains("db").to_vec();
+        expected.sort();
+        assert_eq!(deleted, expected);
+        // The same result as applying the smaller ruleset to a fresh table.
+        let fresh = in_netns_same_family(ipt, &["web"]).await;
+        assert_eq!(normalized(&ipt.saved_rules(Table::Nat).await.unwrap()), fresh);
+    });
+}
+
+/// `iptables-save -t nat` of `services` applied to a fresh namespace.
+async fn in_netns_same_family(ipt: Iptables, services: &'static [&'static str]) -> String {
+    let job = move || async move {
+        ipt.apply_ruleset(&ruleset(ipt.family(), services)).await.unwrap();
+        normalized(&ipt.saved_rules(Table::Nat).await.unwrap())
+    };
+    std::thread::spawn(move || in_netns("fresh", job).unwrap()).join().unwrap()
+}
+
+/// A broken rule in nat (the last table), after a change in filter
+/// (committed first): the error names the broken line, filter is rolled
+/// back, and the save is what it was before.
+#[test]
+fn a_rule_iptables_cannot_parse_fails_by_line_and_keeps_the_previous_rules() {
+    for_each_tool("badrule", &FAMILIES, |ipt| async move {
+        let good = ruleset(ipt.family(), &["web", "db"]);
+        ipt.apply_ruleset(&good).await.unwrap();
+        let before = normalized(&ipt.save().await.unwrap());
+
+        let mut bad = ruleset(ipt.family(), &["web"]);
+        bad.filter.rules.push("KUBE-FORWARD -m comment --comment \"new rule\" -j ACCEPT".into());
+        let broken = "KUBE-SERVICES -m no-such-match -j RETURN";
+        bad.nat.rules.push(broken.into());
+        let err = ipt.apply_ruleset(&bad).await.expect_err("broken rule must fail");
+        let Error::Restore { line, text, table, rollback, .. } = &err else { panic!("{err}") };
+        assert_eq!(*text, format!("-A {broken}"), "{err}");
+        assert!(line.is_some_and(|n| n > bad.filter.rules.len()), "{err}");
+        assert_eq!(*table, Some(Table::Nat));
+        assert_eq!(*rollback, Rollback::Done(vec![Table::Filter]), "{err}");
+        assert!(err.to_string().contains(broken), "{err}");
+        assert_eq!(normalized(&ipt.save().await.unwrap()), before, "{:?}: previous rules not kept", ipt);
+    });
+}
+
+/// A rule that parses but that the kernel refuses at commit (an nfacct
+/// object that does not exist): legacy names the table's COMMIT, nft the
+/// rule. Either way nothing changes.
+#[test]
+fn a_rule_the_kernel_refuses_fails_and_keeps_the_previous_rules() {
+    for_each_tool("kernelno", &[IpFamily::V4], |ipt| async move {
+        let good = ruleset(ipt.family(), &["web", "db"]);
+        ipt.apply_ruleset(&good).await.unwrap();
+        let before = normalized(&ipt.save().await.unwrap());
+
+        let mut bad = ruleset(ipt.family(), &["web"]);
+        let refused = "KUBE-SERVICES -m nfacct --nfacct-name  no_such_counter -j RETURN";
+        bad.nat.rules.push(refused.into());
+        let err = ipt.apply_ruleset(&bad).await.expect_err("kernel must refuse");
+        let Error::Restore { text, table, .. } = &err else { panic!("{err}") };
+        let expected = match ipt.backend() {
+            Backend::Legacy => "COMMIT".to_string(),
+            Backend::Nft => format!("-A {refused}"),
+        };
+        assert_eq!(*text, expected, "{err}");
+        assert_eq!(*table, Some(Table::Nat));
+        assert_eq!(normalized(&ipt.save().await.unwrap()), before);
+    });
+}
+
+#[test]
+fn a_failure_in_the_first_table_needs_no_rollback() {
+    for_each_tool("badfirst", &[IpFamily::V4], |ipt| async move {
+        ipt.apply_ruleset(&ruleset(ipt.family(), &["web"])).await.unwrap();
+        let before = normalized(&ipt.save().await.unwrap());
+        let mut bad = ruleset(ipt.family(), &["web", "db"]);
+        bad.filter.rules.push("KUBE-FORWARD -j NO-SUCH-CHAIN".into());
+        let err = ipt.apply_ruleset(&bad).await.expect_err("must fail");
+        let Error::Restore { table, rollback, .. } = &err else { panic!("{err}") };
+        assert_eq!((*table, rollback), (Some(Table::Filter), &Rollback::NotNeeded), "{err}");
+        assert_eq!(normalized(&ipt.save().await.unwrap()), before);
+    });
+}
+
+#[test]
+fn restore_test_accepts_the_restore_text_and_names_a_bad_line() {
+    for_each_tool("restest", &FAMILIES, |ipt| async move {
+        let ruleset = ruleset(ipt.family(), &["web", "db"]);
+        ipt.test_restore(&ruleset.to_restore()).await.unwrap();
+        let save = ipt.save().await.unwrap();
+        assert!(!save.contains("KUBE-"), "--test must not commit:\n{save}");
+
+        let mut bad = ruleset.clone();
+        bad.nat.rules.insert(2, "KUBE-SERVICES -p tcp --dport -j RETURN".into());
+        let err = ipt.test_restore(&bad.to_restore()).await.expect_err("bad rule");
+        let Error::Restore { text, .. } = &err else { panic!("{err}") };
+        assert_eq!(text, "-A KUBE-SERVICES -p tcp --dport -j RETURN", "{err}");
+    });
+}
+
+#[test]
+fn the_canary_is_seen_until_someone_flushes_mangle() {
+    for_each_tool("canary", &[IpFamily::V4], |ipt| async move {
+        assert!(!ipt.canary_exists().await.unwrap());
+        ipt.apply_ruleset(&ruleset(ipt.family(), &["web"])).await.unwrap();
+        assert!(ipt.canary_exists().await.unwrap());
+        let (iptables, _) = tools(ipt.backend(), ipt.family());
+        sh(&iptables, &["-t", "mangle", "-F"]);
+        sh(&iptables, &["-t", "mangle", "-X"]);
+        assert!(!ipt.canary_exists().await.unwrap());
+    });
+}
