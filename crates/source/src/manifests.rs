@@ -46,7 +46,11 @@ pub struct Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let object = tracker::object_label(self.kind, &self.namespace, &self.name);
-        write!(f, "{object} (document at line {}): {}; skipped", self.line, self.message)
+        write!(
+            f,
+            "{object} (document at line {}): {}; skipped",
+            self.line, self.message
+        )
     }
 }
 
@@ -58,6 +62,9 @@ pub fn parse(text: &str) -> Result<Parsed, Error> {
 /// Reads and parses the manifests file at `path`; errors name the path.
 pub fn load(path: impl AsRef<Path>) -> Result<Parsed, Error> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     decode::parse_named(&path.display().to_string(), &text)
 }

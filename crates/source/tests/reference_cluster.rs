@@ -38,9 +38,20 @@ fn counts_of_each_kind() {
 #[test]
 fn ignored_services_have_no_ports() {
     let snap = snapshot();
-    let names: Vec<String> = snap.services.keys().map(|k| k.service.to_string()).collect();
-    for skipped in ["storefront/db", "storefront/partner-api", "storefront/mesh-only"] {
-        assert!(!names.iter().any(|n| n == skipped), "{skipped} should be skipped");
+    let names: Vec<String> = snap
+        .services
+        .keys()
+        .map(|k| k.service.to_string())
+        .collect();
+    for skipped in [
+        "storefront/db",
+        "storefront/partner-api",
+        "storefront/mesh-only",
+    ] {
+        assert!(
+            !names.iter().any(|n| n == skipped),
+            "{skipped} should be skipped"
+        );
     }
     // 21 services: db, partner-api, mesh-only skipped; cluster-dns and shop have 2 ports.
     assert_eq!(snap.services.len(), 20);
@@ -51,7 +62,10 @@ fn web_merges_two_slices() {
     let snap = snapshot();
     let eps = snap.endpoints_of(&spn("storefront", "web", "http"));
     let addrs: Vec<String> = eps.iter().map(|e| e.to_string()).collect();
-    assert_eq!(addrs, ["10.244.0.11:8080", "10.244.1.11:8080", "10.244.2.11:8080"]);
+    assert_eq!(
+        addrs,
+        ["10.244.0.11:8080", "10.244.1.11:8080", "10.244.2.11:8080"]
+    );
     assert_eq!(eps.iter().filter(|e| e.is_local).count(), 1);
     assert!(eps[0].is_local);
 }
@@ -60,7 +74,10 @@ fn web_merges_two_slices() {
 fn old_release_conditions() {
     let snap = snapshot();
     let eps = snap.endpoints_of(&spn("storefront", "old-release", "http"));
-    let conds: Vec<(IpAddr, bool, bool, bool)> = eps.iter().map(|e| (e.ip, e.ready, e.serving, e.terminating)).collect();
+    let conds: Vec<(IpAddr, bool, bool, bool)> = eps
+        .iter()
+        .map(|e| (e.ip, e.ready, e.serving, e.terminating))
+        .collect();
     assert_eq!(
         conds,
         [
@@ -77,8 +94,15 @@ fn service_fields() {
     let frontend = &snap.services[&spn("storefront", "frontend", "https")];
     assert_eq!(frontend.cluster_ip, ip("10.96.10.60"));
     assert_eq!(frontend.node_port, Some(31443));
-    assert_eq!(frontend.load_balancer_ips, [ip("192.0.2.10"), ip("192.0.2.11")]);
-    let ranges: Vec<String> = frontend.load_balancer_source_ranges.iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        frontend.load_balancer_ips,
+        [ip("192.0.2.10"), ip("192.0.2.11")]
+    );
+    let ranges: Vec<String> = frontend
+        .load_balancer_source_ranges
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
     assert_eq!(ranges, ["172.20.0.0/28", "192.168.86.0/24"]);
     assert!(!frontend.external_policy_local);
 
@@ -98,7 +122,10 @@ fn service_fields() {
     assert_eq!(snap.services[&dns].port, 53);
     assert_eq!(snap.endpoints_of(&dns).len(), 2);
     assert_eq!(snap.endpoints_of(&dns)[0].port, 5353);
-    assert!(snap.endpoints_of(&spn("storefront", "coming-soon", "http")).is_empty());
+    assert!(
+        snap.endpoints_of(&spn("storefront", "coming-soon", "http"))
+            .is_empty()
+    );
 }
 
 #[test]
@@ -106,6 +133,13 @@ fn our_node() {
     let snap = snapshot();
     assert_eq!(snap.node.name, "node-a");
     assert_eq!(snap.node.addresses, [ip("192.168.86.2")]);
-    assert_eq!(snap.node.pod_cidrs.iter().map(|c| c.to_string()).collect::<Vec<_>>(), ["10.244.0.0/24"]);
+    assert_eq!(
+        snap.node
+            .pod_cidrs
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>(),
+        ["10.244.0.0/24"]
+    );
     assert!(!snap.node.deleting);
 }

@@ -19,7 +19,10 @@ pub enum IpFamily {
 impl IpFamily {
     /// The address belongs to this family.
     pub fn matches(self, ip: &IpAddr) -> bool {
-        matches!((self, ip), (IpFamily::V4, IpAddr::V4(_)) | (IpFamily::V6, IpAddr::V6(_)))
+        matches!(
+            (self, ip),
+            (IpFamily::V4, IpAddr::V4(_)) | (IpFamily::V6, IpAddr::V6(_))
+        )
     }
 
     /// The network belongs to this family.

@@ -27,3 +27,7 @@ pub use service::{DEFAULT_AFFINITY_SECONDS, LABEL_HEADLESS, LABEL_SERVICE_PROXY_
 pub use slice::LABEL_SERVICE_NAME;
 pub use tracker::Tracker;
 pub use warning::{ObjectKind, Problem, Warning, object_label};
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

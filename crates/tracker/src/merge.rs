@@ -18,7 +18,11 @@ pub(crate) fn merge_endpoints(
 ) -> Vec<Endpoint> {
     let mut by_addr: BTreeMap<(IpAddr, u16), Endpoint> = BTreeMap::new();
     for slice in slices.values() {
-        for sp in slice.ports.iter().filter(|sp| sp.name == port.port && sp.protocol == port.protocol) {
+        for sp in slice
+            .ports
+            .iter()
+            .filter(|sp| sp.name == port.port && sp.protocol == port.protocol)
+        {
             for ep in &slice.endpoints {
                 let node = ep.node_name.as_deref();
                 let endpoint = Endpoint {

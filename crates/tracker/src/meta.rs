@@ -19,12 +19,18 @@ pub(crate) fn name_of(meta: &ObjectMeta) -> &str {
 
 /// The object carries label `key` (any value).
 pub(crate) fn has_label(meta: &ObjectMeta, key: &str) -> bool {
-    meta.labels.as_ref().is_some_and(|labels| labels.contains_key(key))
+    meta.labels
+        .as_ref()
+        .is_some_and(|labels| labels.contains_key(key))
 }
 
 /// The value of label `key`, if set and non-empty.
 pub(crate) fn label<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
-    meta.labels.as_ref()?.get(key).map(String::as_str).filter(|v| !v.is_empty())
+    meta.labels
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
 }
 
 /// A port protocol as the API defaults it: unset means TCP. `Err` carries

@@ -25,7 +25,11 @@ pub(crate) fn node_info(node: &Node, name: &str, family: IpFamily) -> (NodeInfo,
 }
 
 fn addresses(node: &Node, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<IpAddr> {
-    let all = node.status.as_ref().and_then(|s| s.addresses.as_deref()).unwrap_or(&[]);
+    let all = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.as_deref())
+        .unwrap_or(&[]);
     let mut out = Vec::new();
     for wanted in ["InternalIP", "ExternalIP"] {
         for addr in all.iter().filter(|a| a.type_ == wanted) {
@@ -42,7 +46,9 @@ fn addresses(node: &Node, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<
 /// `spec.podCIDRs`, or the older single `spec.podCIDR` when the list is
 /// empty.
 fn pod_cidrs(node: &Node, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<IpNet> {
-    let Some(spec) = node.spec.as_ref() else { return Vec::new() };
+    let Some(spec) = node.spec.as_ref() else {
+        return Vec::new();
+    };
     let listed: Vec<&String> = match spec.pod_cidrs.as_deref() {
         Some(list) if !list.is_empty() => list.iter().collect(),
         _ => spec.pod_cidr.iter().collect(),

@@ -51,7 +51,9 @@ pub(crate) fn service_ports(svc: &Service, family: IpFamily) -> (Vec<ServicePort
             warnings.push(Problem::MissingName);
             Vec::new()
         }
-        Some(spec) if !ignored_by_labels(svc) => spec_ports(&name, spec, svc, family, &mut warnings),
+        Some(spec) if !ignored_by_labels(svc) => {
+            spec_ports(&name, spec, svc, family, &mut warnings)
+        }
         _ => Vec::new(),
     };
     (ports, warnings.into_vec())
@@ -102,7 +104,9 @@ fn spec_ports(
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for port in spec.ports.iter().flatten() {
-        let Some(mut sp) = one_port(name, port, svc_type, cluster_ip, warnings) else { continue };
+        let Some(mut sp) = one_port(name, port, svc_type, cluster_ip, warnings) else {
+            continue;
+        };
         if !seen.insert((sp.name.port.clone(), sp.name.protocol)) {
             warnings.push(Problem::DuplicatePort {
                 port: sp.name.port.clone(),
@@ -170,7 +174,11 @@ impl SharedFields {
             source_ranges: source_ranges(spec, family, warnings),
             affinity: affinity_seconds(spec, warnings),
             internal_policy_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
-            health_check_node_port: if needs_health_check { health_check_node_port(spec, warnings) } else { None },
+            health_check_node_port: if needs_health_check {
+                health_check_node_port(spec, warnings)
+            } else {
+                None
+            },
             external_ips,
             external_policy_local,
         }
@@ -179,7 +187,8 @@ impl SharedFields {
     fn apply(&self, sp: &mut ServicePort) {
         sp.external_ips.clone_from(&self.external_ips);
         sp.load_balancer_ips.clone_from(&self.load_balancer_ips);
-        sp.load_balancer_source_ranges.clone_from(&self.source_ranges);
+        sp.load_balancer_source_ranges
+            .clone_from(&self.source_ranges);
         sp.session_affinity_seconds = self.affinity;
         sp.external_policy_local = self.external_policy_local;
         sp.internal_policy_local = self.internal_policy_local;
@@ -190,7 +199,8 @@ impl SharedFields {
 /// Upstream's `ExternallyAccessible`: NodePort / LoadBalancer type, or a
 /// ClusterIP service with external IPs.
 fn externally_accessible(svc_type: ServiceType, external_ips: &[IpAddr]) -> bool {
-    matches!(svc_type, ServiceType::NodePort | ServiceType::LoadBalancer) || !external_ips.is_empty()
+    matches!(svc_type, ServiceType::NodePort | ServiceType::LoadBalancer)
+        || !external_ips.is_empty()
 }
 
 fn external_ips(spec: &ServiceSpec, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<IpAddr> {
@@ -208,10 +218,16 @@ fn external_ips(spec: &ServiceSpec, family: IpFamily, warnings: &mut Warnings<'_
 /// `status.loadBalancer.ingress[].ip` with ipMode VIP (or unset); ipMode
 /// Proxy ingresses are not routed by the proxy, as upstream.
 fn load_balancer_ips(svc: &Service, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<IpAddr> {
-    let ingress = svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|lb| lb.ingress.as_ref());
+    let ingress = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref());
     let mut out = Vec::new();
     for ing in ingress.into_iter().flatten() {
-        let Some(text) = ing.ip.as_deref().filter(|ip| !ip.is_empty()) else { continue };
+        let Some(text) = ing.ip.as_deref().filter(|ip| !ip.is_empty()) else {
+            continue;
+        };
         if ing.ip_mode.as_deref() == Some("Proxy") {
             continue;
         }
@@ -282,25 +298,40 @@ fn one_port(
     let protocol = match protocol_of(port.protocol.as_deref()) {
         Ok(p) => p,
         Err(value) => {
-            warnings.push(Problem::BadProtocol { port: port_name, value });
+            warnings.push(Problem::BadProtocol {
+                port: port_name,
+                value,
+            });
             return None;
         }
     };
     let Some(number) = u16::try_from(port.port).ok().filter(|p| *p != 0) else {
-        warnings.push(Problem::BadPort { port: port_name, value: i64::from(port.port) });
+        warnings.push(Problem::BadPort {
+            port: port_name,
+            value: i64::from(port.port),
+        });
         return None;
     };
     let node_port = match (svc_type, port.node_port) {
-        (ServiceType::NodePort | ServiceType::LoadBalancer, Some(np)) if np != 0 => match u16::try_from(np) {
-            Ok(np) => Some(np),
-            Err(_) => {
-                warnings.push(Problem::BadNodePort { port: port_name, value: i64::from(np) });
-                return None;
+        (ServiceType::NodePort | ServiceType::LoadBalancer, Some(np)) if np != 0 => {
+            match u16::try_from(np) {
+                Ok(np) => Some(np),
+                Err(_) => {
+                    warnings.push(Problem::BadNodePort {
+                        port: port_name,
+                        value: i64::from(np),
+                    });
+                    return None;
+                }
             }
-        },
+        }
         _ => None,
     };
-    let spn = ServicePortName { service: name.clone(), port: port_name, protocol };
+    let spn = ServicePortName {
+        service: name.clone(),
+        port: port_name,
+        protocol,
+    };
     let mut sp = ServicePort::cluster_ip(spn, cluster_ip, number);
     sp.node_port = node_port;
     Some(sp)

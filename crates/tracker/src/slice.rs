@@ -36,7 +36,10 @@ pub(crate) struct SliceKey {
 
 impl SliceKey {
     pub(crate) fn of(slice: &EndpointSlice) -> Self {
-        Self { namespace: namespace_of(&slice.metadata).to_string(), name: name_of(&slice.metadata).to_string() }
+        Self {
+            namespace: namespace_of(&slice.metadata).to_string(),
+            name: name_of(&slice.metadata).to_string(),
+        }
     }
 }
 
@@ -87,7 +90,12 @@ pub(crate) fn slice_info(
         return (None, warnings.into_vec());
     }
     let info = SliceInfo {
-        ports: slice.ports.iter().flatten().filter_map(|p| slice_port(p, &mut warnings)).collect(),
+        ports: slice
+            .ports
+            .iter()
+            .flatten()
+            .filter_map(|p| slice_port(p, &mut warnings))
+            .collect(),
         endpoints: slice
             .endpoints
             .iter()
@@ -95,7 +103,10 @@ pub(crate) fn slice_info(
             .filter_map(|ep| slice_endpoint(ep, family, intern, &mut warnings))
             .collect(),
     };
-    (Some((ServiceName::new(namespace, service), info)), warnings.into_vec())
+    (
+        Some((ServiceName::new(namespace, service), info)),
+        warnings.into_vec(),
+    )
 }
 
 fn slice_port(port: &EndpointPort, warnings: &mut Warnings<'_>) -> Option<SlicePort> {
@@ -108,9 +119,16 @@ fn slice_port(port: &EndpointPort, warnings: &mut Warnings<'_>) -> Option<SliceP
         }
     };
     match port.port.map(u16::try_from) {
-        Some(Ok(number)) if number != 0 => Some(SlicePort { name, protocol, port: number }),
+        Some(Ok(number)) if number != 0 => Some(SlicePort {
+            name,
+            protocol,
+            port: number,
+        }),
         _ => {
-            warnings.push(Problem::BadEndpointPort { port: name, value: port.port.map(i64::from) });
+            warnings.push(Problem::BadEndpointPort {
+                port: name,
+                value: port.port.map(i64::from),
+            });
             None
         }
     }
@@ -138,7 +156,7 @@ fn slice_endpoint(
     let ready = conditions.and_then(|c| c.ready).unwrap_or(true);
     Some(SliceEndpoint {
         ip,
-        node_name: ep.node_name.as_deref().map(|n| intern(n)),
+        node_name: ep.node_name.as_deref().map(intern),
         ready,
         serving: conditions.and_then(|c| c.serving).unwrap_or(true),
         terminating: conditions.and_then(|c| c.terminating).unwrap_or(false),

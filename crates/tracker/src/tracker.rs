@@ -54,9 +54,15 @@ impl Tracker {
     /// (objects and addresses of the other family are ignored silently).
     pub fn with_family(node_name: impl Into<String>, family: IpFamily) -> Self {
         let node_name = node_name.into();
-        let node = NodeInfo { name: node_name.clone(), ..NodeInfo::default() };
+        let node = NodeInfo {
+            name: node_name.clone(),
+            ..NodeInfo::default()
+        };
         Self {
-            current: Snapshot { node: node.clone(), ..Snapshot::default() },
+            current: Snapshot {
+                node: node.clone(),
+                ..Snapshot::default()
+            },
             node_name,
             family,
             services: HashMap::new(),
@@ -122,7 +128,10 @@ impl Tracker {
     /// A Node was deleted; only this tracker's node matters.
     pub fn delete_node(&mut self, node: &Node) {
         if name_of(&node.metadata) == self.node_name {
-            self.set_node(NodeInfo { name: self.node_name.clone(), ..NodeInfo::default() });
+            self.set_node(NodeInfo {
+                name: self.node_name.clone(),
+                ..NodeInfo::default()
+            });
         }
     }
 
@@ -151,7 +160,12 @@ impl Tracker {
         } else {
             let shared = ports
                 .into_iter()
-                .map(|p| old.iter().find(|o| ***o == p).cloned().unwrap_or_else(|| Arc::new(p)))
+                .map(|p| {
+                    old.iter()
+                        .find(|o| ***o == p)
+                        .cloned()
+                        .unwrap_or_else(|| Arc::new(p))
+                })
                 .collect();
             self.services.insert(name.clone(), shared);
         }
@@ -162,7 +176,9 @@ impl Tracker {
     /// owner services changed if anything differs.
     fn set_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) {
         let old_owner = self.slice_owners.get(&key).cloned();
-        if let Some(old_owner) = old_owner.filter(|o| new.as_ref().is_none_or(|(owner, _)| owner != o)) {
+        if let Some(old_owner) =
+            old_owner.filter(|o| new.as_ref().is_none_or(|(owner, _)| owner != o))
+        {
             self.forget_slice(&old_owner, &key.name);
             self.changes.services.insert(old_owner);
         }

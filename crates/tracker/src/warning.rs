@@ -170,7 +170,11 @@ impl fmt::Display for Warning {
 /// `kind ns/name`, `kind name` without namespace, `<unnamed>` without name.
 pub fn object_label(kind: ObjectKind, namespace: &str, name: &str) -> String {
     let name = if name.is_empty() { "<unnamed>" } else { name };
-    if namespace.is_empty() { format!("{kind} {name}") } else { format!("{kind} {namespace}/{name}") }
+    if namespace.is_empty() {
+        format!("{kind} {name}")
+    } else {
+        format!("{kind} {namespace}/{name}")
+    }
 }
 
 /// Collects the warnings about one object and logs each once.
@@ -185,13 +189,22 @@ pub(crate) struct Warnings<'a> {
 impl<'a> Warnings<'a> {
     /// Starts collecting for one object.
     pub(crate) fn new(kind: ObjectKind, namespace: &'a str, name: &'a str) -> Self {
-        Self { kind, namespace, name, found: Vec::new() }
+        Self {
+            kind,
+            namespace,
+            name,
+            found: Vec::new(),
+        }
     }
 
     /// Records and logs one problem.
     pub(crate) fn push(&mut self, problem: Problem) {
-        let warning =
-            Warning { kind: self.kind, namespace: self.namespace.to_string(), name: self.name.to_string(), problem };
+        let warning = Warning {
+            kind: self.kind,
+            namespace: self.namespace.to_string(),
+            name: self.name.to_string(),
+            problem,
+        };
         warning.log();
         self.found.push(warning);
     }

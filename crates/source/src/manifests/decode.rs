@@ -41,7 +41,13 @@ pub(super) fn parse_named(origin: &str, text: &str) -> Result<Parsed, Error> {
         match value {
             Value::Null => {}
             Value::Object(_) => decode_document(&doc, &value, &mut parsed),
-            other => return Err(Error::NotAnObject { origin: origin.to_string(), line: doc.line, found: what(&other) }),
+            other => {
+                return Err(Error::NotAnObject {
+                    origin: origin.to_string(),
+                    line: doc.line,
+                    found: what(&other),
+                });
+            }
         }
     }
     Ok(parsed)
@@ -64,7 +70,10 @@ fn not_yaml(origin: &str, err: &serde_saphyr::Error, first_line: usize) -> Error
         ),
         None => message_of(err),
     };
-    Error::NotYaml { origin: origin.to_string(), message }
+    Error::NotYaml {
+        origin: origin.to_string(),
+        message,
+    }
 }
 
 /// The parser's message without its own location suffix.
@@ -94,12 +103,17 @@ fn kind_of(kind: &str) -> Option<(ObjectKind, &'static str)> {
 }
 
 fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
-    path.iter().try_fold(value, |v, key| v.get(key)).and_then(Value::as_str).unwrap_or("")
+    path.iter()
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn decode_document(doc: &Document<'_>, value: &Value, parsed: &mut Parsed) {
     let kind = str_at(value, &["kind"]);
-    if kind == "List" || (kind.ends_with("List") && kind_of(kind.trim_end_matches("List")).is_some()) {
+    if kind == "List"
+        || (kind.ends_with("List") && kind_of(kind.trim_end_matches("List")).is_some())
+    {
         decode_list(doc, value, kind.trim_end_matches("List"), parsed);
         return;
     }
@@ -109,7 +123,11 @@ fn decode_document(doc: &Document<'_>, value: &Value, parsed: &mut Parsed) {
 /// Items of a `List` (any kind) or of a typed list (`ServiceList`, ...,
 /// whose items may omit their own kind).
 fn decode_list(doc: &Document<'_>, value: &Value, item_kind: &str, parsed: &mut Parsed) {
-    let items = value.get("items").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    let items = value
+        .get("items")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     for item in items {
         let kind = match str_at(item, &["kind"]) {
             "" => item_kind,
@@ -123,7 +141,11 @@ fn decode_list(doc: &Document<'_>, value: &Value, item_kind: &str, parsed: &mut 
 /// `value`), recording it or a warning.
 fn decode_object(doc: &Document<'_>, value: &Value, kind: &str, text: &str, parsed: &mut Parsed) {
     let Some((object_kind, api_version)) = kind_of(kind) else {
-        tracing::debug!(kind, line = doc.line, "ignoring manifest of a kind the proxy does not read");
+        tracing::debug!(
+            kind,
+            line = doc.line,
+            "ignoring manifest of a kind the proxy does not read"
+        );
         return;
     };
     let warn = |message: String| Warning {
@@ -135,7 +157,9 @@ fn decode_object(doc: &Document<'_>, value: &Value, kind: &str, text: &str, pars
     };
     let found_version = str_at(value, &["apiVersion"]);
     let result = if found_version != api_version {
-        Err(format!("unsupported apiVersion {found_version:?} (want {api_version})"))
+        Err(format!(
+            "unsupported apiVersion {found_version:?} (want {api_version})"
+        ))
     } else {
         decode_typed(object_kind, text, parsed).map_err(|e| message_of(&e))
     };
@@ -150,7 +174,11 @@ fn decode_object(doc: &Document<'_>, value: &Value, kind: &str, text: &str, pars
 }
 
 /// Decodes `text` as a `kind` object and stores it in `parsed`.
-fn decode_typed(kind: ObjectKind, text: &str, parsed: &mut Parsed) -> Result<(), serde_saphyr::Error> {
+fn decode_typed(
+    kind: ObjectKind,
+    text: &str,
+    parsed: &mut Parsed,
+) -> Result<(), serde_saphyr::Error> {
     let objects = &mut parsed.objects;
     match kind {
         ObjectKind::Service => objects.services.push(decode_as(text)?),

@@ -26,9 +26,16 @@ pub(super) fn split_documents(text: &str) -> Vec<Document<'_>> {
         let line_no = index + 1;
         let marker = marker_len(line);
         if let Some(len) = marker {
-            docs.push(Document { text: &text[start..offset], line: start_line });
+            docs.push(Document {
+                text: &text[start..offset],
+                line: start_line,
+            });
             let is_start = line.starts_with("---");
-            start = if is_start { offset + len } else { offset + line.len() };
+            start = if is_start {
+                offset + len
+            } else {
+                offset + line.len()
+            };
             start_line = if is_start { line_no } else { line_no + 1 };
         } else if line.starts_with('%') && text[start..offset].trim().is_empty() {
             start = offset + line.len();
@@ -36,7 +43,10 @@ pub(super) fn split_documents(text: &str) -> Vec<Document<'_>> {
         }
         offset += line.len();
     }
-    docs.push(Document { text: &text[start..], line: start_line });
+    docs.push(Document {
+        text: &text[start..],
+        line: start_line,
+    });
     docs.retain(|d| !d.text.trim().is_empty());
     docs
 }
@@ -44,7 +54,9 @@ pub(super) fn split_documents(text: &str) -> Vec<Document<'_>> {
 /// Length of the document marker (`---` / `...`) opening `line`, if it is
 /// one.
 fn marker_len(line: &str) -> Option<usize> {
-    let rest = line.strip_prefix("---").or_else(|| line.strip_prefix("..."))?;
+    let rest = line
+        .strip_prefix("---")
+        .or_else(|| line.strip_prefix("..."))?;
     match rest.chars().next() {
         None => Some(3),
         Some(c) if c.is_whitespace() => Some(3),
@@ -57,18 +69,27 @@ mod tests {
     use super::*;
 
     fn texts(input: &str) -> Vec<(&str, usize)> {
-        split_documents(input).into_iter().map(|d| (d.text, d.line)).collect()
+        split_documents(input)
+            .into_iter()
+            .map(|d| (d.text, d.line))
+            .collect()
     }
 
     #[test]
     fn splits_on_markers_and_keeps_line_numbers() {
         let input = "a: 1\n---\nb: 2\n--- \nc: 3\n";
-        assert_eq!(texts(input), [("a: 1\n", 1), ("\nb: 2\n", 2), (" \nc: 3\n", 4)]);
+        assert_eq!(
+            texts(input),
+            [("a: 1\n", 1), ("\nb: 2\n", 2), (" \nc: 3\n", 4)]
+        );
     }
 
     #[test]
     fn content_after_marker_belongs_to_the_next_document() {
-        assert_eq!(texts("--- {a: 1}\n---\nb: 2"), [(" {a: 1}\n", 1), ("\nb: 2", 2)]);
+        assert_eq!(
+            texts("--- {a: 1}\n---\nb: 2"),
+            [(" {a: 1}\n", 1), ("\nb: 2", 2)]
+        );
     }
 
     #[test]

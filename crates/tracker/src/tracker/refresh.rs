@@ -13,11 +13,17 @@ impl Tracker {
     pub(super) fn refresh(&mut self, name: &ServiceName) {
         remove_service(&mut self.current.services, name);
         let old_endpoints = remove_service(&mut self.current.endpoints, name);
-        let Some(ports) = self.services.get(name) else { return };
+        let Some(ports) = self.services.get(name) else {
+            return;
+        };
         let slices = self.slices.get(name);
         for port in ports {
-            self.current.services.insert(port.name.clone(), port.clone());
-            let merged = slices.map(|s| merge_endpoints(s, &port.name, &self.node_name)).unwrap_or_default();
+            self.current
+                .services
+                .insert(port.name.clone(), port.clone());
+            let merged = slices
+                .map(|s| merge_endpoints(s, &port.name, &self.node_name))
+                .unwrap_or_default();
             if merged.is_empty() {
                 continue;
             }
@@ -33,9 +39,21 @@ impl Tracker {
 /// Removes (and returns) every entry of `map` belonging to `name`: the
 /// keys from `name`'s smallest port name up to the first key of another
 /// service.
-fn remove_service<V>(map: &mut BTreeMap<ServicePortName, V>, name: &ServiceName) -> BTreeMap<ServicePortName, V> {
-    let first = ServicePortName { service: name.clone(), port: String::new(), protocol: Protocol::Tcp };
-    let keys: Vec<ServicePortName> =
-        map.range(first..).take_while(|(k, _)| k.service == *name).map(|(k, _)| k.clone()).collect();
-    keys.into_iter().filter_map(|k| map.remove_entry(&k)).collect()
+fn remove_service<V>(
+    map: &mut BTreeMap<ServicePortName, V>,
+    name: &ServiceName,
+) -> BTreeMap<ServicePortName, V> {
+    let first = ServicePortName {
+        service: name.clone(),
+        port: String::new(),
+        protocol: Protocol::Tcp,
+    };
+    let keys: Vec<ServicePortName> = map
+        .range(first..)
+        .take_while(|(k, _)| k.service == *name)
+        .map(|(k, _)| k.clone())
+        .collect();
+    keys.into_iter()
+        .filter_map(|k| map.remove_entry(&k))
+        .collect()
 }

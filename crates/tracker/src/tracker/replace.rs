@@ -32,7 +32,12 @@ impl Tracker {
             warnings.extend(found);
             wanted.insert(service_name(svc), ports);
         }
-        let gone: Vec<ServiceName> = self.services.keys().filter(|n| !wanted.contains_key(*n)).cloned().collect();
+        let gone: Vec<ServiceName> = self
+            .services
+            .keys()
+            .filter(|n| !wanted.contains_key(*n))
+            .cloned()
+            .collect();
         for name in gone {
             self.set_service(name, Vec::new());
         }
@@ -49,7 +54,12 @@ impl Tracker {
             warnings.extend(found);
             wanted.insert(SliceKey::of(slice), info);
         }
-        let gone: Vec<SliceKey> = self.slice_owners.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
+        let gone: Vec<SliceKey> = self
+            .slice_owners
+            .keys()
+            .filter(|k| !wanted.contains_key(*k))
+            .cloned()
+            .collect();
         for key in gone {
             self.set_slice(key, None);
         }
@@ -59,14 +69,21 @@ impl Tracker {
     }
 
     fn replace_node(&mut self, objects: &Objects, warnings: &mut Vec<Warning>) {
-        let ours = objects.nodes.iter().rev().find(|n| name_of(&n.metadata) == self.node_name);
+        let ours = objects
+            .nodes
+            .iter()
+            .rev()
+            .find(|n| name_of(&n.metadata) == self.node_name);
         let info = match ours {
             Some(node) => {
                 let (info, found) = node_info(node, &self.node_name, self.family);
                 warnings.extend(found);
                 info
             }
-            None => NodeInfo { name: self.node_name.clone(), ..NodeInfo::default() },
+            None => NodeInfo {
+                name: self.node_name.clone(),
+                ..NodeInfo::default()
+            },
         };
         self.set_node(info);
     }

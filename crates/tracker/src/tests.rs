@@ -1,0 +1,9 @@
+//! Unit tests of the tracker's rules, through its public API.
+
+mod changes;
+mod endpoint_rules;
+mod equivalence;
+mod logging;
+mod node_rules;
+mod service_rules;
+mod support;
