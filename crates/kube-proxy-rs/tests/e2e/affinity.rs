@@ -1,0 +1,65 @@
+//! Session affinity ClientIP: one client sticks to one endpoint over many
+//! connections, and after `timeoutSeconds` (3 s in cluster.yaml) of
+//! silence it picks afresh.
+//!
+//! `sticky` has 4 endpoints. The client pod `ca` acts as 12 clients (its
+//! extra source addresses). Stickiness: each client makes 6 connections,
+//! all must land on one endpoint (without affinity that happens with
+//! chance 4^-5 per client). Expiry: after 3 s + 2 s of silence each client
+//! connects once more; with expiry working each client re-picks uniformly
+//! and stays on its old endpoint with chance 1/4, so "no client moved"
+//! happens by chance with probability 4^-12 = 6e-8 — the case fails only
+//! then; without expiry no client can move, so it fails for sure.
+
+use crate::Env;
+use crate::flow::{From, Source, reach_any, tcp};
+use crate::scenario::addr::at;
+use crate::scenario::{AFFINITY_TIMEOUT_SECS, ca_sources};
+use std::time::Duration;
+use testkit::echo::Outcome;
+
+const ENDPOINTS: [&str; 4] = ["a1", "a2", "b1", "b2"];
+const STICKY_CONNECTIONS: usize = 6;
+
+/// Runs the case; `Ok(what was seen)` or `Err(failure text)`.
+pub fn run(env: &Env) -> Result<String, String> {
+    let mut first = Vec::new();
+    for src in ca_sources() {
+        let flow = tcp(From::PodAs("ca", src), at([10, 96, 10, 20], 7000), reach_any(&ENDPOINTS, 8080, Source::Kept)).times(STICKY_CONNECTIONS);
+        let attempts = flow.probe(env.cluster)?;
+        let seen = flow.check(env.cluster, &attempts)?;
+        let eps = endpoints(&attempts);
+        if eps.iter().any(|ep| *ep != eps[0]) {
+            return Err(format!("{}\n    expected: all {STICKY_CONNECTIONS} connections on one endpoint (ClientIP affinity)\n    saw:      {}", flow.describe(), seen.replace('\n', "\n              ")));
+        }
+        first.push((src, eps[0].clone()));
+    }
+    std::thread::sleep(Duration::from_secs(AFFINITY_TIMEOUT_SECS + 2));
+    let mut moved = 0;
+    let mut lines = Vec::new();
+    for (src, before) in &first {
+        let flow = tcp(From::PodAs("ca", *src), at([10, 96, 10, 20], 7000), reach_any(&ENDPOINTS, 8080, Source::Kept)).times(1);
+        let attempts = flow.probe(env.cluster)?;
+        flow.check(env.cluster, &attempts)?;
+        let after = endpoints(&attempts).remove(0);
+        moved += usize::from(after != *before);
+        lines.push(format!("{src}: {before} -> {after}"));
+    }
+    let text = format!(
+        "{} clients each stuck to one endpoint over {STICKY_CONNECTIONS} connections; after {} s idle {moved} of them moved ({})",
+        first.len(),
+        AFFINITY_TIMEOUT_SECS + 2,
+        lines.join(", ")
+    );
+    if moved > 0 { Ok(text) } else { Err(format!("{text}\n    problem:  affinity never expired (by chance: 4^-12)")) }
+}
+
+fn endpoints(attempts: &[testkit::echo::Attempt]) -> Vec<String> {
+    attempts
+        .iter()
+        .map(|a| match &a.outcome {
+            Outcome::Answered(ans) => ans.ep.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}

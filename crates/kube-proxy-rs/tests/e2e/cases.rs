@@ -1,0 +1,131 @@
+//! The table of flow cases: each a name, what it checks, and its flows.
+//! Addresses and pods are those of `cluster.yaml` / `scenario.rs`.
+
+use crate::flow::{Expect::Dropped, Expect::Refused, Flow, From, Source, reach, tcp, udp};
+use crate::scenario::addr::{CLIENT_IN, CLIENT_OUT, GW_A, NODE_A, NODE_B, at, on};
+
+/// A named group of flows.
+pub struct FlowCase {
+    /// Short name, printed on every line of its output.
+    pub name: &'static str,
+    /// What it checks (one line, for the README table).
+    pub checks: &'static str,
+    /// Its flows.
+    pub flows: Vec<Flow>,
+}
+
+fn case(name: &'static str, checks: &'static str, flows: Vec<Flow>) -> FlowCase {
+    FlowCase { name, checks, flows }
+}
+
+/// Every flow case, in the order they run.
+pub fn flow_cases() -> Vec<FlowCase> {
+    use From::{Client, Node, Pod};
+    use Source::{Is, Kept, MasqBy};
+    // Attempts that make "only the local endpoint is used" meaningful: with
+    // the policy ignored (2 endpoints), all 25 on the local one has chance
+    // 2^-25 = 3e-8.
+    const ONLY_LOCAL: usize = 25;
+    vec![
+        case(
+            "clusterip",
+            "pod -> ClusterIP: endpoint on the same / other node, with and without port remap; the endpoint sees the client pod's IP",
+            vec![
+                tcp(Pod("ca"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 12], 8080), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 13], 80), reach(&["b1"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 14], 8080), reach(&["b1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 13], 80), reach(&["b1"], 8080, Kept)),
+            ],
+        ),
+        case(
+            "hairpin",
+            "a pod reaching its own service lands on itself, masqueraded to its node's pod gateway",
+            vec![tcp(Pod("a1"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Is(GW_A)))],
+        ),
+        case(
+            "clusterip-from-node",
+            "node -> ClusterIP reaches every endpoint on both nodes, masqueraded",
+            vec![tcp(Node("node-a"), at([10, 96, 10, 10], 80), reach(&["a1", "a2", "b1", "b2"], 8080, MasqBy("node-a")))],
+        ),
+        case(
+            "nodeport-cluster",
+            "NodePort, externalTrafficPolicy Cluster: client, pod and node -> own and other node reach every endpoint, masqueraded by the node hit",
+            vec![
+                tcp(Client(CLIENT_IN), on(NODE_A, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Client(CLIENT_IN), on(NODE_B, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+                tcp(Pod("ca"), on(NODE_A, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Pod("ca"), on(NODE_B, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+                tcp(Node("node-a"), on(NODE_A, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Node("node-a"), on(NODE_B, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+            ],
+        ),
+        case(
+            "nodeport-local",
+            "NodePort, externalTrafficPolicy Local (endpoint on node-a only): client IP preserved; node-b drops outside traffic; pods and nodes still reach it",
+            vec![
+                tcp(Client(CLIENT_IN), on(NODE_A, 30040), reach(&["a2"], 8080, Kept)),
+                tcp(Client(CLIENT_IN), on(NODE_B, 30040), Dropped),
+                tcp(Pod("ca"), on(NODE_A, 30040), reach(&["a2"], 8080, Kept)),
+                tcp(Pod("cb"), on(NODE_A, 30040), reach(&["a2"], 8080, Kept)),
+                tcp(Pod("cb"), on(NODE_B, 30040), reach(&["a2"], 8080, Kept)),
+                tcp(Node("node-a"), on(NODE_A, 30040), reach(&["a2"], 8080, MasqBy("node-a"))),
+                tcp(Node("node-b"), on(NODE_B, 30040), reach(&["a2"], 8080, MasqBy("node-b"))),
+            ],
+        ),
+        case(
+            "loadbalancer",
+            "LB ingress IP from the client; loadBalancerSourceRanges admit 172.20.0.10 and drop 172.20.0.66 (its NodePort stays open); ETP Local LB keeps the client IP",
+            vec![
+                tcp(Client(CLIENT_IN), at([192, 0, 2, 10], 443), reach(&["a1", "b1"], 8443, MasqBy("node-a"))),
+                tcp(Client(CLIENT_OUT), at([192, 0, 2, 10], 443), Dropped),
+                tcp(Client(CLIENT_OUT), on(NODE_A, 30443), reach(&["a1", "b1"], 8443, MasqBy("node-a"))),
+                tcp(Client(CLIENT_IN), at([192, 0, 2, 20], 80), reach(&["a2"], 8080, Kept)),
+            ],
+        ),
+        case(
+            "external-ip",
+            "externalIPs: the client reaches the service on 192.0.2.50:8000 (endpoint on node-b), masqueraded",
+            vec![tcp(Client(CLIENT_IN), at([192, 0, 2, 50], 8000), reach(&["b1"], 8080, MasqBy("node-a")))],
+        ),
+        case(
+            "no-endpoints",
+            "a service without endpoints is refused at once (REJECT), on its ClusterIP and its NodePort, from pod, node and client",
+            vec![
+                tcp(Pod("ca"), at([10, 96, 10, 90], 80), Refused),
+                tcp(Node("node-a"), at([10, 96, 10, 90], 80), Refused),
+                tcp(Client(CLIENT_IN), on(NODE_A, 30090), Refused),
+                tcp(Client(CLIENT_IN), on(NODE_B, 30090), Refused),
+            ],
+        ),
+        case(
+            "internal-local",
+            "internalTrafficPolicy Local: a pod only reaches endpoints on its own node; none there -> dropped",
+            vec![
+                tcp(Pod("ca"), at([10, 96, 10, 110], 80), reach(&["a1"], 8080, Kept)).times(ONLY_LOCAL),
+                tcp(Pod("cb"), at([10, 96, 10, 110], 80), reach(&["b1"], 8080, Kept)).times(ONLY_LOCAL),
+                tcp(Pod("ca"), at([10, 96, 10, 111], 80), Dropped),
+                tcp(Pod("cb"), at([10, 96, 10, 111], 80), reach(&["b1"], 8080, Kept)),
+            ],
+        ),
+        case(
+            "udp-dns",
+            "DNS-like service: 53/UDP and 53/TCP -> 5353 on both nodes, from pods (source kept) and a node",
+            vec![
+                udp(Pod("ca"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
+                udp(Pod("cb"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
+                udp(Node("node-a"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, MasqBy("node-a"))),
+            ],
+        ),
+        case(
+            "multi-port",
+            "one service, two ports: 80 -> 8080 and 443 -> 8443, each to both endpoints",
+            vec![
+                tcp(Pod("ca"), at([10, 96, 10, 121], 80), reach(&["a2", "b2"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 121], 443), reach(&["a2", "b2"], 8443, Kept)),
+            ],
+        ),
+    ]
+}

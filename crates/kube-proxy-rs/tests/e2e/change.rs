@@ -1,0 +1,94 @@
+//! Change at run time: the manifests file is rewritten while both proxies
+//! run. Adding an endpoint to `dyn` (10.96.10.150:80, first only a1) brings
+//! new connections to it; removing a1 takes new connections off it;
+//! deleting the service stops its traffic. Each change must show within
+//! [`DEADLINE`]: the proxies poll the file about every second and resync at
+//! once (`--iptables-min-sync-period 0s`), so about 1–2 s is expected.
+
+use crate::Env;
+use crate::flow::{From, Source, TIMEOUT, reach, reach_any, summarize, tcp};
+use crate::scenario::addr::{DYN, on};
+use crate::scenario::manifests;
+use std::time::{Duration, Instant};
+use testkit::echo::{Attempt, Outcome};
+
+/// How long a change may take to show in new connections.
+pub const DEADLINE: Duration = Duration::from_secs(5);
+const POLL_BATCH: usize = 4;
+
+/// Runs the case; `Ok(how long each change took)` or `Err(failure text)`.
+pub fn run(env: &Env) -> Result<String, String> {
+    let dst = on(DYN, 80);
+    tcp(From::Pod("ca"), dst, reach(&["a1"], 8080, Source::Kept)).run(env.cluster).map_err(|e| format!("before any change: {e}"))?;
+
+    write(env, Some(&["a1", "a3"]))?;
+    let poll = tcp(From::Pod("ca"), dst, reach_any(&["a1", "a3"], 8080, Source::Kept)).times(POLL_BATCH);
+    let added = wait_until(env, "endpoint a3 added: a new connection reaches a3", || {
+        let attempts = poll.probe(env.cluster)?;
+        poll.check(env.cluster, &attempts)?;
+        Ok((answered_by(&attempts, "a3"), attempts))
+    })?;
+    tcp(From::Pod("ca"), dst, reach(&["a1", "a3"], 8080, Source::Kept)).run(env.cluster).map_err(|e| format!("after adding a3: {e}"))?;
+
+    write(env, Some(&["a3"]))?;
+    let poll = tcp(From::Pod("ca"), dst, reach_any(&["a1", "a3"], 8080, Source::Kept)).times(10);
+    let removed = wait_until(env, "endpoint a1 removed: 10 new connections in a row reach only a3", || {
+        let attempts = poll.probe(env.cluster)?;
+        poll.check(env.cluster, &attempts)?;
+        Ok((!answered_by(&attempts, "a1"), attempts))
+    })?;
+    tcp(From::Pod("ca"), dst, reach(&["a3"], 8080, Source::Kept)).times(30).run(env.cluster).map_err(|e| format!("after removing a1: {e}"))?;
+
+    write(env, None)?;
+    let poll = tcp(From::Pod("ca"), dst, reach_any(&["a3"], 8080, Source::Kept)).times(1);
+    let gone = wait_until(env, "service dyn deleted: a new connection gets no answer", || {
+        let attempts = poll.probe(env.cluster)?;
+        Ok((attempts.iter().all(|a| matches!(a.outcome, Outcome::TimedOut | Outcome::Refused)), attempts))
+    })?;
+    let after = poll.times(2).probe(env.cluster)?;
+    if after.iter().any(|a| matches!(a.outcome, Outcome::Answered(_))) {
+        return Err(format!("service dyn deleted: traffic came back\n    saw:      {}", summarize(&after)));
+    }
+    Ok(format!(
+        "pod ca -> tcp {dst}: a3 added, followed after {}; a1 removed, followed after {}; service deleted, traffic stopped after {} (deadline {:?} each; a dropped attempt costs {TIMEOUT:?})",
+        secs(added),
+        secs(removed),
+        secs(gone),
+        DEADLINE
+    ))
+}
+
+fn write(env: &Env, dyn_endpoints: Option<&[&str]>) -> Result<(), String> {
+    env.cluster.write_manifests(&manifests(dyn_endpoints)).map_err(|e| format!("rewrite manifests: {e:#}"))
+}
+
+/// Polls `step` until it reports success; fails with the last attempts seen
+/// once [`DEADLINE`] has passed. Returns how long it took.
+fn wait_until(env: &Env, what: &str, mut step: impl FnMut() -> Result<(bool, Vec<Attempt>), String>) -> Result<Duration, String> {
+    let start = Instant::now();
+    loop {
+        let (done, attempts) = step()?;
+        if done {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > DEADLINE {
+            return Err(format!(
+                "{what}\n    expected: within {DEADLINE:?} of rewriting the manifests\n    saw:      still, after {}: {}",
+                secs(start.elapsed()),
+                summarize(&attempts).replace('\n', "; ")
+            ));
+        }
+        if let Some((node, status)) = env.cluster.exited_proxy() {
+            return Err(format!("{what}: the proxy on {node} exited ({status})"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn answered_by(attempts: &[Attempt], ep: &str) -> bool {
+    attempts.iter().any(|a| matches!(&a.outcome, Outcome::Answered(ans) if ans.ep == ep))
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}

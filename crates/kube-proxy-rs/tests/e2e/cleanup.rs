@@ -1,0 +1,45 @@
+//! `--cleanup`: with node-b's proxy stopped, `kube-proxy-rs --cleanup` in
+//! node-b removes what it programmed: service traffic through node-b is no
+//! longer translated (it follows the default route and is lost), no
+//! kube-proxy chain or table is left, and node-a is unaffected. Runs last:
+//! node-b serves no more services afterwards.
+
+use crate::Env;
+use crate::flow::{Expect, From, Source, reach, tcp};
+use crate::scenario::addr::at;
+use crate::scenario::proxy_args;
+use testkit::cluster::dump_rules;
+
+/// Markers of kube-proxy state in `iptables-save` / `nft list ruleset`.
+const LEFTOVERS: [&str; 5] = [":KUBE-SERVICES", ":KUBE-SVC-", ":KUBE-SEP-", ":KUBE-NODEPORTS", "table ip kube-proxy"];
+
+/// Runs the case; `Ok(summary)` or `Err(failure text)`.
+pub fn run(env: &Env) -> Result<String, String> {
+    env.cluster.stop_proxy("node-b");
+    let node = env.cluster.node("node-b").ok_or("no node-b")?;
+    let out = node
+        .ns()
+        .command("timeout")
+        .arg("30")
+        .arg(env.binary)
+        .arg("--cleanup")
+        .args(proxy_args())
+        .output()
+        .map_err(|e| format!("run {} --cleanup: {e}", env.binary.display()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!("kube-proxy-rs --cleanup in node-b exited {}\n    stderr:   {}", out.status, stderr.trim()));
+    }
+    let rules = dump_rules(node.ns());
+    let left: Vec<&str> = LEFTOVERS.iter().copied().filter(|m| rules.contains(m)).collect();
+    if !left.is_empty() {
+        return Err(format!("after --cleanup node-b still has {}\n{rules}", left.join(", ")));
+    }
+    tcp(From::Pod("cb"), at([10, 96, 10, 10], 80), Expect::Dropped)
+        .run(env.cluster)
+        .map_err(|e| format!("after --cleanup in node-b: {e}\n{rules}"))?;
+    tcp(From::Pod("ca"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Source::Kept))
+        .run(env.cluster)
+        .map_err(|e| format!("node-a after --cleanup in node-b: {e}"))?;
+    Ok("node-b: --cleanup exited 0, no kube-proxy chains left, pod cb -> 10.96.10.10:80 no longer answered; node-a still serves".to_string())
+}

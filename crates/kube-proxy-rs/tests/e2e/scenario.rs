@@ -1,0 +1,149 @@
+//! The scenario's side that is not YAML: the pods of the plan (names,
+//! nodes, addresses; they match `cluster.yaml`), the addresses the cases
+//! talk to, the run-time service `dyn`, and the proxy's flags.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use testkit::cluster::{ClientPlan, Plan, PodPlan};
+
+/// The static part of the manifests file both proxies read.
+pub const MANIFESTS: &str = include_str!("cluster.yaml");
+
+/// TCP ports every pod's echo server listens on (all targetPorts used).
+pub const TCP_PORTS: [u16; 3] = [8080, 8443, 5353];
+/// UDP ports every pod's echo server listens on.
+pub const UDP_PORTS: [u16; 1] = [5353];
+/// The affinity timeout of the `sticky` service (`timeoutSeconds` in
+/// cluster.yaml).
+pub const AFFINITY_TIMEOUT_SECS: u64 = 3;
+/// How many extra source addresses the client pod `ca` has (10.244.0.201
+/// and up): independent "clients" for the affinity-expiry case.
+pub const CA_EXTRA_SOURCES: u8 = 12;
+
+/// The manifests' addresses, as the cases use them.
+pub mod addr {
+    use super::*;
+
+    /// node-a's InternalIP.
+    pub const NODE_A: Ipv4Addr = Ipv4Addr::new(192, 168, 86, 2);
+    /// node-b's InternalIP.
+    pub const NODE_B: Ipv4Addr = Ipv4Addr::new(192, 168, 86, 3);
+    /// node-a's pod gateway: what a pod of node-a sees when node-a masquerades.
+    pub const GW_A: Ipv4Addr = Ipv4Addr::new(10, 244, 0, 1);
+    /// The client's address inside the `lb` service's loadBalancerSourceRanges.
+    pub const CLIENT_IN: Ipv4Addr = Ipv4Addr::new(172, 20, 0, 10);
+    /// The client's address outside them.
+    pub const CLIENT_OUT: Ipv4Addr = Ipv4Addr::new(172, 20, 0, 66);
+    /// The run-time service's ClusterIP.
+    pub const DYN: Ipv4Addr = Ipv4Addr::new(10, 96, 10, 150);
+
+    /// `ip:port` from a dotted quad.
+    pub fn at(ip: [u8; 4], port: u16) -> SocketAddr {
+        SocketAddr::from((ip, port))
+    }
+
+    /// `ip:port` from an address.
+    pub fn on(ip: Ipv4Addr, port: u16) -> SocketAddr {
+        SocketAddr::new(IpAddr::V4(ip), port)
+    }
+}
+
+/// The pods: (name, node, address).
+pub const PODS: [(&str, &str, [u8; 4]); 7] = [
+    ("a1", "node-a", [10, 244, 0, 11]),
+    ("a2", "node-a", [10, 244, 0, 12]),
+    ("a3", "node-a", [10, 244, 0, 13]),
+    ("ca", "node-a", [10, 244, 0, 200]),
+    ("b1", "node-b", [10, 244, 1, 11]),
+    ("b2", "node-b", [10, 244, 1, 12]),
+    ("cb", "node-b", [10, 244, 1, 200]),
+];
+
+/// The address of pod `name`.
+pub fn pod_ip(name: &str) -> Ipv4Addr {
+    PODS.iter().find(|p| p.0 == name).map(|p| Ipv4Addr::from(p.2)).unwrap_or(Ipv4Addr::UNSPECIFIED)
+}
+
+/// The extra source addresses of `ca`.
+pub fn ca_sources() -> Vec<Ipv4Addr> {
+    (1..=CA_EXTRA_SOURCES).map(|i| Ipv4Addr::new(10, 244, 0, 200 + i)).collect()
+}
+
+/// The cluster to build: node-a/node-b, the pods, and the client routing
+/// the LoadBalancer / external IPs (192.0.2.0/24) to node-a.
+pub fn plan() -> Plan {
+    let mut plan = Plan::two_nodes();
+    plan.pods = PODS
+        .iter()
+        .map(|&(name, node, ip)| PodPlan {
+            name: name.into(),
+            node: node.into(),
+            ip: Ipv4Addr::from(ip),
+            extra_ips: if name == "ca" { ca_sources() } else { Vec::new() },
+            tcp_ports: TCP_PORTS.to_vec(),
+            udp_ports: UDP_PORTS.to_vec(),
+        })
+        .collect();
+    plan.client = ClientPlan {
+        ips: vec![addr::CLIENT_IN, addr::CLIENT_OUT],
+        routes: vec![("192.0.2.0/24".parse().unwrap_or_default(), "node-a".into())],
+    };
+    plan
+}
+
+/// The manifests: the static scenario plus the run-time service `dyn`
+/// (ClusterIP 10.96.10.150, port 80 -> 8080) with `endpoints` (pod names),
+/// or without `dyn` at all when `None`.
+pub fn manifests(dyn_endpoints: Option<&[&str]>) -> String {
+    let mut text = MANIFESTS.to_string();
+    if let Some(eps) = dyn_endpoints {
+        text.push_str(&dyn_service(eps));
+    }
+    text
+}
+
+fn dyn_service(eps: &[&str]) -> String {
+    let mut yaml = format!(
+        "---\n# dyn: changed at run time by the test\napiVersion: v1\nkind: Service\nmetadata:\n  name: dyn\n  namespace: e2e\nspec:\n  type: ClusterIP\n  clusterIP: {}\n  ports:\n  - name: http\n    protocol: TCP\n    port: 80\n    targetPort: 8080\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: dyn-1\n  namespace: e2e\n  labels:\n    kubernetes.io/service-name: dyn\naddressType: IPv4\n",
+        addr::DYN
+    );
+    yaml.push_str(if eps.is_empty() { "endpoints: []\n" } else { "endpoints:\n" });
+    for name in eps {
+        let node = PODS.iter().find(|p| p.0 == *name).map_or("node-a", |p| p.1);
+        yaml.push_str(&format!(
+            "- addresses:\n  - {}\n  conditions:\n    ready: true\n    serving: true\n    terminating: false\n  nodeName: {node}\n",
+            pod_ip(name)
+        ));
+    }
+    yaml.push_str("ports:\n- name: http\n  protocol: TCP\n  port: 8080\n");
+    yaml
+}
+
+/// The proxy mode under test. Every mode must pass the same suite; only
+/// the flags below differ.
+pub const MODE: &str = "iptables";
+
+/// Flags for kube-proxy-rs besides `--manifests` and `--hostname-override`
+/// (which the cluster adds): fast syncs so run-time changes show within
+/// about a second, health and metrics on loopback inside the node.
+pub fn proxy_args() -> Vec<String> {
+    [
+        "--proxy-mode",
+        MODE,
+        "--cluster-cidr",
+        "10.244.0.0/16",
+        "--iptables-backend",
+        "legacy",
+        "--iptables-min-sync-period",
+        "0s",
+        "--iptables-sync-period",
+        "1s",
+        "--healthz-bind-address",
+        "127.0.0.1:10256",
+        "--metrics-bind-address",
+        "127.0.0.1:10249",
+        "--v=2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
