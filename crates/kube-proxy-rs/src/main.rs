@@ -6,6 +6,7 @@
 mod config;
 mod duration;
 mod flags;
+mod proxy;
 
 use std::process::ExitCode;
 
@@ -71,9 +72,7 @@ fn init_logging(config: &Config) {
     };
 }
 
-/// Runs the proxy with a validated configuration. The wiring (source,
-/// tracker, runner, backend, health) is filled in here.
+/// Runs the proxy with a validated configuration (see [`proxy`]).
 fn run(config: Config) -> anyhow::Result<()> {
-    tracing::info!(mode = ?config.mode, "configuration loaded; nothing is wired yet");
-    Ok(())
+    proxy::run(config)
 }

@@ -1,0 +1,30 @@
+//! Wiring: turns a validated [`Config`] into a running proxy — source,
+//! tracker, runner, backend, health servers and metrics — or into one of
+//! the one-shot jobs (`--cleanup`, `--dry-run`).
+
+mod cleanup;
+mod dry_run;
+mod iptables_mode;
+mod node_name;
+mod serve;
+mod shutdown;
+
+use crate::config::Config;
+use anyhow::Context;
+
+/// Runs what the configuration asks for and returns when it is done (the
+/// one-shot jobs) or when the process is told to stop.
+pub fn run(config: Config) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    if config.cleanup {
+        return runtime.block_on(cleanup::run());
+    }
+    if config.dry_run {
+        return runtime.block_on(dry_run::run(&config));
+    }
+    runtime.block_on(serve::run(config))
+}

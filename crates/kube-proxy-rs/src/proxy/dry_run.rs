@@ -1,0 +1,42 @@
+//! `--dry-run`: read the manifests once, render the rules and print the
+//! `iptables-restore` input the proxy would apply, then exit. Nothing on
+//! the node is changed: the local addresses are read, nfacct matches are
+//! left out (so the output restores on any kernel), and the jumps from
+//! the built-in chains, which the applier ensures one by one, are printed
+//! as comments.
+
+use super::{iptables_mode, node_name};
+use crate::config::Config;
+use anyhow::Context;
+use iptables::apply::KernelFacts;
+use iptables::render::IpFamily;
+use std::fmt::Write;
+
+/// Prints the rules for the manifests file to stdout.
+pub async fn run(config: &Config) -> anyhow::Result<()> {
+    let path = config.manifests.as_ref().context("--dry-run needs --manifests FILE")?;
+    let parsed = source::manifests::load(path)?;
+    let mut tracker = tracker::Tracker::new(node_name::resolve(config)?);
+    tracker.replace_all(&parsed.objects);
+    let (snapshot, _) = tracker.snapshot();
+    let facts = KernelFacts { local_addresses: iptables::apply::read_local_addresses().await?, ..KernelFacts::default() };
+    let opts = iptables_mode::render_options(config, IpFamily::V4, &facts);
+    let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
+    print!("{}{}", builtin_jumps_as_comments(&ruleset), ruleset.to_restore());
+    Ok(())
+}
+
+fn builtin_jumps_as_comments(ruleset: &iptables::Ruleset) -> String {
+    let mut out = String::from("# Jumps from built-in chains, ensured one by one (iptables -C / -I / -A):\n");
+    for jump in &ruleset.builtin_jumps {
+        let verb = if jump.prepend { "-I" } else { "-A" };
+        let args: Vec<String> = jump.args.iter().map(|a| quote(a)).collect();
+        let _ = writeln!(out, "#   -t {} {verb} {} {}", jump.table, jump.chain, args.join(" "));
+    }
+    out
+}
+
+/// Quotes an argument with spaces the way iptables-save prints it.
+fn quote(arg: &str) -> String {
+    if arg.contains(' ') { format!("\"{arg}\"") } else { arg.to_string() }
+}
