@@ -3,20 +3,22 @@
 //! and kube-proxy-rs running in each node namespace.
 //!
 //! ```text
-//!                      wire namespace: bridge br0, 192.168.86.1/24
-//!                      (the nodes' default gateway; does not forward)
-//!          ┌──────────────────────────┼───────────────────────────┐
-//!   eth0 192.168.86.2/24       eth0 192.168.86.3/24        eth0 172.20.0.10/24
-//!   ┌──────┴───────┐           ┌──────┴───────┐                  + 172.20.0.66
-//!   │    node-a    │           │    node-b    │            ┌──────┴──────┐
-//!   │ kube-proxy-rs│           │ kube-proxy-rs│            │   client    │
-//!   │ 10.244.1/24  │           │ 10.244.0/24  │            │ (outside)   │
-//!   │  via .86.3   │           │  via .86.2   │            └─────────────┘
-//!   └─┬──────┬─────┘           └─┬──────┬─────┘   routes: 192.168.86.0/24 on-link,
-//!  p0 │   p1 │  10.244.0.1/32  p0 │   p1 │ 10.244.1.1/32   plan routes (LB IPs,
-//!   eth0   eth0 on each veth    eth0   eth0 on each veth   externalIPs) via a node
-//!   pod    pod                  pod    pod
-//!  10.244.0.x/32               10.244.1.x/32   (default via the node's .1, onlink)
+//!                 wire netns: bridge br0 + 192.168.86.1/24 (the nodes'
+//!                 default gateway; does not forward, so it swallows
+//!                 whatever nobody claims)
+//!        ┌──────────────────────────┼─────────────────────────────┐
+//!   eth0 192.168.86.2        eth0 192.168.86.3          eth0 172.20.0.10, .66
+//!  ┌─────┴─────────┐        ┌─────┴─────────┐          ┌─────┴──────┐
+//!  │ node-a        │        │ node-b        │          │ client     │
+//!  │ kube-proxy-rs │        │ kube-proxy-rs │          │ (outside)  │
+//!  │ 10.244.1.0/24 │        │ 10.244.0.0/24 │          └────────────┘
+//!  │  via node-b   │        │  via node-a   │      192.168.86.0/24 on-link;
+//!  └──┬────────┬───┘        └──┬────────┬───┘      plan routes (LB IPs,
+//!     p0       p1              p0       p1         externalIPs) via a node
+//!     │        │               │        │
+//!    pod      pod             pod      pod         one veth per pod:
+//!  10.244.0.x/32             10.244.1.x/32         node side 10.244.N.1/32,
+//!  default via 10.244.0.1    default via 10.244.1.1   pod side its /32s
 //! ```
 //!
 //! * Nodes: `ip_forward=1`, `rp_filter=0`, no redirects; the client subnet
@@ -36,7 +38,8 @@
 //! Every namespace is a [`crate::netns::Netns`]: unique per run, deleted on
 //! drop (also when a test panics) and swept at the next run if the test
 //! process was killed. Proxies are killed (and echo servers stopped) before
-//! the namespaces go. Nothing outside the namespaces is touched, except a
+//! the namespaces go; a proxy whose test process dies without cleaning up
+//! gets SIGKILL from the kernel (`setpriv --pdeathsig`). Nothing outside the namespaces is touched, except a
 //! temporary directory for the manifests file and the proxies' logs.
 
 mod client;
