@@ -36,6 +36,41 @@ pub enum Error {
         /// Its exit status and stderr.
         detail: String,
     },
+    /// An rtnetlink operation on the dummy link or its addresses failed.
+    #[error("{operation}: {detail}")]
+    Link {
+        /// What was being done.
+        operation: String,
+        /// The kernel's answer.
+        detail: String,
+    },
+    /// The companion iptables rules could not be applied or removed.
+    #[error("iptables: {0}")]
+    Iptables(Box<iptables::Error>),
+    /// Removing our iptables chains failed.
+    #[error("{command}: {detail}")]
+    IptablesCleanup {
+        /// The restore program.
+        command: String,
+        /// Its exit status and stderr.
+        detail: String,
+    },
+    /// A sysctl could not be read or written.
+    #[error("cannot set sysctl {key}={value}: {source}")]
+    Sysctl {
+        /// The sysctl, dotted.
+        key: String,
+        /// The value wanted.
+        value: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Some virtual or real servers could not be synced (the rest were).
+    #[error("IPVS sync incomplete ({} failures): {}", errors.len(), errors.join("; "))]
+    Incomplete {
+        /// Each failure.
+        errors: Vec<String>,
+    },
     /// A kernel reply could not be decoded.
     #[error("{operation}: cannot decode the kernel's reply: {reason}")]
     Decode {
@@ -56,5 +91,11 @@ impl Error {
     /// The kernel said the service or real server already exists (`EEXIST`).
     pub fn is_already_exists(&self) -> bool {
         matches!(self, Error::Kernel { source, .. } if source.raw_os_error() == Some(17))
+    }
+}
+
+impl From<iptables::Error> for Error {
+    fn from(e: iptables::Error) -> Self {
+        Error::Iptables(Box::new(e))
     }
 }

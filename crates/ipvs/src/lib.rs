@@ -5,7 +5,10 @@
 //! Pipeline position: a backend. [`netlink`] is the IPVS generic-netlink
 //! codec (pure); [`IpvsSocket`] sends it to the kernel.
 
+pub mod apply;
+pub mod cleanup;
 mod command;
+mod dummy_link;
 mod error;
 pub mod ipset;
 mod ipvs_socket;
@@ -16,6 +19,7 @@ mod scheduler;
 mod request;
 mod virtual_server;
 
+pub use dummy_link::Links;
 pub use error::Error;
 pub use ipvs_socket::{IpvsSocket, Timeouts};
 pub use real_server::{ForwardMethod, RealServer};

@@ -15,7 +15,7 @@ mod endpoints;
 mod external;
 mod node_port;
 mod options;
-mod rules;
+pub(crate) mod rules;
 mod state;
 
 pub use options::RenderOptions;

@@ -23,8 +23,8 @@ pub struct LbNoNodeAccess {
     pub port: u16,
 }
 
-const NAT_CHAINS: [&str; 5] = ["KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-NODE-PORT", "KUBE-LOAD-BALANCER", "KUBE-MARK-MASQ"];
-const FILTER_CHAINS: [&str; 6] = [
+pub(crate) const NAT_CHAINS: [&str; 5] = ["KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-NODE-PORT", "KUBE-LOAD-BALANCER", "KUBE-MARK-MASQ"];
+pub(crate) const FILTER_CHAINS: [&str; 6] = [
     "KUBE-FORWARD",
     "KUBE-NODE-PORT",
     "KUBE-PROXY-FIREWALL",

@@ -3,11 +3,14 @@
 
 use std::time::Instant;
 
+/// One in-VM check; it panics on failure.
+type Check = fn(&tokio::runtime::Runtime);
+
 /// Runs the checks; panics (failing the test inside the VM, which makes
 /// the payload exit non-zero) on the first failure.
 pub fn run_all() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let checks: &[(&str, fn(&tokio::runtime::Runtime))] = &[
+    let checks: &[(&str, Check)] = &[
         ("socket: services and destinations round-trip through the kernel", super::socket::services_and_destinations),
         ("socket: timeouts and version", super::socket::timeouts_and_version),
     ];
