@@ -8,7 +8,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use iptables::apply::{Applied, Backend, Iptables, Rollback};
+use iptables::apply::{Applied, Backend, Iptables, RestoreFailure, Rollback};
 use iptables::render::IpFamily;
 use iptables::{Error, Table};
 use support::*;
@@ -156,7 +156,8 @@ fn a_rule_iptables_cannot_parse_fails_by_line_and_keeps_the_previous_rules() {
         let broken = "KUBE-SERVICES -m no-such-match -j RETURN";
         bad.nat.rules.push(broken.into());
         let err = ipt.apply_ruleset(&bad).await.expect_err("broken rule must fail");
-        let Error::Restore { line, text, table, rollback, .. } = &err else { panic!("{err}") };
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        let RestoreFailure { line, text, table, rollback, .. } = &**failure;
         assert_eq!(*text, format!("-A {broken}"), "{err}");
         assert!(line.is_some_and(|n| n > bad.filter.rules.len()), "{err}");
         assert_eq!(*table, Some(Table::Nat));
@@ -180,7 +181,8 @@ fn a_rule_the_kernel_refuses_fails_and_keeps_the_previous_rules() {
         let refused = "KUBE-SERVICES -m nfacct --nfacct-name  no_such_counter -j RETURN";
         bad.nat.rules.push(refused.into());
         let err = ipt.apply_ruleset(&bad).await.expect_err("kernel must refuse");
-        let Error::Restore { text, table, .. } = &err else { panic!("{err}") };
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        let RestoreFailure { text, table, .. } = &**failure;
         let expected = match ipt.backend() {
             Backend::Legacy => "COMMIT".to_string(),
             Backend::Nft => format!("-A {refused}"),
@@ -199,7 +201,8 @@ fn a_failure_in_the_first_table_needs_no_rollback() {
         let mut bad = ruleset(ipt.family(), &["web", "db"]);
         bad.filter.rules.push("KUBE-FORWARD -j NO-SUCH-CHAIN".into());
         let err = ipt.apply_ruleset(&bad).await.expect_err("must fail");
-        let Error::Restore { table, rollback, .. } = &err else { panic!("{err}") };
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        let RestoreFailure { table, rollback, .. } = &**failure;
         assert_eq!((*table, rollback), (Some(Table::Filter), &Rollback::NotNeeded), "{err}");
         assert_eq!(normalized(&ipt.save().await.unwrap()), before);
     });
@@ -216,7 +219,8 @@ fn restore_test_accepts_the_restore_text_and_names_a_bad_line() {
         let mut bad = ruleset.clone();
         bad.nat.rules.insert(2, "KUBE-SERVICES -p tcp --dport -j RETURN".into());
         let err = ipt.test_restore(&bad.to_restore()).await.expect_err("bad rule");
-        let Error::Restore { text, .. } = &err else { panic!("{err}") };
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        let text = &failure.text;
         assert_eq!(text, "-A KUBE-SERVICES -p tcp --dport -j RETURN", "{err}");
     });
 }

@@ -1,6 +1,7 @@
 //! The reference comparison: render the upstream v1.36 corpus scenario
-//! (`cluster.yaml`, node-a, clusterCIDR 10.244.0.0/16, otherwise default
-//! options as in its `kube-proxy-config.yaml`) and compare it, chain by
+//! (`cluster.yaml` read by the manifests source and the tracker as node-a,
+//! clusterCIDR 10.244.0.0/16, otherwise default options as in its
+//! `kube-proxy-config.yaml`) and compare it, chain by
 //! chain, with what upstream kube-proxy left in the kernel
 //! (`iptables-save.txt`, `ip6tables-save.txt`). Our chains are compared as
 //! sorted rule sets (upstream's order across services is random); the
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 const IPTABLES_SAVE: &str = include_str!("snapshots/upstream-v1.36/iptables-save.txt");
 const IP6TABLES_SAVE: &str = include_str!("snapshots/upstream-v1.36/ip6tables-save.txt");
+const CLUSTER_YAML: &str = include_str!("snapshots/upstream-v1.36/cluster.yaml");
 
 /// Tables as `iptables-save` shows them: user chains, and each chain's
 /// rules (the text after `-A CHAIN `) in order.
@@ -122,10 +124,25 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-/// The scenario of the corpus README, as the tracker would hand it over
-/// for node-a (headless, ExternalName and service-proxy-name services
-/// dropped).
-fn reference_snapshot() -> Snapshot {
+/// `cluster.yaml` as the tracker hands it to the backend of `family` on
+/// node-a.
+fn reference_snapshot(family: IpFamily) -> Snapshot {
+    let parsed = source::manifests::parse(CLUSTER_YAML).unwrap();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    let tracker_family = match family {
+        IpFamily::V4 => tracker::IpFamily::V4,
+        IpFamily::V6 => tracker::IpFamily::V6,
+    };
+    let mut tracker = tracker::Tracker::with_family("node-a", tracker_family);
+    let warnings = tracker.replace_all(&parsed.objects);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    tracker.snapshot().0
+}
+
+/// The scenario table of the corpus README, written out by hand (headless,
+/// ExternalName and service-proxy-name services left out, as the tracker
+/// drops them): a cross-check of the parsed input.
+fn hand_built_snapshot() -> Snapshot {
     let mut snap = Snapshot {
         node: NodeInfo {
             name: "node-a".into(),
@@ -149,8 +166,9 @@ fn port(ns: &str, name: &str, port_name: &str, cluster_ip: &str, port: u16) -> S
     ServicePort::cluster_ip(ServicePortName::new(ns, name, port_name, Protocol::Tcp), ip(cluster_ip), port)
 }
 
-/// Endpoints `ip@node[/condition]` on `target`: `!` not ready, `~`
-/// terminating and serving, `x` terminating and not serving.
+/// Endpoints `ip@n[cond]` on `target`, on node-`n` (`-`: no node name);
+/// `cond`: `!` not ready, `~` terminating and serving, `x` terminating and
+/// not serving.
 fn eps(target: u16, specs: &[&str]) -> Vec<Endpoint> {
     let mut out: Vec<Endpoint> = specs.iter().map(|s| ep(target, s)).collect();
     out.sort();
@@ -160,8 +178,8 @@ fn eps(target: u16, specs: &[&str]) -> Vec<Endpoint> {
 fn ep(target: u16, spec: &str) -> Endpoint {
     let (addr, rest) = spec.split_once('@').unwrap();
     let (node, cond) = rest.split_at(1);
-    let node_name = format!("node-{node}");
-    let mut ep = Endpoint::ready(ip(addr), target, Some(&node_name), node == "a");
+    let node_name = (node != "-").then(|| format!("node-{node}"));
+    let mut ep = Endpoint::ready(ip(addr), target, node_name.as_deref(), node == "a");
     match cond {
         "" => {}
         "!" => (ep.ready, ep.serving) = (false, false),
@@ -228,10 +246,26 @@ fn reference_options(family: IpFamily) -> RenderOptions {
 }
 
 fn render_reference(family: IpFamily) -> Rendered {
-    let rendered = render(&reference_snapshot(), &reference_options(family));
+    let rendered = render(&reference_snapshot(family), &reference_options(family));
     let problems = consistency_problems(&rendered.ruleset);
     assert!(problems.is_empty(), "inconsistent:\n{}", problems.join("\n"));
     rendered
+}
+
+#[test]
+fn parsed_input_is_the_readme_scenario() {
+    let (parsed, hand) = (reference_snapshot(IpFamily::V4), hand_built_snapshot());
+    assert_eq!(parsed.node.addresses, hand.node.addresses);
+    assert_eq!(parsed.services.keys().collect::<Vec<_>>(), hand.services.keys().collect::<Vec<_>>());
+    for (name, svc) in &hand.services {
+        assert_eq!(**svc, *parsed.services[name], "{name}");
+        let (mut ours, theirs) = (parsed.endpoints_of(name).to_vec(), hand.endpoints_of(name));
+        ours.sort();
+        assert_eq!(ours, theirs, "{name}");
+    }
+    // Rendering the hand-built table gives the same rules too.
+    let opts = reference_options(IpFamily::V4);
+    assert_eq!(render(&hand, &opts), render(&parsed, &opts));
 }
 
 #[test]
@@ -347,7 +381,7 @@ fn kernel_round_trip_of_reference_rules_is_byte_identical() {
         // A real commit needs the nfacct objects, which only the applier
         // creates: apply the nfacct-free variant.
         let opts = RenderOptions { nfacct: false, ..reference_options(family) };
-        let rendered = render(&reference_snapshot(), &opts);
+        let rendered = render(&reference_snapshot(family), &opts);
         let saved = parse_save(&apply_in_fresh_netns(&rendered.ruleset, family));
         let ours = our_dump(&rendered.ruleset);
         // Every chain in the order we wrote it, not just as a set.
