@@ -9,7 +9,7 @@ mod node_name;
 mod serve;
 mod shutdown;
 
-use crate::config::Config;
+use crate::config::{Config, ProxyMode};
 use anyhow::Context;
 
 /// Runs what the configuration asks for and returns when it is done (the
@@ -23,6 +23,10 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     if config.cleanup {
         return runtime.block_on(cleanup::run());
     }
+    anyhow::ensure!(
+        config.mode != ProxyMode::Nftables,
+        "--proxy-mode=nftables is not implemented yet; use iptables or ipvs"
+    );
     if config.dry_run {
         return runtime.block_on(dry_run::run(&config));
     }
