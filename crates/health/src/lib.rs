@@ -12,7 +12,6 @@
 
 mod clock;
 mod error;
-mod family;
 mod gofmt;
 mod http;
 mod metrics;
@@ -22,7 +21,7 @@ mod service_health;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::HealthError;
-pub use family::IpFamily;
+pub use model::IpFamily;
 pub use http::BoundServer;
 pub use metrics::{
     Metrics, NfacctReader, ProxyMode, SyncKind, TrafficPolicy, bind_metrics, render_prometheus_text,

@@ -8,7 +8,7 @@ mod server;
 mod text;
 
 use crate::error::HealthError;
-use crate::family::IpFamily;
+use model::IpFamily;
 use crate::gofmt::unix_seconds;
 use labels::{CodeLabel, FamilyLabel, PolicyLabels, TableLabels};
 use nfacct::NfacctCollector;

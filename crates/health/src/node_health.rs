@@ -126,7 +126,7 @@ fn render_go_time(t: Option<SystemTime>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::family::IpFamily;
+    use model::IpFamily;
     use crate::proxy_health::FamilyHealth;
     use std::time::{Duration, UNIX_EPOCH};
 

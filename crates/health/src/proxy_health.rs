@@ -3,7 +3,7 @@
 //! `ProxyHealthServer` state; the HTTP side is in `node_health`.
 
 use crate::clock::{Clock, SystemClock};
-use crate::family::IpFamily;
+use model::IpFamily;
 use crate::metrics::Metrics;
 use model::NodeInfo;
 use std::collections::BTreeMap;

@@ -6,12 +6,14 @@
 //! backends render it. Nothing here does I/O.
 
 mod endpoint;
+mod family;
 mod node;
 mod service;
 mod snapshot;
 pub mod topology;
 
 pub use endpoint::Endpoint;
+pub use family::IpFamily;
 pub use node::NodeInfo;
 pub use service::{Protocol, ServiceName, ServicePort, ServicePortName};
 pub use snapshot::{ChangeSet, Snapshot};

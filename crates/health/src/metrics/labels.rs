@@ -1,45 +1,45 @@
 //! Label sets of the kube-proxy metrics, with upstream's label names.
 
 use super::TrafficPolicy;
-use crate::family::IpFamily;
+use model::IpFamily;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use std::fmt::Write;
 
 /// `{ip_family}`
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct FamilyLabel {
-    ip_family: IpFamily,
+    ip_family: &'static str,
 }
 
 impl FamilyLabel {
     pub(super) fn new(ip_family: IpFamily) -> Self {
-        Self { ip_family }
+        Self { ip_family: ip_family.as_str() }
     }
 }
 
 /// `{ip_family, table}`
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct TableLabels {
-    ip_family: IpFamily,
+    ip_family: &'static str,
     table: String,
 }
 
 impl TableLabels {
     pub(super) fn new(ip_family: IpFamily, table: &str) -> Self {
-        Self { ip_family, table: table.to_string() }
+        Self { ip_family: ip_family.as_str(), table: table.to_string() }
     }
 }
 
 /// `{ip_family, traffic_policy}`
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct PolicyLabels {
-    ip_family: IpFamily,
+    ip_family: &'static str,
     traffic_policy: TrafficPolicy,
 }
 
 impl PolicyLabels {
     pub(super) fn new(ip_family: IpFamily, traffic_policy: TrafficPolicy) -> Self {
-        Self { ip_family, traffic_policy }
+        Self { ip_family: ip_family.as_str(), traffic_policy }
     }
 }
 

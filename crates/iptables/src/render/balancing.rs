@@ -2,6 +2,7 @@
 //! node's endpoints): ClientIP affinity checks first, then one jump per
 //! endpoint chosen at random with upstream's probabilities 1/(n-i).
 
+use super::family::FamilyText;
 use super::plan::PortPlan;
 use super::rule::Rule;
 use super::{RenderContext, ServicePortRules};

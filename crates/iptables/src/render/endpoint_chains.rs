@@ -2,6 +2,7 @@
 //! traffic (the endpoint reaching itself through the service) for
 //! masquerade, records ClientIP affinity, and DNATs to the endpoint.
 
+use super::family::FamilyText;
 use super::plan::PortPlan;
 use super::rule::{self, Rule};
 use super::{RenderContext, ServicePortRules};

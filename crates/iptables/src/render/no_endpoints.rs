@@ -3,6 +3,7 @@
 //! has none. ClusterIP traffic in filter `KUBE-SERVICES`; external IPs, LB
 //! IPs and the node port in `KUBE-EXTERNAL-SERVICES`.
 
+use super::family::FamilyText;
 use super::plan::{PortPlan, Refusal, Verdict};
 use super::rule::{self, Rule};
 use super::{RenderContext, ServicePortRules};

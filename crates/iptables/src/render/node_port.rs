@@ -3,6 +3,7 @@
 //! are available), and the filter `KUBE-NODEPORTS` ACCEPT of the
 //! health-check node port.
 
+use super::family::FamilyText;
 use super::plan::PortPlan;
 use super::rule::Rule;
 use super::{RenderContext, ServicePortRules};

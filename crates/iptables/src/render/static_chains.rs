@@ -3,6 +3,7 @@
 //! shared entry chains, and the final `KUBE-SERVICES` jump to
 //! `KUBE-NODEPORTS`.
 
+use super::family::FamilyText;
 use super::node_port::nfacct_match;
 use super::rule::{self, Rule};
 use super::{IpFamily, RenderContext, builtin_jumps};
