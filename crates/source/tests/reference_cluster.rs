@@ -1,6 +1,8 @@
 //! The reference cluster (examples/cluster.yaml, a copy of upstream's
 //! corpus scenario file) through the manifests parser and the tracker.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use model::{Protocol, ServicePortName, Snapshot};
 use std::net::IpAddr;
 use std::path::PathBuf;

@@ -1,11 +1,15 @@
 //! Decoding documents into k8s-openapi objects, one at a time so a bad one
 //! costs only itself.
 //!
-//! Each document is read twice: once untyped (`serde_json::Value`) for its
-//! kind and name, once typed straight from the YAML text, which keeps
-//! YAML's leniency for string fields (an unquoted `version: 1` label is the
-//! string `"1"`, as kubectl reads it). Items of a `List` are re-read from
-//! their JSON form, which is YAML too.
+//! The whole text is first checked to be YAML (a syntax error anywhere is
+//! an [`Error::NotYaml`] with the file's line and column). Then each
+//! document is read twice: once untyped (`serde_json::Value`) for its kind
+//! and name, once typed straight from its YAML text, which keeps YAML's
+//! leniency for string fields (an unquoted `version: 1` label is the string
+//! `"1"`, as kubectl reads it). Items of a `List` are re-read from their
+//! JSON form (JSON is YAML), so there an unquoted `1.10` label becomes
+//! `"1.1"`; `kubectl get -o yaml` quotes such values, so this only touches
+//! hand-written lists.
 
 use super::split::{Document, split_documents};
 use super::{Parsed, Warning};
@@ -36,8 +40,13 @@ pub(super) fn parse_named(origin: &str, text: &str) -> Result<Parsed, Error> {
     check_syntax(origin, text)?;
     let mut parsed = Parsed::default();
     for doc in split_documents(text) {
-        let value: Value = serde_saphyr::from_str_with_options(doc.text, options())
-            .map_err(|e| not_yaml(origin, &e, doc.line))?;
+        let value: Value =
+            serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| {
+                Error::NotYaml {
+                    origin: origin.to_string(),
+                    message: relocated(&e, doc.line),
+                }
+            })?;
         match value {
             Value::Null => {}
             Value::Object(_) => decode_document(&doc, &value, &mut parsed),
@@ -53,32 +62,42 @@ pub(super) fn parse_named(origin: &str, text: &str) -> Result<Parsed, Error> {
     Ok(parsed)
 }
 
-/// Fails when `text` is not a YAML stream, with file line and column.
+/// Fails when `text` is not a YAML stream.
 fn check_syntax(origin: &str, text: &str) -> Result<(), Error> {
     serde_saphyr::from_multiple_with_options::<serde::de::IgnoredAny>(text, options())
         .map(drop)
-        .map_err(|e| not_yaml(origin, &e, 1))
+        .map_err(|e| Error::NotYaml {
+            origin: origin.to_string(),
+            message: relocated(&e, 1),
+        })
 }
 
-fn not_yaml(origin: &str, err: &serde_saphyr::Error, first_line: usize) -> Error {
-    let message = match err.location() {
-        Some(loc) => format!(
-            "line {}, column {}: {}",
-            loc.line() as usize + first_line - 1,
-            loc.column(),
-            message_of(err)
+/// The parser's message with its location (relative to the text parsed)
+/// moved to file lines: the text parsed started on line `first_line`.
+fn relocated(err: &serde_saphyr::Error, first_line: usize) -> String {
+    let (message, location) = split_location(err);
+    match location {
+        Some((line, column)) => format!(
+            "{message} at line {}, column {column}",
+            line + first_line - 1
         ),
-        None => message_of(err),
-    };
-    Error::NotYaml {
-        origin: origin.to_string(),
-        message,
+        None => message,
     }
 }
 
-/// The parser's message without its own location suffix.
-fn message_of(err: &serde_saphyr::Error) -> String {
-    err.without_snippet().to_string()
+/// The parser's message without its location suffix, and that location.
+fn split_location(err: &serde_saphyr::Error) -> (String, Option<(usize, u64)>) {
+    let text = err.without_snippet().to_string();
+    let Some(loc) = err.location() else {
+        return (text, None);
+    };
+    let suffix = format!(" at line {}, column {}", loc.line(), loc.column());
+    let line = usize::try_from(loc.line()).unwrap_or(usize::MAX);
+    let message = text
+        .strip_suffix(&suffix)
+        .map(str::to_string)
+        .unwrap_or(text);
+    (message, Some((line, loc.column())))
 }
 
 fn what(value: &Value) -> &'static str {
@@ -111,16 +130,16 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
 
 fn decode_document(doc: &Document<'_>, value: &Value, parsed: &mut Parsed) {
     let kind = str_at(value, &["kind"]);
-    if kind == "List"
-        || (kind.ends_with("List") && kind_of(kind.trim_end_matches("List")).is_some())
-    {
-        decode_list(doc, value, kind.trim_end_matches("List"), parsed);
-        return;
+    let item_kind = kind
+        .strip_suffix("List")
+        .filter(|k| k.is_empty() || kind_of(k).is_some());
+    match item_kind {
+        Some(item_kind) => decode_list(doc, value, item_kind, parsed),
+        None => decode_object(doc, value, kind, Source::Document(doc.text), parsed),
     }
-    decode_object(doc, value, kind, doc.text, parsed);
 }
 
-/// Items of a `List` (any kind) or of a typed list (`ServiceList`, ...,
+/// Items of a `List` (any kinds) or of a typed list (`ServiceList`, ...,
 /// whose items may omit their own kind).
 fn decode_list(doc: &Document<'_>, value: &Value, item_kind: &str, parsed: &mut Parsed) {
     let items = value
@@ -128,32 +147,57 @@ fn decode_list(doc: &Document<'_>, value: &Value, item_kind: &str, parsed: &mut 
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    for item in items {
+    for (index, item) in items.iter().enumerate() {
         let kind = match str_at(item, &["kind"]) {
             "" => item_kind,
             k => k,
         };
-        decode_object(doc, item, kind, &item.to_string(), parsed);
+        let item = with_api_version(item, kind);
+        decode_object(
+            doc,
+            &item,
+            kind,
+            Source::ListItem(index, &item.to_string()),
+            parsed,
+        );
     }
 }
 
-/// Decodes one object of kind `kind` from `text` (its header read from
-/// `value`), recording it or a warning.
-fn decode_object(doc: &Document<'_>, value: &Value, kind: &str, text: &str, parsed: &mut Parsed) {
+/// Items of typed lists from the API carry no apiVersion; give them ours.
+fn with_api_version(item: &Value, kind: &str) -> Value {
+    let mut item = item.clone();
+    if let (Some(obj), Some((_, version))) = (item.as_object_mut(), kind_of(kind)) {
+        obj.entry("apiVersion")
+            .or_insert_with(|| Value::String(version.to_string()));
+    }
+    item
+}
+
+/// Where an object's text comes from.
+enum Source<'a> {
+    /// A whole document of the stream.
+    Document(&'a str),
+    /// Item `n` of a List, as JSON text.
+    ListItem(usize, &'a str),
+}
+
+/// Decodes one object of kind `kind` from `source` (its header read from
+/// `value`), recording it or a warning. Kinds the proxy does not read are
+/// ignored.
+fn decode_object(
+    doc: &Document<'_>,
+    value: &Value,
+    kind: &str,
+    source: Source<'_>,
+    parsed: &mut Parsed,
+) {
     let Some((object_kind, api_version)) = kind_of(kind) else {
         tracing::debug!(
             kind,
             line = doc.line,
-            "ignoring manifest of a kind the proxy does not read"
+            "ignoring a manifest of a kind the proxy does not read"
         );
         return;
-    };
-    let warn = |message: String| Warning {
-        kind: object_kind,
-        namespace: str_at(value, &["metadata", "namespace"]).to_string(),
-        name: str_at(value, &["metadata", "name"]).to_string(),
-        line: doc.line,
-        message,
     };
     let found_version = str_at(value, &["apiVersion"]);
     let result = if found_version != api_version {
@@ -161,15 +205,24 @@ fn decode_object(doc: &Document<'_>, value: &Value, kind: &str, text: &str, pars
             "unsupported apiVersion {found_version:?} (want {api_version})"
         ))
     } else {
-        decode_typed(object_kind, text, parsed).map_err(|e| message_of(&e))
-    };
-    match result {
-        Ok(()) => {}
-        Err(message) => {
-            let warning = warn(message);
-            tracing::warn!("{warning}");
-            parsed.warnings.push(warning);
+        match source {
+            Source::Document(text) => {
+                decode_typed(object_kind, text, parsed).map_err(|e| relocated(&e, doc.line))
+            }
+            Source::ListItem(index, text) => decode_typed(object_kind, text, parsed)
+                .map_err(|e| format!("items[{index}]: {}", split_location(&e).0)),
         }
+    };
+    if let Err(message) = result {
+        let warning = Warning {
+            kind: object_kind,
+            namespace: str_at(value, &["metadata", "namespace"]).to_string(),
+            name: str_at(value, &["metadata", "name"]).to_string(),
+            line: doc.line,
+            message,
+        };
+        tracing::warn!("{warning}");
+        parsed.warnings.push(warning);
     }
 }
 

@@ -1,0 +1,256 @@
+//! The manifests parser: Lists, malformed objects, not-YAML errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use source::Error;
+use source::manifests::{load, parse};
+use tracker::{ObjectKind, Tracker};
+
+const GOOD_SERVICE: &str = "
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  clusterIP: 10.96.0.10
+  ports: [{name: http, port: 80, targetPort: 8080}]
+";
+
+const GOOD_SLICE: &str = "
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-1
+  namespace: shop
+  labels: {kubernetes.io/service-name: web}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- addresses: [10.244.0.5]
+  nodeName: node-a
+";
+
+#[test]
+fn list_document_as_kubectl_prints_it() {
+    let text = format!(
+        "apiVersion: v1\nkind: List\nmetadata: {{resourceVersion: \"\"}}\nitems:\n{}{}- apiVersion: v1\n  kind: Namespace\n  metadata: {{name: shop}}\n- apiVersion: v1\n  kind: Node\n  metadata: {{name: node-a}}\n",
+        indent_item(GOOD_SERVICE),
+        indent_item(GOOD_SLICE)
+    );
+    let parsed = parse(&text).unwrap();
+    assert_eq!(parsed.objects.services.len(), 1);
+    assert_eq!(parsed.objects.endpoint_slices.len(), 1);
+    assert_eq!(parsed.objects.nodes.len(), 1);
+    assert!(parsed.warnings.is_empty());
+    let mut t = Tracker::new("node-a");
+    assert!(t.replace_all(&parsed.objects).is_empty());
+    let snap = t.snapshot().0;
+    let eps = snap.endpoints.values().next().unwrap();
+    assert_eq!(eps[0].to_string(), "10.244.0.5:8080");
+    assert!(eps[0].is_local);
+}
+
+/// Turns a document into an item of a YAML list.
+fn indent_item(doc: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in doc.trim().lines().enumerate() {
+        out.push_str(if i == 0 { "- " } else { "  " });
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn typed_list_items_without_kind() {
+    let text = "apiVersion: v1\nkind: ServiceList\nitems:\n- metadata: {name: a, namespace: x}\n  spec: {clusterIP: 10.96.0.1, ports: [{port: 80}]}\n";
+    let parsed = parse(text).unwrap();
+    assert_eq!(parsed.objects.services.len(), 1);
+    assert!(parsed.warnings.is_empty());
+}
+
+#[test]
+fn other_kinds_are_ignored_without_warning() {
+    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\napiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: k}\nspec: {cidrs: [10.96.0.0/12]}\n---\n# only a comment\n---\n";
+    let parsed = parse(text).unwrap();
+    assert!(parsed.objects.services.is_empty() && parsed.objects.nodes.is_empty());
+    assert!(parsed.warnings.is_empty());
+}
+
+#[test]
+fn malformed_documents_are_skipped_each_with_its_warning() {
+    let text = format!(
+        "{GOOD_SERVICE}---
+apiVersion: v1
+kind: Service
+metadata: {{name: bad-port, namespace: shop}}
+spec:
+  clusterIP: 10.96.0.11
+  ports:
+  - port: abc
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: bad-endpoints, namespace: shop, labels: {{kubernetes.io/service-name: web}}}}
+addressType: IPv4
+endpoints: not-a-list
+---
+apiVersion: discovery.k8s.io/v1beta1
+kind: EndpointSlice
+metadata: {{name: old-api, namespace: shop}}
+addressType: IPv4
+endpoints: []
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: node-a}}
+status: {{addresses: 5}}
+---{GOOD_SLICE}"
+    );
+    let parsed = parse(&text).unwrap();
+    let warnings: Vec<String> = parsed.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "Service shop/bad-port (document at line 8): invalid i32 at line 15, column 11; skipped",
+            "EndpointSlice shop/bad-endpoints (document at line 16): expected sequence start at line 21, column 12; skipped",
+            "EndpointSlice shop/old-api (document at line 22): unsupported apiVersion \"discovery.k8s.io/v1beta1\" (want discovery.k8s.io/v1); skipped",
+            "Node node-a (document at line 28): expected sequence start at line 32, column 21; skipped",
+        ]
+    );
+    assert_eq!(
+        &text.lines().nth(14).unwrap()[10..],
+        "abc",
+        "line 15, column 11 is the bad port"
+    );
+    assert_eq!(
+        &text.lines().nth(31).unwrap()[20..21],
+        "5",
+        "line 32, column 21 is the bad addresses"
+    );
+    assert_eq!(parsed.warnings[0].kind, ObjectKind::Service);
+    assert_eq!(
+        (
+            parsed.warnings[0].namespace.as_str(),
+            parsed.warnings[0].name.as_str()
+        ),
+        ("shop", "bad-port")
+    );
+    // The good objects beside them survive and work.
+    assert_eq!(parsed.objects.services.len(), 1);
+    assert_eq!(parsed.objects.endpoint_slices.len(), 1);
+    assert!(parsed.objects.nodes.is_empty());
+    let mut t = Tracker::new("node-a");
+    t.replace_all(&parsed.objects);
+    let snap = t.snapshot().0;
+    assert_eq!(snap.services.len(), 1);
+    assert_eq!(snap.endpoints.values().next().unwrap().len(), 1);
+}
+
+#[test]
+fn objects_that_decode_but_are_invalid_are_the_trackers_warnings() {
+    let text = format!(
+        "{GOOD_SERVICE}---
+apiVersion: v1
+kind: Service
+metadata: {{name: bad-ip, namespace: shop}}
+spec: {{clusterIP: 10.96.0.999, ports: [{{port: 80}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: orphan, namespace: shop}}
+addressType: IPv4
+endpoints: [{{addresses: [10.244.0.9]}}]
+---{GOOD_SLICE}"
+    );
+    let parsed = parse(&text).unwrap();
+    assert!(parsed.warnings.is_empty());
+    let mut t = Tracker::new("node-a");
+    let warnings: Vec<String> = t
+        .replace_all(&parsed.objects)
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "Service shop/bad-ip: bad clusterIP \"10.96.0.999\": not an IP address; service skipped",
+            "EndpointSlice shop/orphan: no kubernetes.io/service-name label; slice skipped",
+        ]
+    );
+    let snap = t.snapshot().0;
+    assert_eq!(
+        snap.services
+            .keys()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>(),
+        ["shop/web:http"]
+    );
+    assert_eq!(snap.endpoints.values().next().unwrap().len(), 1);
+}
+
+#[test]
+fn unquoted_scalars_in_string_fields_stay_strings() {
+    let text = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  labels: {version: 1.10, enabled: yes, n: 007}\nspec: {clusterIP: 10.96.0.1, ports: [{port: 80, targetPort: http}]}\n";
+    let parsed = parse(text).unwrap();
+    let labels = parsed.objects.services[0].metadata.labels.clone().unwrap();
+    assert_eq!(labels["version"], "1.10");
+    assert_eq!(labels["enabled"], "yes");
+    assert_eq!(labels["n"], "007");
+}
+
+#[test]
+fn text_that_is_not_yaml_is_an_error_with_line_and_column() {
+    let err = parse("apiVersion: v1\nkind: Service\nmetadata: {name: [x\n").unwrap_err();
+    let Error::NotYaml { origin, message } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(origin, "<manifests>");
+    assert!(message.contains("line 3"), "{message}");
+    assert!(
+        err.to_string().starts_with("<manifests>: not valid YAML: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_document_that_is_not_a_mapping_is_an_error() {
+    let err =
+        parse("apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\nthis is just text\n")
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "<manifests>: document at line 4 is not a Kubernetes object (a mapping) but a string"
+    );
+}
+
+#[test]
+fn empty_text_is_an_empty_state() {
+    let parsed = parse("").unwrap();
+    assert!(parsed.objects.services.is_empty() && parsed.warnings.is_empty());
+    assert!(
+        parse("# nothing yet\n---\n")
+            .unwrap()
+            .objects
+            .nodes
+            .is_empty()
+    );
+}
+
+#[test]
+fn load_names_the_file_in_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cluster.yaml");
+    std::fs::write(&path, "key: [unclosed\n").unwrap();
+    let err = load(&path).unwrap_err();
+    assert!(matches!(err, Error::NotYaml { .. }));
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}: not valid YAML", path.display())),
+        "{err}"
+    );
+
+    let missing = dir.path().join("missing.yaml");
+    let err = load(&missing).unwrap_err();
+    assert!(matches!(err, Error::Read { .. }));
+    assert!(err.to_string().contains("missing.yaml"), "{err}");
+}
