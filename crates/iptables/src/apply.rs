@@ -32,7 +32,7 @@ mod rollback;
 mod saved;
 mod stale;
 
-pub use crate::error::Rollback;
+pub use crate::error::{RestoreFailure, Rollback};
 pub use backend::{Backend, BackendChoice, detect_backend};
 pub use cleanup::{CleanupOutcome, apply_cleanup_all};
 pub use nfacct::{
@@ -174,8 +174,8 @@ impl Iptables {
             Ok(text) => self.apply_rollback(inputs, before, &parse_saved(&text)).await,
             Err(save_err) => Rollback::Failed { tables: inputs.iter().map(|i| i.table).collect(), error: save_err.to_string() },
         };
-        if let Error::Restore { rollback, .. } = &mut err {
-            *rollback = outcome;
+        if let Error::Restore(failure) = &mut err {
+            failure.rollback = outcome;
         }
         err
     }

@@ -27,23 +27,9 @@ pub enum Error {
     },
     /// `iptables-restore` rejected its input. The table that failed is
     /// unchanged; tables committed before it in the same input were put
-    /// back as they were (see `rollback`).
-    #[error("{command} failed{}: {stderr}{rollback}", at_line(*line, text))]
-    Restore {
-        /// The command line.
-        command: String,
-        /// The 1-based line of the input the tool named, if it named one.
-        line: Option<usize>,
-        /// That line of the input (for a legacy commit failure this is the
-        /// table's `COMMIT`: the kernel does not say which rule it refused).
-        text: String,
-        /// The table the line belongs to.
-        table: Option<Table>,
-        /// What the tool printed on stderr, trimmed.
-        stderr: String,
-        /// What happened to the tables committed before the failure.
-        rollback: Rollback,
-    },
+    /// back as they were (see [`RestoreFailure::rollback`]).
+    #[error("{0}")]
+    Restore(Box<RestoreFailure>),
     /// `--iptables-backend` had a value other than `auto`, `legacy`, `nft`.
     #[error("invalid iptables backend {value:?}: want auto, legacy or nft")]
     UnknownBackend {
@@ -68,11 +54,34 @@ pub enum Error {
     },
 }
 
-/// Renders ` at line N (`text`)` when the tool named a line.
-fn at_line(line: Option<usize>, text: &str) -> String {
-    match line {
-        Some(n) => format!(" at line {n} `{text}`"),
-        None => String::new(),
+/// What a failed `iptables-restore` said, mapped back to its input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreFailure {
+    /// The command line.
+    pub command: String,
+    /// The 1-based line of the input the tool named, if it named one.
+    pub line: Option<usize>,
+    /// That line of the input (for a legacy commit failure this is the
+    /// table's `COMMIT`: the kernel does not say which rule it refused).
+    pub text: String,
+    /// The table the line belongs to.
+    pub table: Option<Table>,
+    /// What the tool printed on stderr, trimmed.
+    pub stderr: String,
+    /// What happened to the tables committed before the failure.
+    pub rollback: Rollback,
+}
+
+impl fmt::Display for RestoreFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed", self.command)?;
+        if let Some(n) = self.line {
+            write!(f, " at line {n} `{}`", self.text)?;
+        }
+        if let Some(table) = self.table {
+            write!(f, " (table {table})")?;
+        }
+        write!(f, ": {}{}", self.stderr, self.rollback)
     }
 }
 

@@ -18,7 +18,7 @@ use super::stale::Removals;
 use crate::render::IpFamily;
 use crate::ruleset::write_table;
 use super::Backend;
-use crate::error::Rollback;
+use crate::error::{RestoreFailure, Rollback};
 use crate::{Error, Table, TableRules};
 
 /// One table's part of a restore: the rules to write and what to remove.
@@ -75,7 +75,8 @@ pub(crate) async fn run_restore(inv: &Invocation, input: &str) -> Result<(), Err
     let line = failed_line(&stderr);
     let text = line.and_then(|n| input.lines().nth(n - 1)).unwrap_or_default().to_string();
     let table = line.and_then(|n| table_at(input, n));
-    Err(Error::Restore { command: inv.to_string(), line, text, table, stderr, rollback: Rollback::NotNeeded })
+    let failure = RestoreFailure { command: inv.to_string(), line, text, table, stderr, rollback: Rollback::NotNeeded };
+    Err(Error::Restore(Box::new(failure)))
 }
 
 /// The 1-based input line a restore error names, in any of the tool's
@@ -120,8 +121,8 @@ mod tests {
 
     #[test]
     fn input_without_removals_is_the_rulesets_restore_text() {
-        let mut ruleset = Ruleset::default();
-        ruleset.nat = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
+        let nat = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
+        let ruleset = Ruleset { nat, ..Ruleset::default() };
         let tables: Vec<_> =
             ruleset.tables().map(|(table, rules)| TableInput { table, rules, removals: Removals::default() }).into();
         assert_eq!(render_restore_input(&tables), ruleset.to_restore());
