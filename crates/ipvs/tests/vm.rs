@@ -6,8 +6,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support {
+    pub mod reference;
+}
 mod vm {
     pub mod checks;
+    pub mod kernel_view;
+    pub mod reference;
     pub mod socket;
 }
 

@@ -246,13 +246,15 @@ impl Rules<'_> {
         self.filter(format!("KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set {ips} dst -j {reject}"));
     }
 
+    /// Upstream writes `--xor-mark` and `--or-mark`; `iptables-save` prints
+    /// them as the `--set-xmark` forms used here.
     fn postrouting(&mut self, mark: &str, random_fully: bool) {
         self.nat(format!("KUBE-POSTROUTING -m mark ! --mark {mark}/{mark} -j RETURN"));
-        self.nat(format!("KUBE-POSTROUTING -j MARK --xor-mark {mark}"));
+        self.nat(format!("KUBE-POSTROUTING -j MARK --set-xmark {mark}/0x0"));
         let fully = if random_fully { " --random-fully" } else { "" };
         self.nat(format!(
             "KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE{fully}"
         ));
-        self.nat(format!("KUBE-MARK-MASQ -j MARK --or-mark {mark}"));
+        self.nat(format!("KUBE-MARK-MASQ -j MARK --set-xmark {mark}/{mark}"));
     }
 }

@@ -13,6 +13,7 @@ pub fn run_all() {
     let checks: &[(&str, Check)] = &[
         ("socket: services and destinations round-trip through the kernel", super::socket::services_and_destinations),
         ("socket: timeouts and version", super::socket::timeouts_and_version),
+        ("reference scenario: programmed state equals the render; changes followed; cleanup", super::reference::reference_scenario),
     ];
     println!();
     for (name, check) in checks {
@@ -29,4 +30,9 @@ pub fn sh(cmd: &str) -> String {
     let out = std::process::Command::new("sh").args(["-c", cmd]).output().unwrap();
     assert!(out.status.success(), "`{cmd}` failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs a shell command in the VM and tells whether it succeeded.
+pub fn sh_status(cmd: &str) -> bool {
+    std::process::Command::new("sh").args(["-c", &format!("{cmd} >/dev/null 2>&1")]).status().unwrap().success()
 }
