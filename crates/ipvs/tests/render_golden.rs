@@ -233,7 +233,7 @@ fn source_ranges_without_the_node_keep_the_node_out() {
     assert!(state.ipsets.contains(KubeSet::LoadBalancerSourceCidr, "1.2.3.1,tcp:443,203.0.113.0/24"));
     assert!(state.ipsets.set_is_empty(KubeSet::LoadBalancerSourceIp));
     assert!(filter_rules(&state).contains(
-        &"KUBE-IPVS-OUT-FILTER -s 1.2.3.1/32 -m ipvs --vaddr 1.2.3.1/32 --vproto tcp --vport 443 -j DROP"
+        &"KUBE-IPVS-OUT-FILTER -s 1.2.3.1/32 -m ipvs --vproto 6 --vaddr 1.2.3.1 --vport 443 -j DROP"
     ));
     insta::assert_snapshot!("source_ranges_without_node", state.to_string());
 }

@@ -14,6 +14,7 @@ mod vm {
     pub mod kernel_view;
     pub mod reference;
     pub mod socket;
+    pub mod traffic;
 }
 
 use std::path::PathBuf;

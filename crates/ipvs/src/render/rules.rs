@@ -191,13 +191,15 @@ impl Rules<'_> {
         }
     }
 
+    /// Spelled as `iptables-save` prints the `ipvs` match: protocol number
+    /// first, the virtual address without its prefix length.
     fn lb_no_node_access(&mut self, entries: &[LbNoNodeAccess]) {
         let host = if self.family == IpFamily::V6 { 128 } else { 32 };
         for e in entries {
+            let proto = crate::IpProtocol::from(e.protocol).number();
             self.filter(format!(
-                "KUBE-IPVS-OUT-FILTER -s {ip}/{host} -m ipvs --vaddr {ip}/{host} --vproto {proto} --vport {port} -j DROP",
+                "KUBE-IPVS-OUT-FILTER -s {ip}/{host} -m ipvs --vproto {proto} --vaddr {ip} --vport {port} -j DROP",
                 ip = e.ip,
-                proto = e.protocol,
                 port = e.port
             ));
         }

@@ -14,6 +14,7 @@ pub fn run_all() {
         ("socket: services and destinations round-trip through the kernel", super::socket::services_and_destinations),
         ("socket: timeouts and version", super::socket::timeouts_and_version),
         ("reference scenario: programmed state equals the render; changes followed; cleanup", super::reference::reference_scenario),
+        ("traffic: ClusterIP remap, hairpin, NodePort ETP Local/Cluster, source ranges, graceful termination", super::traffic::traffic),
     ];
     println!();
     for (name, check) in checks {
