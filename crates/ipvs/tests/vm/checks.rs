@@ -15,6 +15,7 @@ pub fn run_all() {
         ("socket: timeouts and version", super::socket::timeouts_and_version),
         ("reference scenario: programmed state equals the render; changes followed; cleanup", super::reference::reference_scenario),
         ("traffic: ClusterIP remap, hairpin, NodePort ETP Local/Cluster, source ranges, graceful termination", super::traffic::traffic),
+        ("dual stack: v4 and v6 applies leave each other alone; v6 traffic", super::traffic::dual_stack),
     ];
     println!();
     for (name, check) in checks {

@@ -68,7 +68,16 @@ pub fn reference_scenario(rt: &Runtime) {
         let mut opts = RenderOptions { local_addresses: locals, ..reference_options() };
         let state = render(&reference_snapshot(), &opts);
 
+        // Leftovers of iptables mode: gone after the first IPVS-mode sync.
+        sh("iptables-legacy -t nat -N KUBE-SVC-AAAAAAAAAAAAAAAA && iptables-legacy -t nat -N KUBE-NODEPORTS \
+            && iptables-legacy -t nat -A KUBE-SVC-AAAAAAAAAAAAAAAA -j KUBE-MARK-MASQ 2>/dev/null; \
+            iptables-legacy -t filter -N KUBE-EXTERNAL-SERVICES && iptables-legacy -t filter -A INPUT -m conntrack --ctstate NEW \
+            -m comment --comment 'kubernetes externally-visible service portals' -j KUBE-EXTERNAL-SERVICES");
         let first = applier.apply(&state).await.unwrap();
+        let saved = sh("iptables-legacy-save");
+        for leftover in ["KUBE-SVC-AAAAAAAAAAAAAAAA", "KUBE-NODEPORTS", "KUBE-EXTERNAL-SERVICES"] {
+            assert!(!saved.contains(leftover), "iptables-mode leftover {leftover} survived:\n{saved}");
+        }
         assert_eq!(first.services_added, state.services.len());
         assert_eq!(first.real_servers_added, state.real_server_count());
         assert_eq!(first.addresses_bound, state.bind_addresses.len());

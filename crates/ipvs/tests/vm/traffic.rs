@@ -195,3 +195,58 @@ fn assert_nft_rules_match(state: &IpvsState) {
         .collect();
     assert!(differing.is_empty(), "iptables-nft-save differs from the render:\n{}", differing.join("\n"));
 }
+
+/// A v6 service next to the v4 ones: each family's apply leaves the other
+/// family's virtual servers, addresses and sets alone, and v6 traffic
+/// goes through `KUBE-6-*` sets and ip6tables.
+pub fn dual_stack(rt: &Runtime) {
+    let t = build_topology();
+    sh("sysctl -qw net.ipv6.conf.all.forwarding=1");
+    for (ns, v6, veth) in [(&t.pod1, "fd00:244::11", "vpod1"), (&t.pod2, "fd00:244::14", "vpod2")] {
+        sh(&format!("ip -6 addr add fd00:244::1/128 dev {veth} nodad && ip -6 route add {v6}/128 dev {veth}"));
+        ns.ip(&["-6", "addr", "add", &format!("{v6}/128"), "dev", "eth0", "nodad"]).unwrap();
+        ns.ip(&["-6", "route", "add", "fd00:244::1", "dev", "eth0"]).unwrap();
+        ns.ip(&["-6", "route", "add", "default", "via", "fd00:244::1"]).unwrap();
+    }
+    let _v4 = EchoServer::start(&t.pod1, "pod1-v4", ip("10.244.0.11"), &[8080], &[]).unwrap();
+    let _v6 = EchoServer::start(&t.pod1, "pod1-v6", ip("fd00:244::11"), &[8080], &[]).unwrap();
+
+    let mut snap = scenario(&["10.244.0.11@a"]);
+    let v6_web = port("storefront", "web-v6", "http", "fd00:96::10", 80);
+    snap.endpoints.insert(v6_web.name.clone(), Arc::new(eps(8080, &["fd00:244::11@a"])));
+    snap.services.insert(v6_web.name.clone(), Arc::new(v6_web));
+
+    let mut applier = rt.block_on(IpvsApplier::connect(Backend::Nft, ApplyOptions::default())).unwrap();
+    let locals = rt.block_on(applier.local_addresses()).unwrap();
+    let v4 = RenderOptions { local_addresses: locals.clone(), cluster_cidr: Some(net("10.244.0.0/16")), ..RenderOptions::default() };
+    let v6 = RenderOptions {
+        family: iptables::render::IpFamily::V6,
+        local_addresses: locals,
+        cluster_cidr: Some(net("fd00:244::/64")),
+        ..RenderOptions::default()
+    };
+    let (state4, state6) = (render(&snap, &v4), render(&snap, &v6));
+    assert_eq!(state6.services.len(), 1);
+    for _ in 0..2 {
+        let r4 = rt.block_on(applier.apply(&state4)).unwrap();
+        let r6 = rt.block_on(applier.apply(&state6)).unwrap();
+        assert_eq!((r4.services_deleted, r4.addresses_unbound, r6.services_deleted, r6.addresses_unbound), (0, 0, 0, 0));
+    }
+    let blocks = ipvsadm_blocks();
+    assert_eq!(blocks.len(), state4.services.len() + 1, "both families' virtual servers:\n{}", blocks.join("\n"));
+    assert!(sh("ipset list -n").contains("KUBE-6-CLUSTER-IP"));
+    assert!(sh("ip6tables-nft-save -t nat").contains("--match-set KUBE-6-CLUSTER-IP"));
+
+    let a = answered(tcp(&t.pod2, "[fd00:96::10]:80", None), "pod -> v6 ClusterIP");
+    assert_eq!((a.ep.as_str(), a.local, peer_ip(&a)), ("pod1-v6", "[fd00:244::11]:8080".parse().unwrap(), ip("fd00:244::14")));
+    let a = answered(tcp(&t.pod2, "10.96.10.10:80", None), "pod -> v4 ClusterIP");
+    assert_eq!(a.ep, "pod1-v4");
+
+    drop(applier);
+    let report = rt.block_on(apply_cleanup(&ApplyOptions::default())).unwrap();
+    assert!(report.iptables_cleaned.contains(&(Backend::Nft, iptables::render::IpFamily::V6)), "{report:?}");
+    super::reference::assert_nothing_left();
+    for save in ["ip6tables-legacy-save", "ip6tables-nft-save"] {
+        assert!(!sh(save).contains("KUBE-"), "{save} not clean");
+    }
+}
