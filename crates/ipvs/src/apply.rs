@@ -23,7 +23,8 @@ pub use kernel_setup::{KernelSetup, apply_kernel_setup};
 
 use crate::ipset::apply::sync_ipsets;
 use crate::render::{DesiredService, IpvsState};
-use crate::{Error, IpProtocol, IpvsSocket, Links, ServiceKey, VirtualServer};
+use crate::{Error, IpProtocol, IpvsSocket, Links, RealServer, ServiceKey, VirtualServer};
+use futures::StreamExt;
 use diff::{Graceful, RealServerChange, diff_addresses, diff_real_servers, diff_virtual_servers, is_excluded};
 use ipnet::IpNet;
 use iptables::apply::{Applied, Backend, Iptables};
@@ -31,6 +32,9 @@ use iptables::render::IpFamily;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
+
+/// Netlink requests in flight at once on the IPVS socket.
+const CONCURRENT_REQUESTS: usize = 32;
 
 /// The dummy interface upstream uses.
 pub const DEFAULT_DUMMY_INTERFACE: &str = "kube-ipvs0";
@@ -128,68 +132,105 @@ impl IpvsApplier {
         let exclude = self.opts.exclude_cidrs.clone();
         let ours = |vs: &VirtualServer| family.contains(vs.key.address) && !is_excluded(vs.key.address, &exclude);
         let vs_diff = diff_virtual_servers(state.services.values().map(|d| &d.virtual_server), &current, ours);
-        for vs in &vs_diff.add {
-            record(&mut errors, self.ipvs.add_service(vs).await, &mut report.services_added);
-        }
-        for vs in &vs_diff.update {
-            record(&mut errors, self.ipvs.update_service(vs).await, &mut report.services_updated);
-        }
+        report.services_added = self.run_all(vs_diff.add.iter().map(|vs| self.ipvs.add_service(vs)), &mut errors).await;
+        report.services_updated = self.run_all(vs_diff.update.iter().map(|vs| self.ipvs.update_service(vs)), &mut errors).await;
         let bound = self.links.addresses(dummy).await?;
         let addr_diff = diff_addresses(&state.bind_addresses, &bound, |a| family.contains(*a));
         for addr in &addr_diff.bind {
             record(&mut errors, self.links.bind(dummy, *addr).await, &mut report.addresses_bound);
         }
-        for desired in state.services.values() {
-            if let Err(e) = self.sync_real_servers(desired, &mut report).await {
-                errors.push(e);
-            }
-        }
+        let changes = self.plan_real_servers(state, &mut errors).await;
+        self.apply_real_server_changes(&changes, &mut report, &mut errors).await;
 
         report.iptables = Iptables::new(self.backend, family).apply_ruleset(&state.ruleset).await?;
 
         for addr in &addr_diff.unbind {
             record(&mut errors, self.links.unbind(dummy, *addr).await, &mut report.addresses_unbound);
         }
-        for vs in &vs_diff.delete {
-            record(&mut errors, self.ipvs.delete_service(&vs.key).await, &mut report.services_deleted);
-        }
+        report.services_deleted = self.run_all(vs_diff.delete.iter().map(|vs| self.ipvs.delete_service(&vs.key)), &mut errors).await;
         self.forget_draining(state, family);
         report.real_servers_draining = self.draining.keys().filter(|(k, _)| family.contains(k.address)).count();
+        tracing::debug!(?report, "IPVS apply");
         if errors.is_empty() { Ok(report) } else { Err(Error::Incomplete { errors: errors.iter().map(ToString::to_string).collect() }) }
     }
 
-    /// Diffs and applies the real servers of one virtual server.
-    async fn sync_real_servers(&mut self, desired: &DesiredService, report: &mut ApplyReport) -> Result<(), Error> {
+    /// The real-server changes of every desired virtual server, from the
+    /// kernel's current ones (dumped a few at a time on the one socket,
+    /// which pipelines them); records which real servers start or stop
+    /// draining.
+    async fn plan_real_servers(&mut self, state: &IpvsState, errors: &mut Vec<Error>) -> Vec<(ServiceKey, RealServerChange)> {
+        let dumps = state.services.keys().map(|key| self.ipvs.destinations(key));
+        let current: Vec<Result<Vec<RealServer>, Error>> = futures::stream::iter(dumps).buffered(CONCURRENT_REQUESTS).collect().await;
+        let now = Instant::now();
+        let mut planned = Vec::new();
+        for (desired, current) in state.services.values().zip(current) {
+            match current {
+                Ok(current) => planned.extend(self.plan_one(desired, &current, now).into_iter().map(|c| (desired.virtual_server.key, c))),
+                Err(e) => errors.push(e),
+            }
+        }
+        planned
+    }
+
+    /// The changes for one virtual server, with the draining bookkeeping.
+    fn plan_one(&mut self, desired: &DesiredService, current: &[RealServer], now: Instant) -> Vec<RealServerChange> {
         let key = desired.virtual_server.key;
-        let current = self.ipvs.destinations(&key).await?;
         let since: BTreeMap<SocketAddr, Instant> =
             self.draining.iter().filter(|((k, _), _)| *k == key).map(|((_, addr), t)| (*addr, *t)).collect();
         let graceful = Graceful { enabled: key.protocol == IpProtocol::Tcp, limit: self.opts.graceful_limit };
-        let now = Instant::now();
-        let mut first_error = None;
-        for change in diff_real_servers(&desired.real_servers, &current, &since, now, graceful) {
-            let result = match &change {
-                RealServerChange::Add(rs) => self.ipvs.add_destination(&key, rs).await.map(|()| &mut report.real_servers_added),
-                RealServerChange::Update(rs) => {
-                    self.draining.remove(&(key, rs.addr()));
-                    self.ipvs.update_destination(&key, rs).await.map(|()| &mut report.real_servers_updated)
-                }
+        let changes = diff_real_servers(&desired.real_servers, current, &since, now, graceful);
+        for change in &changes {
+            match change {
                 RealServerChange::Drain(rs) => {
                     self.draining.entry((key, rs.addr())).or_insert(now);
-                    self.ipvs.update_destination(&key, rs).await.map(|()| &mut report.real_servers_drained)
                 }
-                RealServerChange::Delete(rs) => {
+                RealServerChange::Update(rs) | RealServerChange::Delete(rs) => {
                     self.draining.remove(&(key, rs.addr()));
-                    self.ipvs.delete_destination(&key, rs).await.map(|()| &mut report.real_servers_deleted)
                 }
-            };
-            match result {
-                Ok(counter) => *counter += 1,
-                Err(e) if first_error.is_none() => first_error = Some(e),
-                Err(_) => {}
+                RealServerChange::Add(_) => {}
             }
         }
-        first_error.map_or(Ok(()), Err)
+        changes
+    }
+
+    /// Sends the planned real-server changes, a few at a time.
+    async fn apply_real_server_changes(
+        &self,
+        changes: &[(ServiceKey, RealServerChange)],
+        report: &mut ApplyReport,
+        errors: &mut Vec<Error>,
+    ) {
+        let requests = changes.iter().map(|(key, change)| async move {
+            let result = match change {
+                RealServerChange::Add(rs) => self.ipvs.add_destination(key, rs).await,
+                RealServerChange::Update(rs) | RealServerChange::Drain(rs) => self.ipvs.update_destination(key, rs).await,
+                RealServerChange::Delete(rs) => self.ipvs.delete_destination(key, rs).await,
+            };
+            (change, result)
+        });
+        let mut results = futures::stream::iter(requests).buffer_unordered(CONCURRENT_REQUESTS);
+        while let Some((change, result)) = results.next().await {
+            let counter = match change {
+                RealServerChange::Add(_) => &mut report.real_servers_added,
+                RealServerChange::Update(_) => &mut report.real_servers_updated,
+                RealServerChange::Drain(_) => &mut report.real_servers_drained,
+                RealServerChange::Delete(_) => &mut report.real_servers_deleted,
+            };
+            record(errors, result, counter);
+        }
+    }
+
+    /// Runs `requests` a few at a time; returns how many succeeded.
+    async fn run_all<F>(&self, requests: impl Iterator<Item = F>, errors: &mut Vec<Error>) -> usize
+    where
+        F: std::future::Future<Output = Result<(), Error>>,
+    {
+        let mut ok = 0;
+        let mut results = futures::stream::iter(requests).buffer_unordered(CONCURRENT_REQUESTS);
+        while let Some(result) = results.next().await {
+            record(errors, result, &mut ok);
+        }
+        ok
     }
 
     /// Drops draining entries of virtual servers that are gone, and of real

@@ -2,8 +2,20 @@
 //! ipsets keep the companion iptables rules few, and a dummy interface
 //! (`kube-ipvs0`) holds the service addresses.
 //!
-//! Pipeline position: a backend. [`netlink`] is the IPVS generic-netlink
-//! codec (pure); [`IpvsSocket`] sends it to the kernel.
+//! Pipeline position: a backend. Per sync and IP family:
+//! [`render::render`] (pure) turns the snapshot into an
+//! [`render::IpvsState`] — virtual and real servers, addresses for the
+//! dummy interface, ipset members and the companion iptables rules — and
+//! [`apply::IpvsApplier::apply`] brings the kernel there, sending only the
+//! differences. [`cleanup::apply_cleanup`] removes everything IPVS mode
+//! made (`--cleanup`, or start-up in another mode).
+//!
+//! Underneath: [`netlink`] is the IPVS generic-netlink codec (pure, tested
+//! on bytes captured from `ipvsadm`); [`IpvsSocket`] sends it and reports a
+//! kernel without IPVS as [`Error::IpvsUnavailable`]; [`ipset`] renders and
+//! applies the sets with `ipset restore`; [`Links`] handles `kube-ipvs0`
+//! over rtnetlink; the iptables rules go through the iptables crate's
+//! applier.
 
 pub mod apply;
 pub mod cleanup;
@@ -15,8 +27,8 @@ mod ipvs_socket;
 pub mod netlink;
 mod real_server;
 pub mod render;
-mod scheduler;
 mod request;
+mod scheduler;
 mod virtual_server;
 
 pub use dummy_link::Links;

@@ -4,9 +4,9 @@
 //! the members of every ipset, and the companion iptables rules.
 //!
 //! Each service port is rendered by one function per traffic kind
-//! ([`cluster_ip`], [`external`] for external and load-balancer IPs,
-//! [`node_port`]), which add virtual servers, bind addresses and ipset
-//! members to a [`Builder`]; [`rules`] then writes the iptables rules from
+//! (`cluster_ip`, `external` for external and load-balancer IPs,
+//! `node_port`), which add virtual servers, bind addresses and ipset
+//! members to a `Builder`; `rules` then writes the iptables rules from
 //! the sets, as upstream does after its service loop.
 
 mod builder;

@@ -13,6 +13,7 @@ mod vm {
     pub mod checks;
     pub mod kernel_view;
     pub mod reference;
+    pub mod scale;
     pub mod socket;
     pub mod traffic;
 }

@@ -16,6 +16,7 @@ pub fn run_all() {
         ("reference scenario: programmed state equals the render; changes followed; cleanup", super::reference::reference_scenario),
         ("traffic: ClusterIP remap, hairpin, NodePort ETP Local/Cluster, source ranges, graceful termination", super::traffic::traffic),
         ("dual stack: v4 and v6 applies leave each other alone; v6 traffic", super::traffic::dual_stack),
+        ("scale: 1000 services applied, re-applied, changed", super::scale::scale),
     ];
     println!();
     for (name, check) in checks {
