@@ -7,6 +7,7 @@
 //! objects into the model.
 
 mod error;
+pub mod kube;
 pub mod manifests;
 
 pub use error::Error;

@@ -1,0 +1,41 @@
+//! The API server source: a client configured as upstream kube-proxy
+//! configures its own (`--kubeconfig`, `--master`, in-cluster; the
+//! config file's `clientConnection`), and watchers for Services,
+//! discovery.k8s.io/v1 EndpointSlices and this node's Node that keep a
+//! shared [`tracker::Tracker`] equal to the cluster.
+//!
+//! Use:
+//! ```no_run
+//! # async fn demo() -> Result<(), source::kube::Error> {
+//! use source::kube::{ClientSettings, SourceEvent, WatchOptions};
+//! use std::sync::{Arc, Mutex};
+//! let client = source::kube::client(&ClientSettings::default()).await?;
+//! let tracker = Arc::new(Mutex::new(tracker::Tracker::new("node-1")));
+//! tokio::spawn(source::kube::run(client, tracker, WatchOptions::default(), |event| match event {
+//!     SourceEvent::InitialListDone => { /* open the runner's start-up gate */ }
+//!     SourceEvent::Changed => { /* ask the runner for a sync */ }
+//! }));
+//! # Ok(()) }
+//! ```
+//!
+//! Memory: no reflector store and no buffered list. Each object goes into
+//! the tracker (which keeps only what the proxy needs) as it arrives and
+//! is dropped; the source keeps one `namespace/name` key per object, to
+//! find what a re-list no longer shows.
+//!
+//! Not supported: protobuf (`clientConnection.contentType` other than JSON
+//! is logged and JSON is used), `acceptContentTypes`, client-side
+//! exec/auth plugins beyond what kube supports.
+
+mod backoff;
+mod connection;
+mod error;
+mod kinds;
+mod rate_limit;
+mod relist;
+mod watch;
+
+pub use backoff::Backoff;
+pub use connection::{ClientSettings, client, client_from_config, config};
+pub use error::Error;
+pub use watch::{LABEL_SELECTOR, SourceEvent, WatchOptions, run};

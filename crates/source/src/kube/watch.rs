@@ -1,0 +1,174 @@
+//! The watchers: Services, EndpointSlices and this node's Node, each
+//! listed then watched by kube's `watcher` (which resumes from the last
+//! resource version after a dropped connection and re-lists after 410
+//! Gone), feeding the shared tracker.
+
+use super::backoff::{Backoff, Retry};
+use super::kinds::Watched;
+use super::relist::{Known, Step, lock};
+use ::kube::runtime::WatchStreamExt as _;
+use ::kube::runtime::watcher;
+use ::kube::{Api, Client};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tracker::Tracker;
+
+/// The label selector upstream kube-proxy lists Services and
+/// EndpointSlices with (one informer factory for both; the labels are
+/// sorted as Go's `labels.Selector.String()` prints them): objects of
+/// services handled by another proxy, and of headless services, are never
+/// sent to the proxy at all.
+pub const LABEL_SELECTOR: &str =
+    "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name";
+
+/// What the watchers tell their owner. Delivered by the `on_event`
+/// callback of [`run`], from the watcher task; the callback must not
+/// block (asking the runner for a sync is the intended use).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceEvent {
+    /// Services and EndpointSlices have both been listed completely once:
+    /// the tracker now holds the whole cluster and the first sync may run.
+    /// Sent exactly once. (The Node is not waited for, as upstream's
+    /// proxier does not wait for it either.)
+    InitialListDone,
+    /// An event left the tracker with changes not yet synced. Sent after
+    /// each such add, update or delete, and once at the end of a re-list
+    /// (not per listed object). Repeats are harmless: treat it as "a sync
+    /// is wanted".
+    Changed,
+}
+
+/// Tuning of the watchers.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// Retry delays after a failed list or watch (client-go's reflector
+    /// defaults; tests shorten them).
+    pub backoff: Backoff,
+    /// Objects per list page (client-go's pager default: 500). Pages keep
+    /// the memory a list needs small: one page is decoded at a time. kube
+    /// then reads the list from etcd (a paginated list cannot ask for
+    /// resourceVersion 0). `None` lists everything in one response from
+    /// the API server's watch cache (resourceVersion 0, as upstream's
+    /// informers effectively do), holding the whole list in memory at once.
+    pub page_size: Option<u32>,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        Self {
+            backoff: Backoff::default(),
+            page_size: Some(500),
+        }
+    }
+}
+
+/// Watches Services, EndpointSlices and the tracker's own Node through
+/// `client` and keeps `tracker` equal to what the API server holds,
+/// calling `on_event` as described on [`SourceEvent`]. Runs until the
+/// future is dropped; it never gives up: an unreachable API server is
+/// retried with `options.backoff`, and the tracker keeps its last state
+/// meanwhile (so the node keeps its rules).
+///
+/// Spawn it: `tokio::spawn(source::kube::run(client, tracker, options, on_event))`.
+pub async fn run<F>(
+    client: Client,
+    tracker: Arc<Mutex<Tracker>>,
+    options: WatchOptions,
+    on_event: F,
+) where
+    F: Fn(SourceEvent) + Send + Sync,
+{
+    let node_name = lock(&tracker).node_name().to_string();
+    let owner = Owner {
+        tracker: &tracker,
+        on_event: &on_event,
+        unlisted: AtomicUsize::new(2),
+        backoff: options.backoff,
+    };
+    let base = watcher::Config {
+        page_size: options.page_size,
+        ..watcher::Config::default()
+    }
+    .any_semantic();
+    let selected = base.clone().labels(LABEL_SELECTOR);
+    let this_node = base.fields(&format!("metadata.name={node_name}"));
+    futures::join!(
+        owner.follow(Api::<Service>::all(client.clone()), selected.clone(), true),
+        owner.follow(Api::<EndpointSlice>::all(client.clone()), selected, true),
+        owner.follow(Api::<Node>::all(client), this_node, false),
+    );
+}
+
+/// What the three watchers share.
+struct Owner<'a, F> {
+    tracker: &'a Mutex<Tracker>,
+    on_event: &'a F,
+    /// Kinds that gate the first sync and have not been listed yet.
+    unlisted: AtomicUsize,
+    backoff: Backoff,
+}
+
+impl<F: Fn(SourceEvent)> Owner<'_, F> {
+    /// Runs one kind's watcher forever. `gates_first_sync`: its first
+    /// complete list counts towards [`SourceEvent::InitialListDone`].
+    async fn follow<K: Watched>(
+        &self,
+        api: Api<K>,
+        config: watcher::Config,
+        gates_first_sync: bool,
+    ) {
+        let mut known = Known::default();
+        let mut events = watcher(api, config)
+            .backoff(Retry::new(self.backoff))
+            .boxed();
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    let step = known.apply(event, self.tracker);
+                    self.report::<K>(step, gates_first_sync);
+                }
+                Err(err) => log_failure::<K>(&err),
+            }
+        }
+    }
+
+    fn report<K: Watched>(&self, step: Step, gates_first_sync: bool) {
+        match step {
+            Step::Quiet => {}
+            Step::Applied { pending } => {
+                if pending {
+                    (self.on_event)(SourceEvent::Changed);
+                }
+            }
+            Step::Listed {
+                pending,
+                first,
+                objects,
+                deleted,
+            } => {
+                tracing::info!(kind = K::PLURAL, objects, deleted, first, "listed");
+                if pending {
+                    (self.on_event)(SourceEvent::Changed);
+                }
+                if first && gates_first_sync && self.unlisted.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    tracing::info!("services and endpointslices listed; the first sync may run");
+                    (self.on_event)(SourceEvent::InitialListDone);
+                }
+            }
+        }
+    }
+}
+
+/// One line per failure; the retry waits with backoff. An expired watch
+/// (410 Gone) is routine: the watcher re-lists.
+fn log_failure<K: Watched>(err: &watcher::Error) {
+    match err {
+        watcher::Error::WatchError(status) if status.code == 410 => {
+            tracing::info!(kind = K::PLURAL, "watch expired (410 Gone); re-listing");
+        }
+        _ => tracing::warn!(kind = K::PLURAL, error = %err, "list/watch failed; retrying"),
+    }
+}

@@ -1,0 +1,398 @@
+//! The API server source against a fake API server speaking the list and
+//! watch protocol: initial list, add/update/delete, the start-up gate,
+//! bookmarks and resumed watches, 410 Gone re-lists, and an API server
+//! that goes away and comes back.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "kube/cluster.rs"]
+mod cluster;
+#[path = "kube/fake_api.rs"]
+mod fake_api;
+
+use cluster::{NODE, Proxy, endpoints, labelled, node, service, services, slice};
+use fake_api::{FakeApi, Kind};
+use source::kube::{LABEL_SELECTOR, SourceEvent, WatchOptions};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+fn eps(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+        .collect()
+}
+
+/// Two services with a slice each, our node and another one.
+async fn small_cluster() -> FakeApi {
+    let api = FakeApi::start_new().await;
+    api.apply(Kind::Services, service("web", "a", "172.30.0.1"));
+    api.apply(Kind::Services, service("web", "b", "172.30.0.2"));
+    api.apply(
+        Kind::EndpointSlices,
+        slice("web", "a", "a-1", &["10.180.0.1", "10.180.0.2"]),
+    );
+    api.apply(
+        Kind::EndpointSlices,
+        slice("web", "b", "b-1", &["10.180.0.3"]),
+    );
+    api.apply(Kind::Nodes, node(NODE, "192.168.0.2"));
+    api.apply(Kind::Nodes, node("node-b", "192.168.0.3"));
+    api
+}
+
+#[tokio::test]
+async fn initial_list_fills_the_tracker_with_upstreams_selectors() {
+    let api = small_cluster().await;
+    // Filtered out by the label selector, on the server side.
+    api.apply(
+        Kind::Services,
+        labelled(
+            service("web", "other-proxy", "172.30.0.9"),
+            "service.kubernetes.io/service-proxy-name",
+            "cilium",
+        ),
+    );
+    api.apply(
+        Kind::EndpointSlices,
+        labelled(
+            slice("web", "a", "a-headless", &["10.180.0.99"]),
+            "service.kubernetes.io/headless",
+            "",
+        ),
+    );
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+
+    let snapshot = proxy.snapshot();
+    assert_eq!(
+        endpoints(&snapshot),
+        eps(&[
+            ("web/a:http", &["10.180.0.1", "10.180.0.2"]),
+            ("web/b:http", &["10.180.0.3"]),
+        ])
+    );
+    let ours: IpAddr = "192.168.0.2".parse().unwrap();
+    proxy
+        .wait_for("our node's address", |s| s.node.addresses == vec![ours])
+        .await;
+
+    for kind in [Kind::Services, Kind::EndpointSlices] {
+        let list = api
+            .log()
+            .into_iter()
+            .find(|l| l.kind == kind && !l.watch)
+            .unwrap();
+        assert_eq!(list.query["labelSelector"], LABEL_SELECTOR, "{kind:?}");
+        // Paged (client-go's page size), so not from the watch cache.
+        assert_eq!(list.query["limit"], "500", "{kind:?}");
+        assert!(!list.query.contains_key("resourceVersion"), "{kind:?}");
+    }
+    let node_list = api
+        .log()
+        .into_iter()
+        .find(|l| l.kind == Kind::Nodes)
+        .unwrap();
+    assert_eq!(
+        node_list.query["fieldSelector"],
+        format!("metadata.name={NODE}")
+    );
+    wait_until("services watch open", || {
+        api.open_watches(Kind::Services) == 1
+    })
+    .await;
+    let watch = api
+        .log()
+        .into_iter()
+        .find(|l| l.kind == Kind::Services && l.watch)
+        .unwrap();
+    assert_eq!(watch.query["allowWatchBookmarks"], "true");
+    assert_eq!(watch.query["labelSelector"], LABEL_SELECTOR);
+}
+
+#[tokio::test]
+async fn lists_page_by_page_or_whole_from_the_watch_cache() {
+    let api = FakeApi::start_new().await;
+    for i in 0..5 {
+        api.apply(
+            Kind::Services,
+            service("web", &format!("s{i}"), &format!("172.30.0.{}", i + 1)),
+        );
+    }
+    let paged = WatchOptions {
+        backoff: cluster::FAST,
+        page_size: Some(2),
+    };
+    let mut proxy = Proxy::start_with(&api.url(), paged);
+    proxy.initial_list().await;
+    assert_eq!(proxy.snapshot().services.len(), 5);
+    let pages: Vec<Option<String>> = api
+        .log()
+        .into_iter()
+        .filter(|l| l.kind == Kind::Services && !l.watch)
+        .map(|l| l.query.get("continue").cloned())
+        .collect();
+    assert_eq!(pages, vec![None, Some("2".into()), Some("4".into())]);
+    drop(proxy);
+
+    let whole = WatchOptions {
+        backoff: cluster::FAST,
+        page_size: None,
+    };
+    let mut proxy = Proxy::start_with(&api.url(), whole);
+    proxy.initial_list().await;
+    assert_eq!(proxy.snapshot().services.len(), 5);
+    let last = api
+        .log()
+        .into_iter()
+        .rfind(|l| l.kind == Kind::Services && !l.watch)
+        .unwrap();
+    assert_eq!(last.query["resourceVersion"], "0");
+    assert_eq!(last.query["resourceVersionMatch"], "NotOlderThan");
+    assert!(!last.query.contains_key("limit"));
+}
+
+#[tokio::test]
+async fn adds_updates_and_deletes_reach_the_tracker() {
+    let api = small_cluster().await;
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    proxy.snapshot();
+
+    api.apply(Kind::Services, service("web", "c", "172.30.0.3"));
+    api.apply(
+        Kind::EndpointSlices,
+        slice("web", "c", "c-1", &["10.180.0.7"]),
+    );
+    assert_eq!(proxy.next_event().await, SourceEvent::Changed);
+    proxy
+        .wait_for("c with its endpoint", |s| {
+            endpoints(s).get("web/c:http") == Some(&vec!["10.180.0.7".into()])
+        })
+        .await;
+
+    // A second slice of the same service merges; an update replaces.
+    api.apply(
+        Kind::EndpointSlices,
+        slice("web", "c", "c-2", &["10.180.0.8"]),
+    );
+    api.apply(
+        Kind::EndpointSlices,
+        slice("web", "c", "c-1", &["10.180.0.6"]),
+    );
+    proxy
+        .wait_for("c's slices merged and updated", |s| {
+            endpoints(s).get("web/c:http") == Some(&vec!["10.180.0.6".into(), "10.180.0.8".into()])
+        })
+        .await;
+
+    api.delete(Kind::EndpointSlices, "web", "c-1");
+    api.delete(Kind::Services, "web", "c");
+    proxy
+        .wait_for("c gone", |s| {
+            !services(s).contains(&"web/c:http".to_string())
+        })
+        .await;
+
+    // Labelling a service headless takes it out of the selector: the
+    // server says DELETED and the proxy drops it.
+    api.apply(
+        Kind::Services,
+        labelled(
+            service("web", "a", "172.30.0.1"),
+            "service.kubernetes.io/headless",
+            "",
+        ),
+    );
+    let snapshot = proxy
+        .wait_for("a gone", |s| {
+            !services(s).contains(&"web/a:http".to_string())
+        })
+        .await;
+    assert_eq!(services(&snapshot), vec!["web/b:http".to_string()]);
+
+    // Our node's address changes; other nodes are never seen.
+    api.apply(Kind::Nodes, node("node-b", "192.168.0.30"));
+    api.apply(Kind::Nodes, node(NODE, "192.168.0.20"));
+    let ip: IpAddr = "192.168.0.20".parse().unwrap();
+    proxy
+        .wait_for("our node's new address", |s| s.node.addresses == vec![ip])
+        .await;
+}
+
+#[tokio::test]
+async fn no_initial_list_done_before_both_lists_arrived() {
+    for held in [Kind::EndpointSlices, Kind::Services] {
+        let api = small_cluster().await;
+        api.hold_lists(held);
+        let mut proxy = Proxy::start(&api.url());
+        // The other kind's list arrives and is applied...
+        match held {
+            Kind::EndpointSlices => {
+                proxy
+                    .wait_for("services listed", |s| s.services.len() == 2)
+                    .await;
+            }
+            _ => {
+                wait_until("endpointslices listed and watched", || {
+                    api.open_watches(Kind::EndpointSlices) == 1
+                })
+                .await;
+            }
+        }
+        // ...but the gate stays shut while one list is missing.
+        let early = proxy.events_for(Duration::from_millis(300)).await;
+        assert!(
+            !early.contains(&SourceEvent::InitialListDone),
+            "{held:?}: {early:?}"
+        );
+
+        api.release_lists(held);
+        proxy.initial_list().await;
+        let snapshot = proxy.snapshot();
+        assert_eq!(snapshot.services.len(), 2, "{held:?}");
+        assert_eq!(snapshot.endpoints.len(), 2, "{held:?}");
+    }
+}
+
+#[tokio::test]
+async fn expired_watch_relists_and_drops_what_vanished_meanwhile() {
+    let api = small_cluster().await;
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    proxy.events_for(Duration::from_millis(100)).await;
+    assert_eq!(api.lists(Kind::Services), 1);
+
+    // b goes away without any watch hearing of it, then the watches
+    // expire (410 Gone): only a re-list can tell.
+    api.delete_unannounced(Kind::Services, "web", "b");
+    api.delete_unannounced(Kind::EndpointSlices, "web", "b-1");
+    api.expire_watches();
+
+    wait_until("both kinds re-listed", || {
+        api.lists(Kind::Services) == 2 && api.lists(Kind::EndpointSlices) == 2
+    })
+    .await;
+    proxy
+        .wait_for("b dropped by the re-list", |s| {
+            endpoints(s) == eps(&[("web/a:http", &["10.180.0.1", "10.180.0.2"])])
+        })
+        .await;
+    // The re-list is reported as a change; the gate opens only once.
+    let later = proxy.events_for(Duration::from_millis(200)).await;
+    assert!(later.contains(&SourceEvent::Changed), "{later:?}");
+    assert!(!later.contains(&SourceEvent::InitialListDone), "{later:?}");
+
+    // Its slice went too: b coming back (the watch goes on after the
+    // re-list) has no endpoints.
+    api.apply(Kind::Services, service("web", "b", "172.30.0.2"));
+    proxy
+        .wait_for("b back without endpoints", |s| {
+            endpoints(s)
+                == eps(&[
+                    ("web/a:http", &["10.180.0.1", "10.180.0.2"]),
+                    ("web/b:http", &[]),
+                ])
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn dropped_watch_resumes_from_the_last_bookmark_without_relisting() {
+    let api = small_cluster().await;
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    wait_until("services watch open", || {
+        api.open_watches(Kind::Services) == 1
+    })
+    .await;
+
+    // Other kinds move the version on; a bookmark tells the services
+    // watch where it stands.
+    api.apply(Kind::Nodes, node("node-b", "192.168.0.33"));
+    api.bookmark();
+    let bookmarked = api.resource_version();
+    api.drop_watches();
+    api.apply(Kind::Services, service("web", "c", "172.30.0.3"));
+
+    proxy
+        .wait_for("c after the resumed watch", |s| {
+            services(s).contains(&"web/c:http".to_string())
+        })
+        .await;
+    assert_eq!(
+        api.lists(Kind::Services),
+        1,
+        "no re-list after a plain disconnect"
+    );
+    let resumed: Vec<String> = api
+        .log()
+        .into_iter()
+        .filter(|l| l.kind == Kind::Services && l.watch)
+        .map(|l| l.query["resourceVersion"].clone())
+        .collect();
+    assert_eq!(resumed.len(), 2, "{resumed:?}");
+    assert_eq!(resumed[1], bookmarked.to_string(), "{resumed:?}");
+}
+
+#[tokio::test]
+async fn outage_keeps_the_last_state_then_catches_up() {
+    let mut api = small_cluster().await;
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    let before = endpoints(&proxy.snapshot());
+
+    // The API server goes away; the tracker keeps what it had.
+    api.stop();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(endpoints(&proxy.snapshot()), before);
+
+    // Changes while it is away are picked up when it returns, by resuming
+    // the watch (its history still covers them).
+    api.delete(Kind::Services, "web", "b");
+    api.apply(Kind::Services, service("web", "c", "172.30.0.3"));
+    api.start().await;
+    let snapshot = proxy
+        .wait_for("b gone and c added after the outage", |s| {
+            services(s) == vec!["web/a:http".to_string(), "web/c:http".to_string()]
+        })
+        .await;
+    assert_eq!(endpoints(&snapshot)["web/a:http"], before["web/a:http"]);
+    assert_eq!(api.lists(Kind::Services), 1);
+
+    // A longer outage: the history no longer covers the gap, the resumed
+    // watch gets 410 Gone and the source re-lists.
+    api.stop();
+    api.delete_unannounced(Kind::Services, "web", "a");
+    api.start().await;
+    proxy
+        .wait_for("a gone after the re-list", |s| {
+            services(s) == vec!["web/c:http".to_string()]
+        })
+        .await;
+    assert_eq!(api.lists(Kind::Services), 2);
+}
+
+#[tokio::test]
+async fn start_with_the_server_down_waits_then_lists() {
+    let mut api = small_cluster().await;
+    api.stop();
+    let mut proxy = Proxy::start(&api.url());
+    let early = proxy.events_for(Duration::from_millis(300)).await;
+    assert!(early.is_empty(), "{early:?}");
+    api.start().await;
+    proxy.initial_list().await;
+    assert_eq!(proxy.snapshot().services.len(), 2);
+}
+
+async fn wait_until(what: &str, ok: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + cluster::PATIENCE;
+    while !ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
