@@ -66,6 +66,21 @@ pub async fn apply_cleanup(opts: &ApplyOptions) -> Result<CleanupReport, Error> 
     if errors.is_empty() { Ok(report) } else { Err(Error::Incomplete { errors }) }
 }
 
+/// Whether IPVS mode left something here: the dummy interface or our
+/// `KUBE-IPVS-IPS` set. A proxy starting in another mode can call
+/// [`apply_cleanup`] only then, so it never flushes an IPVS table that
+/// someone else (not kube-proxy) uses.
+pub async fn leftovers_present(opts: &ApplyOptions) -> Result<bool, Error> {
+    if Links::connect()?.link_index(&opts.dummy_interface).await?.is_some() {
+        return Ok(true);
+    }
+    match run("ipset", &["list", "-n"], None).await {
+        Ok(names) => Ok(names.lines().any(|l| l.trim() == "KUBE-IPVS-IPS" || l.trim() == "KUBE-6-IPVS-IPS")),
+        Err(CommandFailure::Spawn(_)) => Ok(false),
+        Err(e) => Err(Error::Ipset { operation: "ipset list -n".into(), detail: e.to_string() }),
+    }
+}
+
 async fn delete_virtual_servers(opts: &ApplyOptions) -> Result<usize, Error> {
     let ipvs = IpvsSocket::connect().await?;
     let services = ipvs.services().await?;

@@ -8,7 +8,7 @@ use super::checks::{sh, sh_status};
 use super::kernel_view::*;
 use crate::support::reference::{eps, ip, reference_options, reference_snapshot};
 use ipvs::apply::{ApplyOptions, ApplyReport, IpvsApplier, KernelSetup, apply_kernel_setup};
-use ipvs::cleanup::apply_cleanup;
+use ipvs::cleanup::{apply_cleanup, leftovers_present};
 use ipvs::render::{IpvsState, RenderOptions, render};
 use ipvs::{Scheduler, Timeouts};
 use iptables::apply::Backend;
@@ -130,7 +130,9 @@ pub fn reference_scenario(rt: &Runtime) {
         assert!(!sh("iptables-legacy-save -t nat").contains("KUBE-EXTERNAL-IP"), "rule of the emptied set removed");
 
         drop(applier);
+        assert!(leftovers_present(&ApplyOptions::default()).await.unwrap());
         let report = apply_cleanup(&ApplyOptions::default()).await.unwrap();
+        assert!(!leftovers_present(&ApplyOptions::default()).await.unwrap());
         assert!(report.ipvs_available && report.dummy_deleted);
         assert_eq!(report.services_deleted, state.services.len());
         assert!(report.iptables_cleaned.contains(&(Backend::Legacy, IpFamily::V4)), "{report:?}");
