@@ -38,10 +38,26 @@ fn main() -> ExitCode {
     match run(loaded.config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("kube-proxy-rs: {err:#}");
+            eprintln!("kube-proxy-rs: {}", error_chain(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, leaving out a cause whose text
+/// the message already carries (our errors name their source inline).
+fn error_chain(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// Prints a configuration error, one problem per line, and returns exit code 1.

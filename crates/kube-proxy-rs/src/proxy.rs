@@ -8,6 +8,7 @@ mod iptables_mode;
 mod node_name;
 mod serve;
 mod shutdown;
+mod sources;
 
 use crate::config::{Config, ProxyMode};
 use anyhow::Context;

@@ -1,11 +1,12 @@
-//! The long-running proxy: the manifests source feeds the tracker; the
-//! runner calls the iptables sync within its bounds; every sync updates
-//! the health-check servers, node health and metrics.
+//! The long-running proxy: a source (the manifests file or the API
+//! server) feeds the tracker; the runner calls the iptables sync within
+//! its bounds; every sync updates the health-check servers, node health
+//! and metrics.
 
 use super::iptables_mode::{IptablesProxier, SyncReport};
+use super::sources::{Changes, Source, lock};
 use super::{node_name, shutdown};
 use crate::config::Config;
-use anyhow::Context;
 use health::{IpFamily, Metrics, ProxyHealth, ProxyMode, ServiceHealthServers, SyncKind, TrafficPolicy};
 use model::{ChangeSet, Snapshot};
 use runner::{Periods, Runner, Trigger};
@@ -24,12 +25,8 @@ struct SyncState {
 
 /// Runs the proxy until SIGTERM/SIGINT.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    let path = config.manifests.clone().context(
-        "no --manifests FILE given: the API server source is not implemented yet, so kube-proxy-rs needs a manifests file",
-    )?;
-    let mut watch = source::manifests::watch(&path, source::manifests::DEFAULT_POLL)?;
+    let source = Source::open(&config).await?;
     let tracker = Arc::new(Mutex::new(Tracker::new(node_name::resolve(&config)?)));
-    lock(&tracker).replace_all(&watch.initial.objects);
 
     let metrics = Metrics::new(ProxyMode::Iptables);
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
@@ -37,7 +34,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
     let state = SyncState {
         tracker: Arc::clone(&tracker),
-        proxier: IptablesProxier::new(&config, iptables::render::IpFamily::V4).await?,
+        proxier: IptablesProxier::new(&config, IpFamily::V4).await?,
         service_health: ServiceHealthServers::new(health_addresses(&config), health.clone()),
         health: health.clone(),
         metrics,
@@ -49,40 +46,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         async move { state.lock().await.sync(trigger).await }
     });
     let runner = runner.spawn();
-    health.queued_update(IpFamily::V4);
-    handle.ready();
+    let feed = source.start(tracker, Changes { health, handle: handle.clone() });
 
-    tokio::select! {
-        () = follow_updates(&mut watch.updates, &tracker, &health, &handle) => {}
-        () = shutdown::signal() => {}
-    }
+    shutdown::signal().await;
+    feed.abort();
     handle.stop();
     let _ = runner.await;
     Ok(())
-}
-
-/// Feeds every new state of the manifests file to the tracker and asks
-/// for a sync when something changed. If the watcher ends, the proxy
-/// keeps its rules and waits to be stopped.
-async fn follow_updates(
-    updates: &mut tokio::sync::mpsc::Receiver<source::manifests::Parsed>,
-    tracker: &Mutex<Tracker>,
-    health: &ProxyHealth,
-    handle: &runner::Handle,
-) {
-    while let Some(parsed) = updates.recv().await {
-        let changed = {
-            let mut tracker = lock(tracker);
-            tracker.replace_all(&parsed.objects);
-            tracker.has_changes()
-        };
-        if changed {
-            health.queued_update(IpFamily::V4);
-            handle.run();
-        }
-    }
-    tracing::warn!("the manifests watcher stopped; keeping the current rules");
-    std::future::pending::<()>().await;
 }
 
 impl SyncState {
@@ -160,8 +130,4 @@ async fn start_servers(config: &Config, health: &ProxyHealth, metrics: &Metrics)
 /// (upstream's iptables mode binds the wildcard).
 fn health_addresses(_config: &Config) -> Vec<IpAddr> {
     vec![IpAddr::V4(Ipv4Addr::UNSPECIFIED)]
-}
-
-fn lock(tracker: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
-    tracker.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
