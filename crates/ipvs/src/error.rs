@@ -9,6 +9,14 @@ pub enum Error {
     /// registered): the proxy should fall back to iptables mode.
     #[error("the kernel does not support IPVS (generic netlink family \"IPVS\" not found: {0})")]
     IpvsUnavailable(String),
+    /// The kernel has IPVS but not the configured scheduler.
+    #[error("the kernel has no IPVS scheduler {scheduler:?} (module ip_vs_{scheduler}): {source}")]
+    SchedulerUnavailable {
+        /// The scheduler name.
+        scheduler: String,
+        /// The kernel's errno.
+        source: io::Error,
+    },
     /// A generic-netlink socket could not be opened.
     #[error("cannot open a generic netlink socket: {0}")]
     NetlinkSocket(#[source] io::Error),

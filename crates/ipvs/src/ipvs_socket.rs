@@ -164,6 +164,25 @@ impl IpvsSocket {
             .unwrap_or_default())
     }
 
+    /// Checks that the kernel has the scheduler `name`, as upstream's
+    /// `CanUseIPVSProxier` does: fine if a virtual server already uses it,
+    /// else a throw-away virtual server on 198.51.100.0:20000 (TEST-NET-2)
+    /// is added with it and deleted. The kernel loads `ip_vs_<name>` on
+    /// demand; [`Error::SchedulerUnavailable`] means it could not.
+    pub async fn check_scheduler(&self, name: &str) -> Result<(), Error> {
+        if self.services().await?.iter().any(|vs| vs.scheduler == name) {
+            return Ok(());
+        }
+        let probe = VirtualServer::new(ServiceKey::new([198, 51, 100, 0].into(), crate::IpProtocol::Tcp, 20000), name);
+        if let Err(e) = self.add_service(&probe).await {
+            return Err(match e {
+                Error::Kernel { source, .. } => Error::SchedulerUnavailable { scheduler: name.to_string(), source },
+                other => other,
+            });
+        }
+        self.delete_service(&probe.key).await
+    }
+
     async fn change(&self, msg: IpvsMessage, operation: impl Fn() -> String) -> Result<(), Error> {
         self.request(msg, Flags::Change, operation).await.map(|_| ())
     }

@@ -63,6 +63,19 @@ pub fn services_and_destinations(rt: &Runtime) {
     });
 }
 
+pub fn scheduler_check(rt: &Runtime) {
+    rt.block_on(async {
+        let ipvs = IpvsSocket::connect().await.unwrap();
+        for sched in ipvs::Scheduler::ALL {
+            ipvs.check_scheduler(sched.name()).await.unwrap_or_else(|e| panic!("{sched}: {e}"));
+        }
+        let err = ipvs.check_scheduler("nosuch").await.unwrap_err();
+        assert!(matches!(err, ipvs::Error::SchedulerUnavailable { .. }), "{err}");
+        assert!(err.to_string().starts_with("the kernel has no IPVS scheduler \"nosuch\""), "{err}");
+        assert!(ipvs.services().await.unwrap().is_empty(), "the probe service is gone");
+    });
+}
+
 pub fn timeouts_and_version(rt: &Runtime) {
     rt.block_on(async {
         let ipvs = IpvsSocket::connect().await.unwrap();
