@@ -76,69 +76,8 @@ pub enum NodePortAddresses {
     Cidrs(Vec<IpNet>),
 }
 
-/// An IPVS scheduling algorithm (`--ipvs-scheduler`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IpvsScheduler {
-    /// rr: round robin (the default).
-    RoundRobin,
-    /// wrr: weighted round robin.
-    WeightedRoundRobin,
-    /// lc: least connection.
-    LeastConnection,
-    /// wlc: weighted least connection.
-    WeightedLeastConnection,
-    /// lblc: locality-based least connection.
-    LocalityBasedLeastConnection,
-    /// lblcr: locality-based least connection with replication.
-    LocalityBasedLeastConnectionWithReplication,
-    /// dh: destination hashing.
-    DestinationHashing,
-    /// sh: source hashing.
-    SourceHashing,
-    /// sed: shortest expected delay.
-    ShortestExpectedDelay,
-    /// nq: never queue.
-    NeverQueue,
-    /// mh: maglev hashing.
-    MaglevHashing,
-}
-
-impl IpvsScheduler {
-    /// Every scheduler with its kernel name, in the order the error lists them.
-    pub const ALL: [(&'static str, IpvsScheduler); 11] = [
-        ("rr", IpvsScheduler::RoundRobin),
-        ("wrr", IpvsScheduler::WeightedRoundRobin),
-        ("lc", IpvsScheduler::LeastConnection),
-        ("wlc", IpvsScheduler::WeightedLeastConnection),
-        ("lblc", IpvsScheduler::LocalityBasedLeastConnection),
-        (
-            "lblcr",
-            IpvsScheduler::LocalityBasedLeastConnectionWithReplication,
-        ),
-        ("dh", IpvsScheduler::DestinationHashing),
-        ("sh", IpvsScheduler::SourceHashing),
-        ("sed", IpvsScheduler::ShortestExpectedDelay),
-        ("nq", IpvsScheduler::NeverQueue),
-        ("mh", IpvsScheduler::MaglevHashing),
-    ];
-
-    /// The kernel's name for it (`rr`, `wlc`, ...), as the netlink
-    /// `IPVS_SVC_ATTR_SCHED_NAME` attribute carries it.
-    pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, s)| *s == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("rr")
-    }
-}
-
-impl std::fmt::Display for IpvsScheduler {
-    /// Writes the kernel's name (`rr`).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// An IPVS scheduling algorithm (`--ipvs-scheduler`): the ipvs crate's.
+pub use ipvs::Scheduler as IpvsScheduler;
 
 /// IPVS mode settings.
 #[derive(Clone, Debug, PartialEq, Eq)]

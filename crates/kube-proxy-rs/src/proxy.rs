@@ -5,7 +5,10 @@
 mod cleanup;
 mod dry_run;
 mod iptables_mode;
+mod ipvs_mode;
 mod node_name;
+mod proxier;
+mod report;
 mod serve;
 mod shutdown;
 mod sources;
@@ -22,7 +25,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     if config.cleanup {
-        return runtime.block_on(cleanup::run());
+        return runtime.block_on(cleanup::run(&config));
     }
     anyhow::ensure!(
         config.mode != ProxyMode::Nftables,

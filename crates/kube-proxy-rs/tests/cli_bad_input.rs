@@ -162,7 +162,7 @@ fn unknown_scheduler_lists_the_valid_ones() {
         1,
         &[
             "--ipvs-scheduler: invalid value \"fifo\"",
-            "rr, wrr, lc, wlc, lblc, lblcr, dh, sh, sed, nq, mh",
+            "rr, wrr, lc, wlc, lblc, lblcr, sh, dh, sed, nq, mh",
         ],
     );
     let (_d, path) = config_file("mode: ipvs\nipvs:\n  scheduler: fifo\n");

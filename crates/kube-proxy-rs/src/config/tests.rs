@@ -377,13 +377,14 @@ fn mode_and_scheduler_names() {
     let e = error(&["--proxy-mode=ipvs", "--ipvs-scheduler=fifo"]);
     assert_eq!(
         e,
-        "--ipvs-scheduler: invalid value \"fifo\": must be one of rr, wrr, lc, wlc, lblc, lblcr, dh, sh, sed, nq, mh (blank means rr)"
+        "--ipvs-scheduler: invalid value \"fifo\": must be one of rr, wrr, lc, wlc, lblc, lblcr, sh, dh, sed, nq, mh (blank means rr)"
     );
     assert!(
         load_args(&["--ipvs-scheduler=fifo"]).is_ok(),
         "only checked in ipvs mode, as upstream"
     );
-    for (name, s) in IpvsScheduler::ALL {
+    for s in IpvsScheduler::ALL {
+        let name = s.name();
         assert_eq!(
             config(&["--proxy-mode=ipvs", &format!("--ipvs-scheduler={name}")])
                 .ipvs

@@ -1,12 +1,14 @@
 //! The iptables mode's sync: render the snapshot (pure), apply it with
-//! `iptables-restore`, and report what the metrics need.
+//! `iptables-restore`, and report what the metrics need. Also the option
+//! mapping IPVS mode shares (backend, cluster CIDR, NodePort addresses).
 
 use crate::config::{Config, DetectLocal, IptablesBackend, NodePortAddresses};
 use iptables::apply::{Backend, BackendChoice, Iptables, KernelFacts};
-use iptables::render::{IpFamily, RenderOptions, Rendered};
+use super::report::SyncReport;
+use iptables::render::{IpFamily, RenderOptions};
 use ipnet::IpNet;
 use model::Snapshot;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// One IP family's iptables proxier: the applier and the options it
 /// renders with.
@@ -14,16 +16,6 @@ pub struct IptablesProxier {
     iptables: Iptables,
     opts: RenderOptions,
     node_cidr_detection: bool,
-}
-
-/// What one sync did, for logs and metrics.
-pub struct SyncReport {
-    /// The render's output (rules and no-local-endpoint counts).
-    pub rendered: Rendered,
-    /// Time spent rendering.
-    pub render: Duration,
-    /// Time spent in `iptables-restore` and the jump checks.
-    pub apply: Duration,
 }
 
 impl IptablesProxier {
@@ -49,24 +41,26 @@ impl IptablesProxier {
         let rendered = iptables::render::render(snapshot, &self.opts);
         let render = started.elapsed();
         self.iptables.apply_ruleset(&rendered.ruleset).await?;
-        Ok(SyncReport { rendered, render, apply: started.elapsed() - render })
+        Ok(SyncReport {
+            render,
+            apply: started.elapsed() - render,
+            ruleset: rendered.ruleset,
+            virtual_servers: None,
+            no_local_internal: rendered.no_local_endpoints.internal,
+            no_local_external: rendered.no_local_endpoints.external,
+        })
     }
 }
 
 /// The render options for `config` on this kernel.
 pub fn render_options(config: &Config, family: IpFamily, facts: &KernelFacts) -> RenderOptions {
-    let (node_port_addresses, node_port_primary) = match &config.node_port_addresses {
-        NodePortAddresses::All => (Vec::new(), false),
-        NodePortAddresses::Primary => (Vec::new(), true),
-        NodePortAddresses::Cidrs(cidrs) => (cidrs.clone(), false),
-    };
     RenderOptions {
         family,
         cluster_cidr: cluster_cidr(config, family),
         masquerade_all: config.masquerade_all,
         masquerade_bit: config.masquerade_bit,
-        node_port_addresses,
-        node_port_primary,
+        node_port_addresses: node_port_cidrs(config),
+        node_port_primary: config.node_port_addresses == NodePortAddresses::Primary,
         node_ips: facts.local_addresses.clone(),
         localhost_nodeports: config.localhost_node_ports,
         nfacct: facts.nfacct,
@@ -75,7 +69,16 @@ pub fn render_options(config: &Config, family: IpFamily, facts: &KernelFacts) ->
     }
 }
 
-fn backend_choice(flag: IptablesBackend) -> BackendChoice {
+/// `nodePortAddresses` CIDRs (none: every local address, or `primary`).
+pub fn node_port_cidrs(config: &Config) -> Vec<IpNet> {
+    match &config.node_port_addresses {
+        NodePortAddresses::Cidrs(cidrs) => cidrs.clone(),
+        NodePortAddresses::All | NodePortAddresses::Primary => Vec::new(),
+    }
+}
+
+/// `--iptables-backend` as the applier spells it.
+pub fn backend_choice(flag: IptablesBackend) -> BackendChoice {
     match flag {
         IptablesBackend::Auto => BackendChoice::Auto,
         IptablesBackend::Legacy => BackendChoice::Fixed(Backend::Legacy),
@@ -93,7 +96,7 @@ fn in_family(net: &IpNet, family: IpFamily) -> bool {
 }
 
 /// The cluster CIDR of this family for `detectLocalMode: ClusterCIDR`.
-fn cluster_cidr(config: &Config, family: IpFamily) -> Option<IpNet> {
+pub fn cluster_cidr(config: &Config, family: IpFamily) -> Option<IpNet> {
     match &config.detect_local {
         DetectLocal::ClusterCidr(cidrs) => cidrs.iter().find(|net| in_family(net, family)).copied(),
         DetectLocal::NodeCidr => None,

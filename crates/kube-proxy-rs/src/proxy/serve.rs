@@ -1,13 +1,14 @@
 //! The long-running proxy: a source (the manifests file or the API
 //! server) feeds the tracker; the runner calls the iptables sync within
-//! its bounds; every sync updates the health-check servers, node health
-//! and metrics.
+//! its bounds (iptables or IPVS mode); every sync updates the health-check
+//! servers, node health and metrics.
 
-use super::iptables_mode::{IptablesProxier, SyncReport};
+use super::proxier::Proxier;
+use super::report::SyncReport;
 use super::sources::{Changes, Source, lock};
 use super::{node_name, shutdown};
 use crate::config::Config;
-use health::{IpFamily, Metrics, ProxyHealth, ProxyMode, ServiceHealthServers, SyncKind, TrafficPolicy};
+use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
 use model::{ChangeSet, Snapshot};
 use runner::{Periods, Runner, Trigger};
 use std::net::{IpAddr, Ipv4Addr};
@@ -17,7 +18,7 @@ use tracker::Tracker;
 /// Everything one sync touches.
 struct SyncState {
     tracker: Arc<Mutex<Tracker>>,
-    proxier: IptablesProxier,
+    proxier: Proxier,
     service_health: ServiceHealthServers,
     health: ProxyHealth,
     metrics: Metrics,
@@ -28,13 +29,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let source = Source::open(&config).await?;
     let tracker = Arc::new(Mutex::new(Tracker::new(node_name::resolve(&config)?)));
 
-    let metrics = Metrics::new(ProxyMode::Iptables);
+    let proxier = Proxier::new(&config, IpFamily::V4).await?;
+    let metrics = Metrics::new(proxier.mode());
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
     start_servers(&config, &health, &metrics).await;
 
     let state = SyncState {
         tracker: Arc::clone(&tracker),
-        proxier: IptablesProxier::new(&config, IpFamily::V4).await?,
+        proxier,
         service_health: ServiceHealthServers::new(health_addresses(&config), health.clone()),
         health: health.clone(),
         metrics,
@@ -45,13 +47,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let state = Arc::clone(&state);
         async move { state.lock().await.sync(trigger).await }
     });
-    let runner = runner.spawn();
     let feed = source.start(tracker, Changes { health, handle: handle.clone() });
-
-    shutdown::signal().await;
+    // The sync loop runs on this task (IPVS mode's netlink futures are not
+    // Send), finishing the sync in progress when told to stop.
+    let syncs = runner.run_loop();
+    tokio::pin!(syncs);
+    tokio::select! {
+        () = &mut syncs => {}
+        () = shutdown::signal() => {
+            handle.stop();
+            syncs.await;
+        }
+    }
     feed.abort();
-    handle.stop();
-    let _ = runner.await;
     Ok(())
 }
 
@@ -62,7 +70,7 @@ impl SyncState {
             Ok(report) => report,
             Err(err) => {
                 self.metrics.count_iptables_restore_failure(IpFamily::V4);
-                return Err(err.into());
+                return Err(err);
             }
         };
         self.health.sync_node(&snapshot.node);
@@ -81,32 +89,34 @@ impl SyncState {
 
     fn record(&self, report: &SyncReport, changes: &ChangeSet) {
         let family = IpFamily::V4;
-        let ruleset = &report.rendered.ruleset;
+        let ruleset = &report.ruleset;
         self.metrics.record_sync(family, SyncKind::Full, report.render + report.apply);
         for table in [iptables::Table::Filter, iptables::Table::Nat] {
             let n = ruleset.rule_count(table);
             self.metrics.set_iptables_rules(family, table.as_str(), n, n);
         }
-        let no_local = report.rendered.no_local_endpoints;
-        self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, no_local.internal);
-        self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, no_local.external);
+        self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
+        self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
         self.metrics.count_service_changes(changes.services.len() as u64);
     }
 }
 
 /// One line per sync; the scale benchmark reads these figures.
 fn log_sync(trigger: Trigger, report: &SyncReport, snapshot: &Snapshot) {
-    let ruleset = &report.rendered.ruleset;
-    tracing::info!(
-        ?trigger,
-        services = snapshot.services.len(),
-        render_ms = report.render.as_secs_f64() * 1e3,
-        apply_ms = report.apply.as_secs_f64() * 1e3,
-        nat_rules = ruleset.nat.rules.len(),
-        nat_chains = ruleset.nat.chains.len(),
-        filter_rules = ruleset.filter.rules.len(),
-        "synced iptables rules"
-    );
+    let ruleset = &report.ruleset;
+    let (render_ms, apply_ms) = (report.render.as_secs_f64() * 1e3, report.apply.as_secs_f64() * 1e3);
+    let (nat_rules, nat_chains, filter_rules) = (ruleset.nat.rules.len(), ruleset.nat.chains.len(), ruleset.filter.rules.len());
+    let services = snapshot.services.len();
+    match report.virtual_servers {
+        None => tracing::info!(
+            ?trigger, services, render_ms, apply_ms, nat_rules, nat_chains, filter_rules,
+            "synced iptables rules"
+        ),
+        Some(virtual_servers) => tracing::info!(
+            ?trigger, services, virtual_servers, render_ms, apply_ms, nat_rules, filter_rules,
+            "synced IPVS rules"
+        ),
+    }
 }
 
 /// Starts the node health and metrics servers; a bind failure is logged

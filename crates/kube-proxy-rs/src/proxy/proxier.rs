@@ -1,0 +1,65 @@
+//! The configured mode's proxier, chosen at start-up: iptables, or IPVS
+//! with the fall-back to iptables upstream has when the kernel lacks IPVS.
+//! Starting in one mode removes what the other left behind.
+
+use super::ipvs_mode::IpvsProxier;
+use super::iptables_mode::IptablesProxier;
+use super::report::SyncReport;
+use crate::config::{Config, ProxyMode};
+use model::{IpFamily, Snapshot};
+
+/// The datapath programmer of the running mode.
+pub enum Proxier {
+    /// iptables mode.
+    Iptables(IptablesProxier),
+    /// IPVS mode.
+    Ipvs(IpvsProxier),
+}
+
+impl Proxier {
+    /// Sets up the configured mode for `family`.
+    pub async fn new(config: &Config, family: IpFamily) -> anyhow::Result<Self> {
+        if config.mode == ProxyMode::Ipvs {
+            match IpvsProxier::new(config, family).await {
+                Ok(proxier) => return Ok(Proxier::Ipvs(proxier)),
+                Err(err @ ipvs::Error::IpvsUnavailable(_)) => {
+                    tracing::warn!("{err}; falling back to iptables mode");
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        remove_ipvs_leftovers(config).await;
+        Ok(Proxier::Iptables(IptablesProxier::new(config, family).await?))
+    }
+
+    /// The mode actually running, for the metrics.
+    pub fn mode(&self) -> health::ProxyMode {
+        match self {
+            Proxier::Iptables(_) => health::ProxyMode::Iptables,
+            Proxier::Ipvs(_) => health::ProxyMode::Ipvs,
+        }
+    }
+
+    /// Renders and applies every service of `snapshot`.
+    pub async fn sync(&mut self, snapshot: &Snapshot) -> anyhow::Result<SyncReport> {
+        Ok(match self {
+            Proxier::Iptables(p) => p.sync(snapshot).await?,
+            Proxier::Ipvs(p) => p.sync(snapshot).await?,
+        })
+    }
+}
+
+/// IPVS mode's leftovers (its reject filter above all) would break
+/// iptables mode; they are removed only if present, so a node whose IPVS
+/// table someone else uses is left alone.
+async fn remove_ipvs_leftovers(config: &Config) {
+    let opts = ipvs::apply::ApplyOptions { exclude_cidrs: config.ipvs.exclude_cidrs.clone(), ..Default::default() };
+    match ipvs::cleanup::leftovers_present(&opts).await {
+        Ok(true) => match ipvs::cleanup::apply_cleanup(&opts).await {
+            Ok(_) => tracing::info!("removed what IPVS mode left behind"),
+            Err(err) => tracing::warn!(%err, "could not remove what IPVS mode left behind"),
+        },
+        Ok(false) => {}
+        Err(err) => tracing::debug!(%err, "cannot check for IPVS leftovers"),
+    }
+}

@@ -1,0 +1,20 @@
+//! What one sync did, whatever the mode: for logs and metrics.
+
+use std::time::Duration;
+
+/// The figures of one sync.
+pub struct SyncReport {
+    /// Time spent rendering (pure).
+    pub render: Duration,
+    /// Time spent applying to the kernel.
+    pub apply: Duration,
+    /// The iptables rules written (all of them in iptables mode; the
+    /// companion rules in IPVS mode).
+    pub ruleset: iptables::Ruleset,
+    /// IPVS virtual servers programmed (IPVS mode only).
+    pub virtual_servers: Option<usize>,
+    /// Services with internalTrafficPolicy Local and no local endpoint.
+    pub no_local_internal: usize,
+    /// Services with externalTrafficPolicy Local and no local endpoint.
+    pub no_local_external: usize,
+}
