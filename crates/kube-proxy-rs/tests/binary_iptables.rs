@@ -1,0 +1,197 @@
+//! The binary in iptables mode on a real kernel, each test in a fresh
+//! network namespace of its own, fed `examples/cluster.yaml` (the upstream
+//! reference scenario) as the README runs it: `--dry-run` output is
+//! accepted by `iptables-restore --test`; syncs are idempotent and add the
+//! built-in jumps once; a service removed from the manifests loses its
+//! chains at the next sync; `--cleanup` leaves nothing of ours (kubelet's
+//! shared `KUBE-FIREWALL` stays, as with upstream); and
+//! `--proxy-mode=ipvs` on a kernel without IPVS falls back to iptables mode
+//! with one line saying so. Needs root; without it one line says so.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+use testkit::netns::{Netns, unavailable};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kube-proxy-rs");
+/// How long a sync may take to show in the log.
+const SYNC_WITHIN: Duration = Duration::from_secs(20);
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster.yaml")
+}
+
+/// The README's flags for the example, plus fast syncs and loopback-only
+/// node servers.
+fn args(manifests: &Path) -> Vec<String> {
+    let manifests = manifests.display().to_string();
+    [
+        "--manifests", &manifests, "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16",
+        "--iptables-backend", "legacy", "--iptables-sync-period", "1s", "--iptables-min-sync-period", "0s",
+        "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// `iptables-save` without comments and counters, for comparing states.
+fn saved(ns: &Netns) -> String {
+    let text = ns.exec("iptables-legacy-save", &[]).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| if l.starts_with(':') { l.split(" [").next().unwrap_or(l) } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A running proxy whose log lines arrive on a channel.
+struct Proxy {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Proxy {
+    fn start(ns: &Netns, args: &[String]) -> Self {
+        let mut child = ns.command(BINARY).args(args).env("RUST_LOG", "info").stderr(Stdio::piped()).spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines, seen: Vec::new() }
+    }
+
+    /// Waits for the next log line containing `needle`.
+    fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + SYNC_WITHIN;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => self.seen.push(line),
+                Err(_) => break,
+            }
+        }
+        panic!("no log line with {needle:?} within {SYNC_WITHIN:?}; log so far:\n{}", self.seen.join("\n"));
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "kube-proxy-rs exited {status} on SIGTERM");
+    }
+}
+
+/// The `KUBE-SVC-`/`KUBE-SEP-`/... chains whose rules name `port` in a comment.
+fn chains_of(save: &str, port: &str) -> Vec<String> {
+    let mut chains: Vec<String> = save
+        .lines()
+        .filter(|l| l.contains(&format!("\"{port}")) || l.contains(&format!(" {port} ")))
+        .filter_map(|l| l.strip_prefix("-A "))
+        .filter_map(|l| l.split(' ').next())
+        .filter(|c| ["KUBE-SVC-", "KUBE-SEP-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SVL-"].iter().any(|p| c.starts_with(p)))
+        .map(String::from)
+        .collect();
+    chains.sort();
+    chains.dedup();
+    chains
+}
+
+/// The manifests without the Service `name` (its slices stay, unused).
+fn without_service(manifests: &str, name: &str) -> String {
+    let marker = format!("kind: Service\nmetadata:\n  name: {name}\n");
+    manifests.split("\n---\n").filter(|doc| !doc.contains(&marker)).collect::<Vec<_>>().join("\n---\n")
+}
+
+#[test]
+fn dry_run_output_passes_iptables_restore_test_and_changes_nothing() {
+    if let Some(why) = unavailable() {
+        println!("{why}");
+        return;
+    }
+    let ns = Netns::new("dryrun").unwrap();
+    let out = ns.command(BINARY).args(args(&example())).arg("--dry-run").output().unwrap();
+    assert!(out.status.success(), "--dry-run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let rules = String::from_utf8(out.stdout).unwrap();
+    assert!(rules.contains("-A KUBE-SERVICES") && rules.contains("COMMIT"), "not restore input:\n{rules}");
+    let mut restore = ns.command("iptables-legacy-restore").arg("--test").stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut restore.stdin.take().unwrap(), rules.as_bytes()).unwrap();
+    let checked = restore.wait_with_output().unwrap();
+    assert!(checked.status.success(), "iptables-restore --test refused it: {}", String::from_utf8_lossy(&checked.stderr));
+    assert!(!saved(&ns).contains("KUBE-"), "--dry-run or --test changed the namespace:\n{}", saved(&ns));
+}
+
+#[test]
+fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_nothing() {
+    if let Some(why) = unavailable() {
+        println!("{why}");
+        return;
+    }
+    let ns = Netns::new("binsync").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("cluster.yaml");
+    let original = std::fs::read_to_string(example()).unwrap();
+    std::fs::write(&manifests, &original).unwrap();
+
+    let mut proxy = Proxy::start(&ns, &args(&manifests));
+    proxy.wait_for("synced iptables rules");
+    let first = saved(&ns);
+    proxy.wait_for("synced iptables rules");
+    let second = saved(&ns);
+    assert_eq!(first, second, "a second sync of the same state changed iptables-save");
+    for jump in ["-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES", "-A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j KUBE-POSTROUTING"] {
+        assert_eq!(second.matches(jump).count(), 1, "{jump} not exactly once:\n{second}");
+    }
+
+    let web = chains_of(&second, "storefront/web:http");
+    assert!(web.iter().any(|c| c.starts_with("KUBE-SVC-")) && web.iter().any(|c| c.starts_with("KUBE-SEP-")), "{web:?}");
+    let tmp = dir.path().join("next.yaml");
+    std::fs::write(&tmp, without_service(&original, "web")).unwrap();
+    std::fs::rename(&tmp, &manifests).unwrap();
+    let deadline = Instant::now() + SYNC_WITHIN;
+    let mut after = saved(&ns);
+    while web.iter().any(|c| after.contains(c.as_str())) && Instant::now() < deadline {
+        proxy.wait_for("synced iptables rules");
+        after = saved(&ns);
+    }
+    let left: Vec<&String> = web.iter().filter(|c| after.contains(c.as_str())).collect();
+    assert!(left.is_empty(), "chains of the removed service storefront/web still there: {left:?}\n{after}");
+    assert!(after.contains("storefront/cart:grpc"), "the other services lost their rules:\n{after}");
+    proxy.stop();
+
+    let out = ns.command(BINARY).arg("--cleanup").output().unwrap();
+    assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
+    // KUBE-FIREWALL is kubelet's as much as ours: upstream's cleanup leaves it too.
+    let clean = saved(&ns);
+    let ours: Vec<&str> = clean.lines().filter(|l| l.contains("KUBE-") && !l.contains("KUBE-FIREWALL")).collect();
+    assert!(ours.is_empty(), "--cleanup left something of ours: {ours:#?}");
+}
+
+#[test]
+fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
+    if let Some(why) = unavailable() {
+        println!("{why}");
+        return;
+    }
+    let ns = Netns::new("ipvsfb").unwrap();
+    let mut proxy = Proxy::start(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
+    let kernel_has_ipvs = Path::new("/proc/net/ip_vs").exists();
+    if kernel_has_ipvs {
+        proxy.wait_for("synced IPVS rules");
+    } else {
+        let line = proxy.wait_for("falling back to iptables mode");
+        assert!(line.contains("the kernel does not support IPVS"), "{line}");
+        proxy.wait_for("synced iptables rules");
+        assert!(saved(&ns).contains("-A KUBE-SERVICES"), "no iptables-mode rules after the fall-back");
+    }
+    proxy.stop();
+}
