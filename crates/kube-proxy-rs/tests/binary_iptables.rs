@@ -6,7 +6,8 @@
 //! chains at the next sync; `--cleanup` leaves nothing of ours (kubelet's
 //! shared `KUBE-FIREWALL` stays, as with upstream); and
 //! `--proxy-mode=ipvs` on a kernel without IPVS falls back to iptables mode
-//! with one line saying so. Needs root; without it one line says so.
+//! with one line saying so; health-check servers follow `nodePortAddresses`.
+//! Needs root; without it one line says so.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -194,4 +195,24 @@ fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
         assert!(saved(&ns).contains("-A KUBE-SERVICES"), "no iptables-mode rules after the fall-back");
     }
     proxy.stop();
+}
+
+#[test]
+fn health_check_servers_listen_on_node_port_addresses_only() {
+    if let Some(why) = unavailable() {
+        println!("{why}");
+        return;
+    }
+    let ns = Netns::new("hcaddr").unwrap();
+    ns.ip(&["link", "add", "kprs0", "type", "veth", "peer", "name", "kprs1"]).unwrap();
+    ns.ip(&["addr", "add", "10.9.0.2/24", "dev", "kprs0"]).unwrap();
+    ns.ip(&["link", "set", "kprs0", "up"]).unwrap();
+    let args = [args(&example()), vec!["--nodeport-addresses=10.9.0.0/24".into()]].concat();
+    let mut proxy = Proxy::start(&ns, &args);
+    proxy.wait_for("synced iptables rules");
+    let listening = ns.exec("ss", &["-ltnH"]).unwrap();
+    proxy.stop();
+    // storefront/api's healthCheckNodePort in examples/cluster.yaml.
+    assert!(listening.contains("10.9.0.2:32070"), "not on the nodePortAddresses IP:\n{listening}");
+    assert!(!listening.contains("0.0.0.0:32070") && !listening.contains("*:32070"), "on every address:\n{listening}");
 }

@@ -7,7 +7,7 @@ use super::proxier::Proxier;
 use super::report::SyncReport;
 use super::sources::{Changes, Source, lock};
 use super::{node_name, shutdown};
-use crate::config::Config;
+use crate::config::{Config, NodePortAddresses};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
 use model::{ChangeSet, Snapshot};
 use runner::{Periods, Runner, Trigger};
@@ -37,7 +37,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let state = SyncState {
         tracker: Arc::clone(&tracker),
         proxier,
-        service_health: ServiceHealthServers::new(health_addresses(&config), health.clone()),
+        service_health: ServiceHealthServers::new(health_addresses(&config).await, health.clone()),
         health: health.clone(),
         metrics,
     };
@@ -136,8 +136,25 @@ async fn start_servers(config: &Config, health: &ProxyHealth, metrics: &Metrics)
     }
 }
 
-/// Where the per-service health-check servers listen: every IPv4 address
-/// (upstream's iptables mode binds the wildcard).
-fn health_addresses(_config: &Config) -> Vec<IpAddr> {
-    vec![IpAddr::V4(Ipv4Addr::UNSPECIFIED)]
+/// Where the per-service health-check servers listen, as upstream: the
+/// node's IPv4 addresses inside `nodePortAddresses` CIDRs when those are
+/// set, else every address (the wildcard; also for `primary`, whose node IP
+/// is not known before the first sync).
+async fn health_addresses(config: &Config) -> Vec<IpAddr> {
+    let wildcard = vec![IpAddr::V4(Ipv4Addr::UNSPECIFIED)];
+    let NodePortAddresses::Cidrs(cidrs) = &config.node_port_addresses else { return wildcard };
+    let local = match iptables::apply::read_local_addresses().await {
+        Ok(local) => local,
+        Err(err) => {
+            tracing::warn!(%err, "cannot read the node's addresses; health check servers listen on all of them");
+            return wildcard;
+        }
+    };
+    let chosen: Vec<IpAddr> =
+        local.into_iter().filter(|ip| ip.is_ipv4() && cidrs.iter().any(|net| net.contains(ip))).collect();
+    if chosen.is_empty() {
+        tracing::warn!(?cidrs, "no IPv4 address of the node is in nodePortAddresses; health check servers listen on all");
+        return wildcard;
+    }
+    chosen
 }
