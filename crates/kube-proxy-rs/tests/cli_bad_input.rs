@@ -94,6 +94,11 @@ fn negative_period() {
         1,
         &["--iptables-sync-period", "\"-1s\"", "greater than 0"],
     );
+    expect(
+        &["--proxy-mode=ipvs", "--ipvs-sync-period=-5s"],
+        1,
+        &["--ipvs-sync-period", "\"-5s\"", "greater than 0"],
+    );
 }
 
 #[test]
@@ -108,6 +113,11 @@ fn min_above_max() {
             "--iptables-min-sync-period",
             "must be less than or equal to --iptables-sync-period (30s)",
         ],
+    );
+    expect(
+        &["--proxy-mode=ipvs", "--ipvs-min-sync-period=2h22m", "--ipvs-sync-period=1m"],
+        1,
+        &["--ipvs-min-sync-period", "must be less than or equal to --ipvs-sync-period (1m0s)"],
     );
     let (_d, path) = config_file("iptables:\n  syncPeriod: 10s\n  minSyncPeriod: 1m\n");
     expect(
