@@ -12,6 +12,7 @@ mod report;
 mod serve;
 mod shutdown;
 mod sources;
+mod stale_flows;
 
 use crate::config::{Config, ProxyMode};
 use anyhow::Context;

@@ -1,12 +1,12 @@
 //! The long-running proxy: a source (the manifests file or the API
 //! server) feeds the tracker; the runner calls the iptables sync within
 //! its bounds (iptables or IPVS mode); every sync updates the health-check
-//! servers, node health and metrics.
+//! servers, node health and metrics, and removes stale UDP conntrack flows.
 
 use super::proxier::Proxier;
 use super::report::SyncReport;
 use super::sources::{Changes, Source, lock};
-use super::{node_name, shutdown};
+use super::{node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
 use model::{ChangeSet, Snapshot};
@@ -76,6 +76,7 @@ impl SyncState {
         self.health.sync_node(&snapshot.node);
         self.health.updated(IpFamily::V4);
         self.sync_health_servers(&snapshot).await;
+        stale_flows::clean_stale_udp_flows(&snapshot).await;
         self.record(&report, &changes);
         log_sync(trigger, &report, &snapshot);
         Ok(())

@@ -1,0 +1,19 @@
+//! Conntrack cleanup, the "after" step of a sync: UDP has no connection
+//! close, so a conntrack entry keeps sending a client's datagrams to the
+//! endpoint NAT picked for its first packet — even after that endpoint is
+//! gone, and a flow that met a service without endpoints stays un-NATed
+//! after endpoints appear. As upstream's `CleanStaleEntries`, after each
+//! sync the UDP flows are listed and those to a service address whose NAT
+//! target is not a serving endpoint of it any more are deleted.
+//!
+//! [`flow`] parses `conntrack -L` output and [`stale`] decides (both pure);
+//! [`apply`] runs the `conntrack` tool.
+
+pub mod apply;
+mod error;
+pub mod flow;
+pub mod stale;
+
+pub use error::Error;
+pub use flow::UdpFlow;
+pub use stale::{Deletion, ServiceTargets, find_stale};
