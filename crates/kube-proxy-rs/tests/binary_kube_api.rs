@@ -1,0 +1,184 @@
+//! The binary against an API server: `kube-proxy-rs --master URL` in a
+//! network namespace of its own, talking to the fake API server of the
+//! source crate's tests (list + chunked watch, run inside the same
+//! namespace). It shows, through the real binary and kernel: no sync (and
+//! no rule) before the first complete list; the rules follow the API's
+//! objects; the node is watched by name; the node keeps its rules while the
+//! API server is down and catches up when it returns. Needs root; without
+//! it one line says so.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+#[path = "../../source/tests/kube/fake_api.rs"]
+mod fake_api;
+
+use fake_api::{FakeApi, Kind};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+use testkit::netns::{Netns, unavailable};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kube-proxy-rs");
+const PATIENCE: Duration = Duration::from_secs(20);
+const SYNCED: &str = "synced iptables rules";
+
+fn service() -> Value {
+    json!({
+        "metadata": {"namespace": "shop", "name": "web", "labels": {}},
+        "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.40", "clusterIPs": ["10.96.0.40"],
+                 "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]},
+    })
+}
+
+fn slice(ips: &[&str]) -> Value {
+    let endpoints: Vec<Value> =
+        ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": "node-b"})).collect();
+    json!({
+        "metadata": {"namespace": "shop", "name": "web-1", "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4",
+        "endpoints": endpoints,
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    })
+}
+
+fn node(name: &str, ip: &str) -> Value {
+    json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {"podCIDRs": ["10.244.1.0/24"]},
+        "status": {"addresses": [{"type": "InternalIP", "address": ip}]},
+    })
+}
+
+/// The proxy's log lines, read on a thread.
+struct Log {
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Log {
+    fn follow(child: &mut Child) -> Self {
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { lines, seen: Vec::new() }
+    }
+
+    /// Lines that arrived since the last call.
+    fn drain(&mut self) -> Vec<String> {
+        let new: Vec<String> = self.lines.try_iter().collect();
+        self.seen.extend(new.iter().cloned());
+        new
+    }
+
+    /// Waits (letting the fake server run) until a new line contains `needle`.
+    async fn wait_for(&mut self, needle: &str) -> String {
+        let start = Instant::now();
+        while start.elapsed() < PATIENCE {
+            if let Some(line) = self.drain().into_iter().find(|l| l.contains(needle)) {
+                return line;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no log line with {needle:?} within {PATIENCE:?}; log:\n{}", self.seen.join("\n"));
+    }
+}
+
+fn saved_table(table: &str) -> String {
+    let out = std::process::Command::new("iptables-legacy-save").args(["-t", table]).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn nat_rules() -> String {
+    saved_table("nat")
+}
+
+fn endpoint_chains(rules: &str) -> usize {
+    rules.lines().filter(|l| l.starts_with(":KUBE-SEP-")).count()
+}
+
+/// Waits until `nat_rules()` has `want` endpoint chains, with syncs between.
+async fn wait_for_endpoint_chains(log: &mut Log, want: usize) {
+    let start = Instant::now();
+    while endpoint_chains(&nat_rules()) != want {
+        assert!(start.elapsed() < PATIENCE, "want {want} KUBE-SEP chains, have:\n{}", nat_rules());
+        log.wait_for(SYNCED).await;
+    }
+}
+
+async fn scenario(ns_name: String) {
+    let mut api = FakeApi::start_new().await;
+    api.apply(Kind::Nodes, node("node-a", "192.168.0.2"));
+    api.apply(Kind::Nodes, node("node-b", "192.168.0.3"));
+    api.apply(Kind::Services, service());
+    api.apply(Kind::EndpointSlices, slice(&["10.244.2.5"]));
+    api.hold_lists(Kind::EndpointSlices);
+
+    let mut child = std::process::Command::new(BINARY)
+        .args(["--master", &api.url(), "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16"])
+        .args(["--iptables-backend", "legacy", "--iptables-sync-period", "1s", "--iptables-min-sync-period", "0s"])
+        .args(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = Log::follow(&mut child);
+
+    // Services listed, EndpointSlices held: no sync, no rule.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let early: Vec<String> = log.drain().into_iter().filter(|l| l.contains(SYNCED)).collect();
+    assert!(early.is_empty(), "synced before the EndpointSlice list arrived: {early:?}");
+    assert!(!nat_rules().contains("KUBE-SERVICES"), "rules before the first list in {ns_name}:\n{}", nat_rules());
+
+    api.release_lists(Kind::EndpointSlices);
+    log.wait_for(SYNCED).await;
+    let rules = nat_rules();
+    assert!(rules.contains("shop/web:http"), "no rules for shop/web:\n{rules}");
+    assert_eq!(endpoint_chains(&rules), 1, "{rules}");
+    let nodes: Vec<_> = api.log().into_iter().filter(|l| l.kind == Kind::Nodes).collect();
+    assert!(
+        nodes.iter().all(|l| l.query.get("fieldSelector").map(String::as_str) == Some("metadata.name=node-a")),
+        "the node is not watched by its name: {nodes:?}"
+    );
+
+    api.apply(Kind::EndpointSlices, slice(&["10.244.2.5", "10.244.2.6"]));
+    wait_for_endpoint_chains(&mut log, 2).await;
+
+    api.stop();
+    log.wait_for(SYNCED).await;
+    log.wait_for(SYNCED).await;
+    assert_eq!(endpoint_chains(&nat_rules()), 2, "rules changed while the API server was down:\n{}", nat_rules());
+
+    api.start().await;
+    api.delete(Kind::EndpointSlices, "shop", "web-1");
+    wait_for_endpoint_chains(&mut log, 0).await;
+    assert!(saved_table("filter").contains("shop/web:http has no endpoints"), "no REJECT:\n{}", saved_table("filter"));
+
+    let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "kube-proxy-rs exited {status}");
+}
+
+#[test]
+fn the_binary_follows_the_api_server() {
+    if let Some(why) = unavailable() {
+        println!("{why}");
+        return;
+    }
+    let ns = Netns::new("kubeapi").unwrap();
+    let name = ns.name().to_string();
+    // Everything below runs in the namespace: the fake server binds its
+    // loopback, and the proxy (a child of this thread) inherits it.
+    ns.run(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(scenario(name));
+    })
+    .unwrap();
+}
