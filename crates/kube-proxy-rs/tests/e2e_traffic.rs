@@ -29,7 +29,7 @@
 //! ```
 //!
 //! Both proxies read the same manifests file (`tests/e2e/cluster.yaml`,
-//! plus the run-time service `dyn`), with `--hostname-override node-a` /
+//! plus the run-time services `dyn` and `hc-local`), with `--hostname-override node-a` /
 //! `node-b`, `--cluster-cidr 10.244.0.0/16`, 1 s sync period. Every pod runs
 //! an echo server on TCP 8080, 8443, 5353 and UDP 5353 answering
 //! `ep=<pod> local=<ip:port reached> peer=<source ip:port seen>`.
@@ -51,6 +51,8 @@
 //! | multi-port | one service with 80->8080 and 443->8443: each port reaches both endpoints on its own target port |
 //! | balance | 1000 connections to a 4-endpoint service: each endpoint's count within the exact Binomial(1000, 1/4) interval whose tails carry ≤ 1.25e-7 each (≈ [182, 323]); chance that a correct proxy fails < 1e-6 |
 //! | affinity | sessionAffinity ClientIP (timeout 3 s): 12 clients each stick to one endpoint over 6 connections; after 5 s idle at least one moves (false failure 4^-12) |
+//! | node-healthz | each node's `/healthz` (127.0.0.1:10256, asked inside the node) answers 200 with upstream's headers and body (timestamps blanked; IPv4 only) |
+//! | health-check-node-port | ETP Local LB `hc-local`, healthCheckNodePort 32160, one endpoint: the client asking each node's IP gets upstream's exact answer, 200 (`localEndpoints: 1`) from the node with the endpoint and 503 (`0`) from the other; moving the endpoint to the other node and back flips both within 5 s |
 //! | runtime-change | rewriting the manifests: an added endpoint gets new connections, a removed one gets none, a deleted service stops answering — each within 5 s |
 //! | cleanup | `--cleanup` in node-b removes every kube-proxy chain/table; traffic through node-b is no longer translated; node-a unaffected |
 //!
@@ -74,8 +76,16 @@ mod change;
 mod cleanup;
 #[path = "e2e/flow.rs"]
 mod flow;
+#[path = "e2e/health_check.rs"]
+mod health_check;
+#[path = "e2e/http.rs"]
+mod http;
+#[path = "e2e/node_healthz.rs"]
+mod node_healthz;
 #[path = "e2e/scenario.rs"]
 mod scenario;
+#[path = "e2e/upstream.rs"]
+mod upstream;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -102,9 +112,15 @@ const READY_WITHIN: Duration = Duration::from_secs(30);
 type StatefulCase = (&'static str, fn(&Env) -> Result<String, String>);
 
 /// The cases that are not a table of flows, in the order they run (the
-/// last two change state).
-const STATEFUL_CASES: [StatefulCase; 4] =
-    [("balance", balance::run), ("affinity", affinity::run), ("runtime-change", change::run), ("cleanup", cleanup::run)];
+/// last three change state; health-check-node-port puts it back).
+const STATEFUL_CASES: [StatefulCase; 6] = [
+    ("balance", balance::run),
+    ("affinity", affinity::run),
+    ("node-healthz", node_healthz::run),
+    ("health-check-node-port", health_check::run),
+    ("runtime-change", change::run),
+    ("cleanup", cleanup::run),
+];
 
 #[test]
 fn e2e_traffic() {
@@ -117,7 +133,7 @@ fn e2e_traffic() {
     let binary = override_.as_deref().map_or(Path::new(env!("CARGO_BIN_EXE_kube-proxy-rs")), Path::new);
     println!("proxy under test: {}", binary.display());
     let cluster = Cluster::build(&scenario::plan()).expect("build the cluster");
-    cluster.write_manifests(&scenario::manifests(Some(&["a1"]))).expect("write manifests");
+    cluster.write_manifests(&scenario::manifests(Some(scenario::DYN_START), scenario::HC_HOME)).expect("write manifests");
     cluster.start_proxies(binary, &scenario::proxy_args()).expect("start kube-proxy-rs");
     let built = started.elapsed();
     match wait_ready(&cluster) {
@@ -164,6 +180,17 @@ fn case_table_documents_every_case() {
     for name in names {
         assert!(doc.contains(&format!("//! | {name} | ")), "case {name} is missing from the table at the top of e2e_traffic.rs");
     }
+}
+
+/// The expected health-check answers are upstream's captures, byte for
+/// byte (apart from the `Date` value).
+#[test]
+fn service_answer_matches_upstream_captures() {
+    for (capture, namespace, name, local) in upstream::SERVICE_CAPTURES {
+        assert_eq!(upstream::service_answer(namespace, name, local), upstream::blank_date(capture), "{namespace}/{name}");
+    }
+    assert!(upstream::node_healthz().contains("\"nodeEligible\":true,\"healthy\":true,\"status\":{\"IPv4\":{"));
+    assert!(!upstream::node_healthz().contains("IPv6"));
 }
 
 /// Every check's verdict, and the cluster's state at the first failure

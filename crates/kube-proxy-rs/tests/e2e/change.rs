@@ -8,7 +8,7 @@
 use crate::Env;
 use crate::flow::{From, Source, TIMEOUT, reach, reach_any, summarize, tcp};
 use crate::scenario::addr::{DYN, on};
-use crate::scenario::manifests;
+use crate::scenario::{HC_HOME, manifests};
 use std::time::{Duration, Instant};
 use testkit::echo::{Attempt, Outcome};
 
@@ -59,7 +59,7 @@ pub fn run(env: &Env) -> Result<String, String> {
 }
 
 fn write(env: &Env, dyn_endpoints: Option<&[&str]>) -> Result<(), String> {
-    env.cluster.write_manifests(&manifests(dyn_endpoints)).map_err(|e| format!("rewrite manifests: {e:#}"))
+    env.cluster.write_manifests(&manifests(dyn_endpoints, HC_HOME)).map_err(|e| format!("rewrite manifests: {e:#}"))
 }
 
 /// Polls `step` until it reports success; fails with the last attempts seen
