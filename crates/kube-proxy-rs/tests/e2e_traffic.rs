@@ -4,7 +4,9 @@
 //! is refused or dropped. Needs root (namespaces); without it, one line says
 //! so and the test returns. Run: `cargo test -p kube-proxy-rs --test
 //! e2e_traffic -- --nocapture` (prints every check as it passes);
-//! `KPRS_E2E_BINARY=<path>` tests another build of the binary.
+//! `KPRS_E2E_BINARY=<path>` tests another build of the binary;
+//! `KPRS_E2E_MODE=ipvs` runs the suite in IPVS mode (needs a kernel with
+//! IPVS; `e2e_ipvs_vm.rs` runs it so inside a VM).
 //!
 //! One cluster is built per run and shared by every case (they touch
 //! different services; the two cases that change state run last); all
@@ -62,65 +64,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "e2e/affinity.rs"]
-mod affinity;
-#[path = "e2e/balance.rs"]
-mod balance;
-#[path = "e2e/binomial.rs"]
-mod binomial;
-#[path = "e2e/cases.rs"]
-mod cases;
-#[path = "e2e/change.rs"]
-mod change;
-#[path = "e2e/cleanup.rs"]
-mod cleanup;
-#[path = "e2e/flow.rs"]
-mod flow;
-#[path = "e2e/health_check.rs"]
-mod health_check;
-#[path = "e2e/http.rs"]
-mod http;
-#[path = "e2e/node_healthz.rs"]
-mod node_healthz;
-#[path = "e2e/scenario.rs"]
-mod scenario;
-#[path = "e2e/upstream.rs"]
-mod upstream;
+#[path = "e2e/suite.rs"]
+mod suite;
 
-use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
-use testkit::cluster::Cluster;
-use testkit::echo::{Outcome, Probe, Proto, probe};
+use suite::scenario::Mode;
 use testkit::netns::unavailable;
-
-/// What the stateful cases need.
-pub struct Env<'a> {
-    /// The running cluster.
-    pub cluster: &'a Cluster,
-    /// The kube-proxy-rs binary under test.
-    pub binary: &'a Path,
-}
 
 /// Environment variable naming another proxy binary to test (e.g. a
 /// release build); by default the suite tests this package's binary.
 const BINARY_OVERRIDE: &str = "KPRS_E2E_BINARY";
-
-/// How long the proxies get to program their first rules.
-const READY_WITHIN: Duration = Duration::from_secs(30);
-
-type StatefulCase = (&'static str, fn(&Env) -> Result<String, String>);
-
-/// The cases that are not a table of flows, in the order they run (the
-/// last three change state; health-check-node-port puts it back).
-const STATEFUL_CASES: [StatefulCase; 6] = [
-    ("balance", balance::run),
-    ("affinity", affinity::run),
-    ("node-healthz", node_healthz::run),
-    ("health-check-node-port", health_check::run),
-    ("runtime-change", change::run),
-    ("cleanup", cleanup::run),
-];
+/// Environment variable choosing the proxy mode under test: `iptables`
+/// (the default) or `ipvs`.
+const MODE_VAR: &str = "KPRS_E2E_MODE";
 
 #[test]
 fn e2e_traffic() {
@@ -128,119 +84,11 @@ fn e2e_traffic() {
         println!("{why}");
         return;
     }
-    let started = Instant::now();
+    let mode = match std::env::var(MODE_VAR) {
+        Err(_) => Mode::Iptables,
+        Ok(name) => Mode::parse(&name).unwrap_or_else(|| panic!("{MODE_VAR}={name}: expected iptables or ipvs")),
+    };
     let override_ = std::env::var_os(BINARY_OVERRIDE);
     let binary = override_.as_deref().map_or(Path::new(env!("CARGO_BIN_EXE_kube-proxy-rs")), Path::new);
-    println!("proxy under test: {}", binary.display());
-    let cluster = Cluster::build(&scenario::plan()).expect("build the cluster");
-    cluster.write_manifests(&scenario::manifests(Some(scenario::DYN_START), scenario::HC_HOME)).expect("write manifests");
-    cluster.start_proxies(binary, &scenario::proxy_args()).expect("start kube-proxy-rs");
-    let built = started.elapsed();
-    match wait_ready(&cluster) {
-        Ok(took) => println!(
-            "cluster built in {:.1} s; both proxies (mode {}) ready {:.1} s later",
-            built.as_secs_f64(),
-            scenario::MODE,
-            took.as_secs_f64()
-        ),
-        Err(why) => panic!("{why}\n\n{}", cluster.diagnostics()),
-    }
-    let env = Env { cluster: &cluster, binary };
-    let mut report = Report::default();
-    for case in cases::flow_cases() {
-        println!("== {}: {}", case.name, case.checks);
-        for flow in &case.flows {
-            let start = Instant::now();
-            let result = flow.run(&cluster).map(|seen| format!("{}: {}", flow.describe(), seen.replace('\n', "; ")));
-            report.record(&cluster, case.name, start.elapsed(), result);
-        }
-    }
-    for (name, run) in STATEFUL_CASES {
-        let start = Instant::now();
-        let result = run(&env);
-        report.record(&cluster, name, start.elapsed(), result);
-    }
-    println!("{} checks, {} failed, in {:.1} s", report.checks, report.failures.len(), started.elapsed().as_secs_f64());
-    if !report.failures.is_empty() {
-        panic!(
-            "{} of {} end-to-end checks failed:\n\n{}\n\n{}",
-            report.failures.len(),
-            report.checks,
-            report.failures.join("\n\n"),
-            report.diagnostics.unwrap_or_default()
-        );
-    }
-}
-
-/// The case table at the top of this file names every case the suite runs.
-#[test]
-fn case_table_documents_every_case() {
-    let doc = include_str!("e2e_traffic.rs");
-    let names = cases::flow_cases().iter().map(|c| c.name).chain(STATEFUL_CASES.iter().map(|c| c.0)).collect::<Vec<_>>();
-    for name in names {
-        assert!(doc.contains(&format!("//! | {name} | ")), "case {name} is missing from the table at the top of e2e_traffic.rs");
-    }
-}
-
-/// The expected health-check answers are upstream's captures, byte for
-/// byte (apart from the `Date` value).
-#[test]
-fn service_answer_matches_upstream_captures() {
-    for (capture, namespace, name, local) in upstream::SERVICE_CAPTURES {
-        assert_eq!(upstream::service_answer(namespace, name, local), upstream::blank_date(capture), "{namespace}/{name}");
-    }
-    assert!(upstream::node_healthz().contains("\"nodeEligible\":true,\"healthy\":true,\"status\":{\"IPv4\":{"));
-    assert!(!upstream::node_healthz().contains("IPv6"));
-}
-
-/// Every check's verdict, and the cluster's state at the first failure
-/// (later cases change it).
-#[derive(Default)]
-struct Report {
-    checks: usize,
-    failures: Vec<String>,
-    diagnostics: Option<String>,
-}
-
-impl Report {
-    fn record(&mut self, cluster: &Cluster, case: &str, took: Duration, result: Result<String, String>) {
-        self.checks += 1;
-        match result {
-            Ok(seen) => println!("ok   {case:<20} {seen}  [{} ms]", took.as_millis()),
-            Err(failure) => {
-                println!("FAIL {case:<20} {}", failure.replace('\n', "\n     "));
-                self.failures.push(format!("FAIL {case}: {failure}"));
-                if self.diagnostics.is_none() {
-                    self.diagnostics = Some(format!("state at the first failure ({case}):\n{}", cluster.diagnostics()));
-                }
-            }
-        }
-    }
-}
-
-/// Waits until both proxies have programmed their rules: a pod on each node
-/// reaches the ClusterIP 10.96.10.11:80 (endpoint a1). Fails at once if a
-/// proxy exits.
-fn wait_ready(cluster: &Cluster) -> Result<Duration, String> {
-    let start = Instant::now();
-    let target = Probe { proto: Proto::Tcp, dst: SocketAddr::from(([10, 96, 10, 11], 80)), src: None, timeout: Duration::from_millis(300) };
-    let mut last = Vec::new();
-    while start.elapsed() < READY_WITHIN {
-        if let Some((node, status)) = cluster.exited_proxy() {
-            return Err(format!("kube-proxy-rs on {node} exited ({status}) before programming its rules"));
-        }
-        last.clear();
-        let mut ready = true;
-        for pod in ["ca", "cb"] {
-            let ns = cluster.pod(pod).expect("client pod").ns();
-            let outcome = probe(ns, target, 1).map_err(|e| format!("{e:#}"))?.remove(0).outcome;
-            ready &= matches!(&outcome, Outcome::Answered(a) if a.ep == "a1");
-            last.push(format!("pod {pod}: {outcome}"));
-        }
-        if ready {
-            return Ok(start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    Err(format!("proxies not ready after {READY_WITHIN:?}: pods -> 10.96.10.11:80 still: {}", last.join("; ")))
+    suite::run(binary, mode, None);
 }

@@ -11,10 +11,10 @@
 //! happens by chance with probability 4^-12 = 6e-8 — the case fails only
 //! then; without expiry no client can move, so it fails for sure.
 
-use crate::Env;
-use crate::flow::{From, Source, reach_any, tcp};
-use crate::scenario::addr::at;
-use crate::scenario::{AFFINITY_TIMEOUT_SECS, ca_sources};
+use super::Env;
+use super::flow::{From, Source, reach_any, tcp};
+use super::scenario::addr::at;
+use super::scenario::{AFFINITY_TIMEOUT_SECS, ca_sources};
 use std::time::Duration;
 use testkit::echo::Outcome;
 

@@ -1,8 +1,9 @@
 //! The table of flow cases: each a name, what it checks, and its flows.
 //! Addresses and pods are those of `cluster.yaml` / `scenario.rs`.
 
-use crate::flow::{Expect::Dropped, Expect::Refused, Flow, From, Source, reach, tcp, udp};
-use crate::scenario::addr::{CLIENT_IN, CLIENT_OUT, GW_A, NODE_A, NODE_B, at, on};
+use super::flow::{Expect::Dropped, Expect::Refused, Flow, From, Source, reach, tcp, udp};
+use super::scenario::Mode;
+use super::scenario::addr::{CLIENT_IN, CLIENT_OUT, GW_A, NODE_A, NODE_B, at, on};
 
 /// A named group of flows.
 pub struct FlowCase {
@@ -18,8 +19,9 @@ fn case(name: &'static str, checks: &'static str, flows: Vec<Flow>) -> FlowCase 
     FlowCase { name, checks, flows }
 }
 
-/// Every flow case, in the order they run.
-pub fn flow_cases() -> Vec<FlowCase> {
+/// Every flow case, in the order they run, with `mode`'s expectations.
+pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
+    let _ = mode;
     use From::{Client, Node, Pod};
     use Source::{Is, Kept, MasqBy};
     // Attempts that make "only the local endpoint is used" meaningful: with

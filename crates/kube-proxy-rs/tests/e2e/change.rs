@@ -5,10 +5,10 @@
 //! [`DEADLINE`]: the proxies poll the file about every second and resync at
 //! once (`--iptables-min-sync-period 0s`), so about 1–2 s is expected.
 
-use crate::Env;
-use crate::flow::{From, Source, TIMEOUT, reach, reach_any, summarize, tcp};
-use crate::scenario::addr::{DYN, on};
-use crate::scenario::{HC_HOME, manifests};
+use super::Env;
+use super::flow::{From, Source, TIMEOUT, reach, reach_any, summarize, tcp};
+use super::scenario::addr::{DYN, on};
+use super::scenario::{HC_HOME, manifests};
 use std::time::{Duration, Instant};
 use testkit::echo::{Attempt, Outcome};
 

@@ -3,7 +3,7 @@
 //! port with this source seen, be refused at once, or be dropped); and a
 //! failure text that says what was expected and what was seen.
 
-use crate::binomial;
+use super::binomial;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -114,7 +114,7 @@ impl Flow {
     /// "pod ca (10.244.0.200) -> tcp 10.96.10.11:80".
     pub fn describe(&self) -> String {
         let from = match self.from {
-            From::Pod(p) => format!("pod {p} ({})", crate::scenario::pod_ip(p)),
+            From::Pod(p) => format!("pod {p} ({})", super::scenario::pod_ip(p)),
             From::PodAs(p, ip) => format!("pod {p} (as {ip})"),
             From::Node(n) => format!("node {n}"),
             From::Client(ip) => format!("client {ip}"),
@@ -168,7 +168,7 @@ impl Flow {
     /// The flow's own source address, where it is known in advance.
     fn own_source(&self) -> Option<IpAddr> {
         match self.from {
-            From::Pod(p) => Some(IpAddr::V4(crate::scenario::pod_ip(p))),
+            From::Pod(p) => Some(IpAddr::V4(super::scenario::pod_ip(p))),
             From::PodAs(_, ip) | From::Client(ip) => Some(IpAddr::V4(ip)),
             From::Node(_) => None,
         }

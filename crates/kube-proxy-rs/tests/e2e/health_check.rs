@@ -6,11 +6,11 @@
 //! within [`DEADLINE`]. The outside client asks each node's IP, as a cloud
 //! load balancer would.
 
-use crate::Env;
-use crate::http;
-use crate::scenario::addr::{NODE_A, NODE_B, on};
-use crate::scenario::{DYN_START, HC_AWAY, HC_HOME, HC_NAME, HC_NAMESPACE, HC_PORT, manifests};
-use crate::upstream::{blank_date, service_answer};
+use super::Env;
+use super::http;
+use super::scenario::addr::{NODE_A, NODE_B, on};
+use super::scenario::{DYN_START, HC_AWAY, HC_HOME, HC_NAME, HC_NAMESPACE, HC_PORT, manifests};
+use super::upstream::{blank_date, service_answer};
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
@@ -47,7 +47,7 @@ fn wait_for(env: &Env, endpoint: &str, when: &str) -> Result<Duration, String> {
         if started.elapsed() > DEADLINE {
             return Err(format!(
                 "health-check node port {when} (endpoint {endpoint} on {}), still wrong after {}:\n{}",
-                crate::scenario::pod_node(endpoint),
+                super::scenario::pod_node(endpoint),
                 secs(started.elapsed()),
                 mismatches.join("\n")
             ));
@@ -61,7 +61,7 @@ fn mismatches(env: &Env, endpoint: &str) -> Vec<String> {
     let client = env.cluster.client().ns();
     let mut wrong = Vec::new();
     for (node, ip) in NODES {
-        let local = usize::from(crate::scenario::pod_node(endpoint) == node);
+        let local = usize::from(super::scenario::pod_node(endpoint) == node);
         let expected = service_answer(HC_NAMESPACE, HC_NAME, local);
         let seen = http::get(client, on(ip, HC_PORT), "/healthz").map(|a| blank_date(&a));
         if seen.as_ref() != Ok(&expected) {

@@ -2,9 +2,9 @@
 //! node): 200 with upstream's headers and body shape
 //! (`upstream::node_healthz`), asked from inside the node.
 
-use crate::Env;
-use crate::http;
-use crate::upstream::{blank_node_health, node_healthz};
+use super::Env;
+use super::http;
+use super::upstream::{blank_node_health, node_healthz};
 use std::net::SocketAddr;
 
 /// Where the proxies serve node health (`--healthz-bind-address`).

@@ -160,32 +160,51 @@ fn dyn_service(eps: &[&str]) -> String {
     yaml
 }
 
-/// The proxy mode under test. Every mode must pass the same suite; only
-/// the flags below differ.
-pub const MODE: &str = "iptables";
+/// A proxy mode under test. Every mode must pass the same suite; only the
+/// flags below and the few expectations where upstream's modes differ
+/// (see `cases.rs`) depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `--proxy-mode iptables`.
+    Iptables,
+    /// `--proxy-mode ipvs`.
+    Ipvs,
+}
+
+impl Mode {
+    /// The mode called `name` (a `--proxy-mode` value).
+    pub fn parse(name: &str) -> Option<Self> {
+        [Mode::Iptables, Mode::Ipvs].into_iter().find(|m| m.name() == name)
+    }
+
+    /// The `--proxy-mode` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Iptables => "iptables",
+            Mode::Ipvs => "ipvs",
+        }
+    }
+}
 
 /// Flags for kube-proxy-rs besides `--manifests` and `--hostname-override`
-/// (which the cluster adds): fast syncs so run-time changes show within
-/// about a second, health and metrics on loopback inside the node.
-pub fn proxy_args() -> Vec<String> {
-    [
-        "--proxy-mode",
-        MODE,
-        "--cluster-cidr",
-        "10.244.0.0/16",
-        "--iptables-backend",
-        "legacy",
-        "--iptables-min-sync-period",
-        "0s",
-        "--iptables-sync-period",
-        "1s",
-        "--healthz-bind-address",
-        "127.0.0.1:10256",
-        "--metrics-bind-address",
-        "127.0.0.1:10249",
-        "--v=2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+/// (which the cluster adds): `mode`, fast syncs so run-time changes show
+/// within about a second (the mode's own period flags), health and metrics
+/// on loopback inside the node.
+pub fn proxy_args(mode: Mode) -> Vec<String> {
+    let periods = match mode {
+        Mode::Iptables => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
+        Mode::Ipvs => ["--ipvs-min-sync-period", "0s", "--ipvs-sync-period", "1s"],
+    };
+    let mut args = vec!["--proxy-mode", mode.name(), "--cluster-cidr", "10.244.0.0/16", "--iptables-backend", "legacy"];
+    args.extend(periods);
+    args.extend(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249", "--v=2"]);
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn mode_names_round_trip() {
+    for mode in [Mode::Iptables, Mode::Ipvs] {
+        assert_eq!(Mode::parse(mode.name()), Some(mode));
+    }
+    assert_eq!(Mode::parse("nftables"), None);
 }

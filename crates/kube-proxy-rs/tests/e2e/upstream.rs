@@ -77,3 +77,14 @@ fn blank_values_after(text: &str, key: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// The expected health-check answers are upstream's captures, byte for
+/// byte (apart from the `Date` value).
+#[test]
+fn service_answer_matches_upstream_captures() {
+    for (capture, namespace, name, local) in SERVICE_CAPTURES {
+        assert_eq!(service_answer(namespace, name, local), blank_date(capture), "{namespace}/{name}");
+    }
+    assert!(node_healthz().contains("\"nodeEligible\":true,\"healthy\":true,\"status\":{\"IPv4\":{"));
+    assert!(!node_healthz().contains("IPv6"));
+}
