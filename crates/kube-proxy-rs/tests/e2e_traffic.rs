@@ -90,5 +90,5 @@ fn e2e_traffic() {
     };
     let override_ = std::env::var_os(BINARY_OVERRIDE);
     let binary = override_.as_deref().map_or(Path::new(env!("CARGO_BIN_EXE_kube-proxy-rs")), Path::new);
-    suite::run(binary, mode, None);
+    suite::run(binary, mode, 1, None);
 }

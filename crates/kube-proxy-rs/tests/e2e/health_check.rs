@@ -3,8 +3,8 @@
 //! answers 200 on the node that has the endpoint and 503 on the other,
 //! byte for byte as upstream does (`upstream::service_answer`); moving the
 //! endpoint to the other node and back flips both answers, each move
-//! within [`DEADLINE`]. The outside client asks each node's IP, as a cloud
-//! load balancer would.
+//! within [`DEADLINE`] (times the run's slowdown). The outside client asks
+//! each node's IP, as a cloud load balancer would.
 
 use super::Env;
 use super::http;
@@ -27,10 +27,11 @@ pub fn run(env: &Env) -> Result<String, String> {
     let home = wait_for(env, HC_HOME, "after moving it back")?;
     Ok(format!(
         "client -> {{node-a, node-b}}:{HC_PORT}/healthz: 200/503 as upstream with the endpoint on node-a (seen after {}), \
-         flipped to 503/200 {} after moving it to node-b, back {} after moving it back (deadline {DEADLINE:?})",
+         flipped to 503/200 {} after moving it to node-b, back {} after moving it back (deadline {:?})",
         secs(start),
         secs(away),
-        secs(home)
+        secs(home),
+        env.deadline(DEADLINE)
     ))
 }
 
@@ -38,15 +39,15 @@ pub fn run(env: &Env) -> Result<String, String> {
 /// the node of pod `endpoint`; how long that took, or every node's
 /// expected and seen answer at the deadline.
 fn wait_for(env: &Env, endpoint: &str, when: &str) -> Result<Duration, String> {
-    let started = Instant::now();
+    let (started, since) = (Instant::now(), super::utc_now());
     loop {
         let mismatches = mismatches(env, endpoint);
         if mismatches.is_empty() {
             return Ok(started.elapsed());
         }
-        if started.elapsed() > DEADLINE {
+        if started.elapsed() > env.deadline(DEADLINE) {
             return Err(format!(
-                "health-check node port {when} (endpoint {endpoint} on {}), still wrong after {}:\n{}",
+                "health-check node port {when} (endpoint {endpoint} on {}), still wrong after {} (since {since}):\n{}",
                 super::scenario::pod_node(endpoint),
                 secs(started.elapsed()),
                 mismatches.join("\n")

@@ -45,6 +45,15 @@ pub fn ipvs_leftovers(ns: &Netns) -> Vec<String> {
     left
 }
 
+/// The persistence timeout (seconds) of the TCP virtual server `addr`
+/// (`ip:port`) in `ns`, or `None` if it is not persistent or missing.
+pub fn persistence_timeout(ns: &Netns, addr: &str) -> Option<u64> {
+    let text = ns.exec("ipvsadm", &["-Ln", "-t", addr]).ok()?;
+    let line = text.lines().find(|l| l.starts_with("TCP"))?;
+    let mut words = line.split_whitespace().skip_while(|w| *w != "persistent");
+    words.nth(1)?.parse().ok()
+}
+
 /// Per node: `ipvsadm -Ln`, `ipset list` and the dummy interface's
 /// addresses.
 pub fn ipvs_dumps(cluster: &Cluster) -> String {

@@ -47,10 +47,28 @@ pub struct Env<'a> {
     pub binary: &'a Path,
     /// The proxy mode under test.
     pub mode: Mode,
+    /// How much slower than this machine the run may be (1 here; more in
+    /// an emulated VM): run-time deadlines are multiplied by it.
+    pub slowdown: u32,
+}
+
+impl Env<'_> {
+    /// `base` (a deadline meant for this machine) times the slowdown.
+    pub fn deadline(&self, base: Duration) -> Duration {
+        base * self.slowdown
+    }
+}
+
+/// The wall-clock time of day (UTC, as the proxies log it), to line up a
+/// failure with the proxy logs.
+pub fn utc_now() -> String {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (secs, millis) = (since.as_secs() % 86_400, since.subsec_millis());
+    format!("{:02}:{:02}:{:02}.{millis:03}Z", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// How long the proxies get to program their first rules.
-const READY_WITHIN: Duration = Duration::from_secs(30);
+const READY_WITHIN: Duration = Duration::from_secs(60);
 
 type StatefulCase = (&'static str, fn(&Env) -> Result<String, String>);
 
@@ -66,9 +84,10 @@ const STATEFUL_CASES: [StatefulCase; 6] = [
 ];
 
 /// Builds the cluster, runs `binary` in `mode` on both nodes, runs every
-/// case (or only those named in `only`, if given), and panics with every
-/// failure (expected vs seen) and the cluster's state at the first one.
-pub fn run(binary: &Path, mode: Mode, only: Option<&[&str]>) {
+/// case (or only those named in `only`, if given) with run-time deadlines
+/// stretched by `slowdown`, and panics with every failure (expected vs
+/// seen) and the cluster's state at the first one and at the end.
+pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
     let started = Instant::now();
     println!("proxy under test: {} (mode {})", binary.display(), mode.name());
     let cluster = Cluster::build(&scenario::plan()).expect("build the cluster");
@@ -84,7 +103,7 @@ pub fn run(binary: &Path, mode: Mode, only: Option<&[&str]>) {
         ),
         Err(why) => panic!("{why}\n\n{}", diagnostics(&cluster, mode)),
     }
-    let env = Env { cluster: &cluster, binary, mode };
+    let env = Env { cluster: &cluster, binary, mode, slowdown };
     let selected = |name: &str| only.is_none_or(|names| names.contains(&name));
     let mut report = Report::default();
     for case in cases::flow_cases(mode).into_iter().filter(|c| selected(c.name)) {
@@ -99,6 +118,9 @@ pub fn run(binary: &Path, mode: Mode, only: Option<&[&str]>) {
         let start = Instant::now();
         let result = run(&env);
         report.record(&env, name, start.elapsed(), result);
+    }
+    if !report.failures.is_empty() {
+        report.final_state = Some(diagnostics(&cluster, mode));
     }
     report.finish(mode, started.elapsed());
 }
@@ -118,12 +140,13 @@ fn diagnostics(cluster: &Cluster, mode: Mode) -> String {
 }
 
 /// Every check's verdict, and the cluster's state at the first failure
-/// (later cases change it).
+/// (later cases change it) and at the end.
 #[derive(Default)]
 struct Report {
     checks: usize,
     failures: Vec<String>,
     diagnostics: Option<String>,
+    final_state: Option<String>,
 }
 
 impl Report {
@@ -145,12 +168,13 @@ impl Report {
         println!("{} checks, {} failed, in {:.1} s (mode {})", self.checks, self.failures.len(), took.as_secs_f64(), mode.name());
         if !self.failures.is_empty() {
             panic!(
-                "{} of {} end-to-end checks failed (mode {}):\n\n{}\n\n{}",
+                "{} of {} end-to-end checks failed (mode {}):\n\n{}\n\n{}\n\nstate at the end:\n{}",
                 self.failures.len(),
                 self.checks,
                 mode.name(),
                 self.failures.join("\n\n"),
-                self.diagnostics.unwrap_or_default()
+                self.diagnostics.unwrap_or_default(),
+                self.final_state.unwrap_or_default()
             );
         }
     }
