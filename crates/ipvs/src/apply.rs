@@ -155,8 +155,8 @@ impl IpvsApplier {
     }
 
     /// The real-server changes of every desired virtual server, from the
-    /// kernel's current ones (dumped a few at a time on the one socket,
-    /// which pipelines them); records which real servers start or stop
+    /// kernel's current ones (dumped one after the other: the socket runs
+    /// one dump at a time); records which real servers start or stop
     /// draining.
     async fn plan_real_servers(&mut self, state: &IpvsState, errors: &mut Vec<Error>) -> Vec<(ServiceKey, RealServerChange)> {
         let dumps = state.services.keys().map(|key| self.ipvs.destinations(key));

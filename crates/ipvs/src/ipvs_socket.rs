@@ -4,6 +4,10 @@
 //!
 //! IPVS state is per network namespace: the socket acts on the namespace of
 //! the thread that connects it.
+//!
+//! The kernel runs one dump per netlink socket at a time and refuses a
+//! second one with `EBUSY` until the first is read to its end, so dumps
+//! (listings) take turns; other requests may be in flight together.
 
 use crate::netlink::constants::IPVS_GENL_NAME;
 use crate::netlink::{GenlPacket, IpvsAttr, IpvsMessage};
@@ -38,6 +42,8 @@ pub struct IpvsSocket {
     handle: ConnectionHandle<GenlPacket>,
     family_id: u16,
     task: tokio::task::JoinHandle<()>,
+    /// Held while a dump runs (see the module doc).
+    dump_turn: tokio::sync::Mutex<()>,
 }
 
 impl Drop for IpvsSocket {
@@ -55,7 +61,7 @@ impl IpvsSocket {
             netlink_proto::new_connection::<GenlPacket>(NETLINK_GENERIC).map_err(Error::NetlinkSocket)?;
         let task = tokio::spawn(conn);
         let family_id = resolve_family(&handle).await?;
-        Ok(Self { handle, family_id, task })
+        Ok(Self { handle, family_id, task, dump_turn: tokio::sync::Mutex::new(()) })
     }
 
     /// The family id the kernel assigned to IPVS.
@@ -188,13 +194,18 @@ impl IpvsSocket {
     }
 
     /// Sends one request and collects the IPVS messages of the reply; a
-    /// kernel error becomes [`Error::Kernel`] naming `operation`.
+    /// kernel error becomes [`Error::Kernel`] naming `operation`. A dump
+    /// waits for its turn and keeps it until its last reply is read.
     async fn request(
         &self,
         msg: IpvsMessage,
         flags: Flags,
         operation: impl Fn() -> String,
     ) -> Result<Vec<IpvsMessage>, Error> {
+        let _turn = match flags {
+            Flags::Dump => Some(self.dump_turn.lock().await),
+            _ => None,
+        };
         let nl = msg.into_netlink(self.family_id, flags);
         let mut replies = self
             .handle

@@ -13,6 +13,7 @@ pub fn run_all() {
     let checks: &[(&str, Check)] = &[
         ("socket: services and destinations round-trip through the kernel", super::socket::services_and_destinations),
         ("socket: timeouts and version", super::socket::timeouts_and_version),
+        ("socket: concurrent listings take turns (no EBUSY)", super::socket::concurrent_dumps),
         ("socket: every scheduler is in the kernel; an unknown one is reported", super::socket::scheduler_check),
         ("reference scenario: programmed state equals the render; changes followed; cleanup", super::reference::reference_scenario),
         ("traffic: ClusterIP remap, hairpin, NodePort ETP Local/Cluster, source ranges, graceful termination", super::traffic::traffic),

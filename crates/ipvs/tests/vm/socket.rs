@@ -87,3 +87,31 @@ pub fn timeouts_and_version(rt: &Runtime) {
         assert_eq!(ipvs.timeouts().await.unwrap(), Timeouts { tcp: 900, tcp_fin: 60, udp: 300 }, "0 keeps a value");
     });
 }
+
+/// Listings at once on one socket all succeed. The kernel refuses a
+/// second dump on a socket with `EBUSY` while one runs; the e2e suite hit
+/// that in this VM with its CPU saturated by two proxies (`list real
+/// servers ...: Device or resource busy`), so dumps now take turns. On an
+/// idle VM this check passed without that fix too: it guards the behaviour
+/// but does not reproduce the race reliably.
+pub fn concurrent_dumps(rt: &Runtime) {
+    rt.block_on(async {
+        sh("ipvsadm -C");
+        let ipvs = IpvsSocket::connect().await.unwrap();
+        let keys: Vec<ServiceKey> =
+            (0..300u16).map(|i| ServiceKey::new(ip(&format!("10.96.{}.{}", 20 + i / 250, i % 250)), IpProtocol::Tcp, 80)).collect();
+        for (i, key) in keys.iter().enumerate() {
+            ipvs.add_service(&VirtualServer::new(*key, "rr")).await.unwrap();
+            ipvs.add_destination(key, &RealServer::masquerade(ip(&format!("10.244.0.{}", i % 250)), 8080)).await.unwrap();
+        }
+        for _ in 0..3 {
+            let (services, listings) =
+                futures::join!(ipvs.services(), futures::future::join_all(keys[..20].iter().map(|key| ipvs.destinations(key))));
+            assert_eq!(services.unwrap().len(), keys.len());
+            for (key, listing) in keys.iter().zip(listings) {
+                assert_eq!(listing.unwrap_or_else(|e| panic!("{key}: {e}")).len(), 1, "{key}");
+            }
+        }
+        ipvs.flush().await.unwrap();
+    });
+}

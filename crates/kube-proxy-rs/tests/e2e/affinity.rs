@@ -10,16 +10,28 @@
 //! and stays on its old endpoint with chance 1/4, so "no client moved"
 //! happens by chance with probability 4^-12 = 6e-8 — the case fails only
 //! then; without expiry no client can move, so it fails for sure.
+//!
+//! IPVS mode (upstream's too) makes affinity a persistent virtual server
+//! (`ipvsadm`: `persistent 3`); the kernel keeps a persistence template
+//! alive while any connection it placed is still in the IPVS table, and a
+//! closed TCP connection stays there in TIME_WAIT for 2 minutes (not
+//! settable), so expiry after a few seconds cannot be seen. There the case
+//! checks stickiness and that the virtual server's persistence timeout is
+//! `timeoutSeconds`.
 
-use crate::Env;
-use crate::flow::{From, Source, reach_any, tcp};
-use crate::scenario::addr::at;
-use crate::scenario::{AFFINITY_TIMEOUT_SECS, ca_sources};
+use super::Env;
+use super::kernel_state::persistence_timeout;
+use super::scenario::Mode;
+use super::flow::{From, Source, reach_any, tcp};
+use super::scenario::addr::at;
+use super::scenario::{AFFINITY_TIMEOUT_SECS, ca_sources};
 use std::time::Duration;
 use testkit::echo::Outcome;
 
 const ENDPOINTS: [&str; 4] = ["a1", "a2", "b1", "b2"];
 const STICKY_CONNECTIONS: usize = 6;
+/// `sticky`'s ClusterIP and port, as `ipvsadm` names its virtual server.
+const VIRTUAL_SERVER: &str = "10.96.10.20:7000";
 
 /// Runs the case; `Ok(what was seen)` or `Err(failure text)`.
 pub fn run(env: &Env) -> Result<String, String> {
@@ -33,6 +45,9 @@ pub fn run(env: &Env) -> Result<String, String> {
             return Err(format!("{}\n    expected: all {STICKY_CONNECTIONS} connections on one endpoint (ClientIP affinity)\n    saw:      {}", flow.describe(), seen.replace('\n', "\n              ")));
         }
         first.push((src, eps[0].clone()));
+    }
+    if env.mode == Mode::Ipvs {
+        return check_persistence(env, first.len());
     }
     std::thread::sleep(Duration::from_secs(AFFINITY_TIMEOUT_SECS + 2));
     let mut moved = 0;
@@ -52,6 +67,19 @@ pub fn run(env: &Env) -> Result<String, String> {
         lines.join(", ")
     );
     if moved > 0 { Ok(text) } else { Err(format!("{text}\n    problem:  affinity never expired (by chance: 4^-12)")) }
+}
+
+/// IPVS mode: node-a (where `ca` is) has `sticky`'s virtual server
+/// persistent for `timeoutSeconds`.
+fn check_persistence(env: &Env, clients: usize) -> Result<String, String> {
+    let node = env.cluster.node("node-a").ok_or("no node-a")?;
+    let seen = persistence_timeout(node.ns(), VIRTUAL_SERVER);
+    let sticky = format!("{clients} clients each stuck to one endpoint over {STICKY_CONNECTIONS} connections");
+    if seen == Some(AFFINITY_TIMEOUT_SECS) {
+        Ok(format!("{sticky}; node-a: {VIRTUAL_SERVER} persistent {AFFINITY_TIMEOUT_SECS} (expiry not observable in IPVS mode)"))
+    } else {
+        Err(format!("{sticky}, but\n    expected: node-a {VIRTUAL_SERVER} persistent {AFFINITY_TIMEOUT_SECS}\n    saw:      {seen:?}"))
+    }
 }
 
 fn endpoints(attempts: &[testkit::echo::Attempt]) -> Vec<String> {

@@ -13,10 +13,10 @@
 //! about 42 % of connections to the last endpoint (count ≈ 422), and an
 //! endpoint that is never used gives 0.
 
-use crate::Env;
-use crate::binomial::acceptance_interval;
-use crate::flow::{From, Source, reach_any, tcp};
-use crate::scenario::addr::at;
+use super::Env;
+use super::binomial::acceptance_interval;
+use super::flow::{From, Source, reach_any, tcp};
+use super::scenario::addr::at;
 use std::collections::BTreeMap;
 use testkit::echo::Outcome;
 

@@ -2,13 +2,14 @@
 //! run. Adding an endpoint to `dyn` (10.96.10.150:80, first only a1) brings
 //! new connections to it; removing a1 takes new connections off it;
 //! deleting the service stops its traffic. Each change must show within
-//! [`DEADLINE`]: the proxies poll the file about every second and resync at
-//! once (`--iptables-min-sync-period 0s`), so about 1–2 s is expected.
+//! [`DEADLINE`] (times the run's slowdown): the proxies poll the file about
+//! every second and resync at once (min sync period 0s), so about 1–2 s is
+//! expected.
 
-use crate::Env;
-use crate::flow::{From, Source, TIMEOUT, reach, reach_any, summarize, tcp};
-use crate::scenario::addr::{DYN, on};
-use crate::scenario::manifests;
+use super::Env;
+use super::flow::{From, Source, TIMEOUT, reach, reach_any, summarize, tcp};
+use super::scenario::addr::{DYN, on};
+use super::scenario::{HC_HOME, manifests};
 use std::time::{Duration, Instant};
 use testkit::echo::{Attempt, Outcome};
 
@@ -54,26 +55,27 @@ pub fn run(env: &Env) -> Result<String, String> {
         secs(added),
         secs(removed),
         secs(gone),
-        DEADLINE
+        env.deadline(DEADLINE)
     ))
 }
 
 fn write(env: &Env, dyn_endpoints: Option<&[&str]>) -> Result<(), String> {
-    env.cluster.write_manifests(&manifests(dyn_endpoints)).map_err(|e| format!("rewrite manifests: {e:#}"))
+    env.cluster.write_manifests(&manifests(dyn_endpoints, HC_HOME)).map_err(|e| format!("rewrite manifests: {e:#}"))
 }
 
 /// Polls `step` until it reports success; fails with the last attempts seen
 /// once [`DEADLINE`] has passed. Returns how long it took.
 fn wait_until(env: &Env, what: &str, mut step: impl FnMut() -> Result<(bool, Vec<Attempt>), String>) -> Result<Duration, String> {
-    let start = Instant::now();
+    let (start, written) = (Instant::now(), super::utc_now());
+    let deadline = env.deadline(DEADLINE);
     loop {
         let (done, attempts) = step()?;
         if done {
             return Ok(start.elapsed());
         }
-        if start.elapsed() > DEADLINE {
+        if start.elapsed() > deadline {
             return Err(format!(
-                "{what}\n    expected: within {DEADLINE:?} of rewriting the manifests\n    saw:      still, after {}: {}",
+                "{what}\n    expected: within {deadline:?} of rewriting the manifests (at {written})\n    saw:      still, after {}: {}",
                 secs(start.elapsed()),
                 summarize(&attempts).replace('\n', "; ")
             ));

@@ -1,17 +1,33 @@
 //! `--cleanup`: with node-b's proxy stopped, `kube-proxy-rs --cleanup` in
 //! node-b removes what it programmed: service traffic through node-b is no
 //! longer translated (it follows the default route and is lost), no
-//! kube-proxy chain or table is left, and node-a is unaffected. Runs last:
+//! kube-proxy chain or table is left (in IPVS mode also no virtual server,
+//! `KUBE-` ipset or `kube-ipvs0`), and node-a is unaffected. Runs last:
 //! node-b serves no more services afterwards.
 
-use crate::Env;
-use crate::flow::{Expect, From, Source, reach, tcp};
-use crate::scenario::addr::at;
-use crate::scenario::proxy_args;
+use super::Env;
+use super::kernel_state::ipvs_leftovers;
+use super::scenario::Mode;
+use super::flow::{Expect, From, Source, reach, tcp};
+use super::scenario::addr::at;
+use super::scenario::proxy_args;
 use testkit::cluster::dump_rules;
 
-/// Markers of kube-proxy state in `iptables-save` / `nft list ruleset`.
-const LEFTOVERS: [&str; 5] = [":KUBE-SERVICES", ":KUBE-SVC-", ":KUBE-SEP-", ":KUBE-NODEPORTS", "table ip kube-proxy"];
+/// Markers of kube-proxy state in `iptables-save` / `nft list ruleset`
+/// (IPVS mode's own chains included).
+const LEFTOVERS: [&str; 11] = [
+    ":KUBE-SERVICES",
+    ":KUBE-SVC-",
+    ":KUBE-SEP-",
+    ":KUBE-NODEPORTS",
+    ":KUBE-NODE-PORT",
+    ":KUBE-LOAD-BALANCER",
+    ":KUBE-POSTROUTING",
+    ":KUBE-MARK-MASQ",
+    ":KUBE-PROXY-FIREWALL",
+    ":KUBE-IPVS-FILTER",
+    "table ip kube-proxy",
+];
 
 /// Runs the case; `Ok(summary)` or `Err(failure text)`.
 pub fn run(env: &Env) -> Result<String, String> {
@@ -23,7 +39,7 @@ pub fn run(env: &Env) -> Result<String, String> {
         .arg("30")
         .arg(env.binary)
         .arg("--cleanup")
-        .args(proxy_args())
+        .args(proxy_args(env.mode))
         .output()
         .map_err(|e| format!("run {} --cleanup: {e}", env.binary.display()))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -31,7 +47,10 @@ pub fn run(env: &Env) -> Result<String, String> {
         return Err(format!("kube-proxy-rs --cleanup in node-b exited {}\n    stderr:   {}", out.status, stderr.trim()));
     }
     let rules = dump_rules(node.ns());
-    let left: Vec<&str> = LEFTOVERS.iter().copied().filter(|m| rules.contains(m)).collect();
+    let mut left: Vec<String> = LEFTOVERS.iter().filter(|m| rules.contains(*m)).map(|m| m.to_string()).collect();
+    if env.mode == Mode::Ipvs {
+        left.extend(ipvs_leftovers(node.ns()));
+    }
     if !left.is_empty() {
         return Err(format!("after --cleanup node-b still has {}\n{rules}", left.join(", ")));
     }
@@ -41,5 +60,6 @@ pub fn run(env: &Env) -> Result<String, String> {
     tcp(From::Pod("ca"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Source::Kept))
         .run(env.cluster)
         .map_err(|e| format!("node-a after --cleanup in node-b: {e}"))?;
-    Ok("node-b: --cleanup exited 0, no kube-proxy chains left, pod cb -> 10.96.10.10:80 no longer answered; node-a still serves".to_string())
+    let ipvs = if env.mode == Mode::Ipvs { ", no virtual servers, KUBE- ipsets or kube-ipvs0" } else { "" };
+    Ok(format!("node-b: --cleanup exited 0, no kube-proxy chains left{ipvs}, pod cb -> 10.96.10.10:80 no longer answered; node-a still serves"))
 }

@@ -1,6 +1,7 @@
 //! The scenario's side that is not YAML: the pods of the plan (names,
 //! nodes, addresses; they match `cluster.yaml`), the addresses the cases
-//! talk to, the run-time service `dyn`, and the proxy's flags.
+//! talk to, the run-time services `dyn` and `hc-local`, and the proxy's
+//! flags.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use testkit::cluster::{ClientPlan, Plan, PodPlan};
@@ -47,6 +48,21 @@ pub mod addr {
     }
 }
 
+/// The endpoints `dyn` starts with.
+pub const DYN_START: &[&str] = &["a1"];
+
+/// The run-time service with a health-check node port: its namespace,
+/// name and `healthCheckNodePort`.
+pub const HC_NAMESPACE: &str = "e2e";
+/// See [`HC_NAMESPACE`].
+pub const HC_NAME: &str = "hc-local";
+/// See [`HC_NAMESPACE`].
+pub const HC_PORT: u16 = 32160;
+/// The pod `hc-local`'s one endpoint starts on (node-a)…
+pub const HC_HOME: &str = "a3";
+/// …and the pod it moves to (node-b).
+pub const HC_AWAY: &str = "b2";
+
 /// The pods: (name, node, address).
 pub const PODS: [(&str, &str, [u8; 4]); 7] = [
     ("a1", "node-a", [10, 244, 0, 11]),
@@ -61,6 +77,11 @@ pub const PODS: [(&str, &str, [u8; 4]); 7] = [
 /// The address of pod `name`.
 pub fn pod_ip(name: &str) -> Ipv4Addr {
     PODS.iter().find(|p| p.0 == name).map(|p| Ipv4Addr::from(p.2)).unwrap_or(Ipv4Addr::UNSPECIFIED)
+}
+
+/// The node of pod `name`.
+pub fn pod_node(name: &str) -> &'static str {
+    PODS.iter().find(|p| p.0 == name).map_or("node-a", |p| p.1)
 }
 
 /// The extra source addresses of `ca`.
@@ -90,15 +111,36 @@ pub fn plan() -> Plan {
     plan
 }
 
-/// The manifests: the static scenario plus the run-time service `dyn`
-/// (ClusterIP 10.96.10.150, port 80 -> 8080) with `endpoints` (pod names),
-/// or without `dyn` at all when `None`.
-pub fn manifests(dyn_endpoints: Option<&[&str]>) -> String {
+/// The manifests: the static scenario plus the run-time services: `dyn`
+/// (ClusterIP 10.96.10.150, port 80 -> 8080) with `dyn_endpoints` (pod
+/// names), or without `dyn` at all when `None`; and `hc-local` with its one
+/// endpoint on pod `hc_endpoint`.
+pub fn manifests(dyn_endpoints: Option<&[&str]>, hc_endpoint: &str) -> String {
     let mut text = MANIFESTS.to_string();
     if let Some(eps) = dyn_endpoints {
         text.push_str(&dyn_service(eps));
     }
+    text.push_str(&hc_service(hc_endpoint));
     text
+}
+
+/// `hc-local`: LoadBalancer, externalTrafficPolicy Local, ClusterIP
+/// 10.96.10.160, port 80 -> 8080, nodePort 30160, healthCheckNodePort
+/// [`HC_PORT`], LB ingress 192.0.2.60; one endpoint, on pod `endpoint`.
+fn hc_service(endpoint: &str) -> String {
+    format!(
+        "---\n# hc-local: health-check node port; its endpoint moves at run time\napiVersion: v1\nkind: Service\nmetadata:\n  name: {HC_NAME}\n  namespace: {HC_NAMESPACE}\nspec:\n  type: LoadBalancer\n  clusterIP: 10.96.10.160\n  externalTrafficPolicy: Local\n  healthCheckNodePort: {HC_PORT}\n  ports:\n  - name: http\n    protocol: TCP\n    port: 80\n    targetPort: 8080\n    nodePort: 30160\nstatus:\n  loadBalancer:\n    ingress:\n    - ip: 192.0.2.60\n      ipMode: VIP\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {HC_NAME}-1\n  namespace: {HC_NAMESPACE}\n  labels:\n    kubernetes.io/service-name: {HC_NAME}\naddressType: IPv4\n{}ports:\n- name: http\n  protocol: TCP\n  port: 8080\n",
+        endpoint_yaml(endpoint)
+    )
+}
+
+/// One `endpoints:` entry list for pod `name` (ready, on its node).
+fn endpoint_yaml(name: &str) -> String {
+    format!(
+        "endpoints:\n- addresses:\n  - {}\n  conditions:\n    ready: true\n    serving: true\n    terminating: false\n  nodeName: {}\n",
+        pod_ip(name),
+        pod_node(name)
+    )
 }
 
 fn dyn_service(eps: &[&str]) -> String {
@@ -118,32 +160,51 @@ fn dyn_service(eps: &[&str]) -> String {
     yaml
 }
 
-/// The proxy mode under test. Every mode must pass the same suite; only
-/// the flags below differ.
-pub const MODE: &str = "iptables";
+/// A proxy mode under test. Every mode must pass the same suite; only the
+/// flags below and the few expectations where upstream's modes differ
+/// (see `cases.rs`) depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `--proxy-mode iptables`.
+    Iptables,
+    /// `--proxy-mode ipvs`.
+    Ipvs,
+}
+
+impl Mode {
+    /// The mode called `name` (a `--proxy-mode` value).
+    pub fn parse(name: &str) -> Option<Self> {
+        [Mode::Iptables, Mode::Ipvs].into_iter().find(|m| m.name() == name)
+    }
+
+    /// The `--proxy-mode` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Iptables => "iptables",
+            Mode::Ipvs => "ipvs",
+        }
+    }
+}
 
 /// Flags for kube-proxy-rs besides `--manifests` and `--hostname-override`
-/// (which the cluster adds): fast syncs so run-time changes show within
-/// about a second, health and metrics on loopback inside the node.
-pub fn proxy_args() -> Vec<String> {
-    [
-        "--proxy-mode",
-        MODE,
-        "--cluster-cidr",
-        "10.244.0.0/16",
-        "--iptables-backend",
-        "legacy",
-        "--iptables-min-sync-period",
-        "0s",
-        "--iptables-sync-period",
-        "1s",
-        "--healthz-bind-address",
-        "127.0.0.1:10256",
-        "--metrics-bind-address",
-        "127.0.0.1:10249",
-        "--v=2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+/// (which the cluster adds): `mode`, fast syncs so run-time changes show
+/// within about a second (the mode's own period flags), health and metrics
+/// on loopback inside the node.
+pub fn proxy_args(mode: Mode) -> Vec<String> {
+    let periods = match mode {
+        Mode::Iptables => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
+        Mode::Ipvs => ["--ipvs-min-sync-period", "0s", "--ipvs-sync-period", "1s"],
+    };
+    let mut args = vec!["--proxy-mode", mode.name(), "--cluster-cidr", "10.244.0.0/16", "--iptables-backend", "legacy"];
+    args.extend(periods);
+    args.extend(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249", "--v=2"]);
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn mode_names_round_trip() {
+    for mode in [Mode::Iptables, Mode::Ipvs] {
+        assert_eq!(Mode::parse(mode.name()), Some(mode));
+    }
+    assert_eq!(Mode::parse("nftables"), None);
 }
