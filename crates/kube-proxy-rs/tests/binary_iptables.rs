@@ -11,16 +11,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::{Duration, Instant};
-use testkit::netns::{Netns, unavailable};
+#[path = "support/proxy.rs"]
+mod proxy;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_kube-proxy-rs");
-/// How long a sync may take to show in the log.
-const SYNC_WITHIN: Duration = Duration::from_secs(20);
+use proxy::{BINARY, PATIENCE, Proxy};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Instant;
+use testkit::netns::{Netns, unavailable};
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster.yaml")
@@ -40,6 +38,12 @@ fn args(manifests: &Path) -> Vec<String> {
     .collect()
 }
 
+fn start(ns: &Netns, args: &[String]) -> Proxy {
+    let mut command = ns.command(BINARY);
+    command.args(args);
+    Proxy::start(command)
+}
+
 /// `iptables-save` without comments and counters, for comparing states.
 fn saved(ns: &Netns) -> String {
     let text = ns.exec("iptables-legacy-save", &[]).unwrap();
@@ -48,48 +52,6 @@ fn saved(ns: &Netns) -> String {
         .map(|l| if l.starts_with(':') { l.split(" [").next().unwrap_or(l) } else { l })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// A running proxy whose log lines arrive on a channel.
-struct Proxy {
-    child: Child,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Proxy {
-    fn start(ns: &Netns, args: &[String]) -> Self {
-        let mut child = ns.command(BINARY).args(args).env("RUST_LOG", "info").stderr(Stdio::piped()).spawn().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self { child, lines, seen: Vec::new() }
-    }
-
-    /// Waits for the next log line containing `needle`.
-    fn wait_for(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + SYNC_WITHIN;
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(line) => self.seen.push(line),
-                Err(_) => break,
-            }
-        }
-        panic!("no log line with {needle:?} within {SYNC_WITHIN:?}; log so far:\n{}", self.seen.join("\n"));
-    }
-
-    fn stop(mut self) {
-        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "kube-proxy-rs exited {status} on SIGTERM");
-    }
 }
 
 /// The `KUBE-SVC-`/`KUBE-SEP-`/... chains whose rules name `port` in a comment.
@@ -143,7 +105,7 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
     let original = std::fs::read_to_string(example()).unwrap();
     std::fs::write(&manifests, &original).unwrap();
 
-    let mut proxy = Proxy::start(&ns, &args(&manifests));
+    let mut proxy = start(&ns, &args(&manifests));
     proxy.wait_for("synced iptables rules");
     let first = saved(&ns);
     proxy.wait_for("synced iptables rules");
@@ -158,7 +120,7 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
     let tmp = dir.path().join("next.yaml");
     std::fs::write(&tmp, without_service(&original, "web")).unwrap();
     std::fs::rename(&tmp, &manifests).unwrap();
-    let deadline = Instant::now() + SYNC_WITHIN;
+    let deadline = Instant::now() + PATIENCE;
     let mut after = saved(&ns);
     while web.iter().any(|c| after.contains(c.as_str())) && Instant::now() < deadline {
         proxy.wait_for("synced iptables rules");
@@ -184,7 +146,7 @@ fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
         return;
     }
     let ns = Netns::new("ipvsfb").unwrap();
-    let mut proxy = Proxy::start(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
+    let mut proxy = start(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
     let kernel_has_ipvs = Path::new("/proc/net/ip_vs").exists();
     if kernel_has_ipvs {
         proxy.wait_for("synced IPVS rules");
@@ -208,7 +170,7 @@ fn health_check_servers_listen_on_node_port_addresses_only() {
     ns.ip(&["addr", "add", "10.9.0.2/24", "dev", "kprs0"]).unwrap();
     ns.ip(&["link", "set", "kprs0", "up"]).unwrap();
     let args = [args(&example()), vec!["--nodeport-addresses=10.9.0.0/24".into()]].concat();
-    let mut proxy = Proxy::start(&ns, &args);
+    let mut proxy = start(&ns, &args);
     proxy.wait_for("synced iptables rules");
     let listening = ns.exec("ss", &["-ltnH"]).unwrap();
     proxy.stop();

@@ -12,16 +12,14 @@
 #[path = "../../source/tests/kube/fake_api.rs"]
 mod fake_api;
 
+#[path = "support/proxy.rs"]
+mod proxy;
+
 use fake_api::{FakeApi, Kind};
+use proxy::{BINARY, PATIENCE, Proxy};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 use testkit::netns::{Netns, unavailable};
-
-const BINARY: &str = env!("CARGO_BIN_EXE_kube-proxy-rs");
-const PATIENCE: Duration = Duration::from_secs(20);
 const SYNCED: &str = "synced iptables rules";
 
 fn service() -> Value {
@@ -51,46 +49,6 @@ fn node(name: &str, ip: &str) -> Value {
     })
 }
 
-/// The proxy's log lines, read on a thread.
-struct Log {
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Log {
-    fn follow(child: &mut Child) -> Self {
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self { lines, seen: Vec::new() }
-    }
-
-    /// Lines that arrived since the last call.
-    fn drain(&mut self) -> Vec<String> {
-        let new: Vec<String> = self.lines.try_iter().collect();
-        self.seen.extend(new.iter().cloned());
-        new
-    }
-
-    /// Waits (letting the fake server run) until a new line contains `needle`.
-    async fn wait_for(&mut self, needle: &str) -> String {
-        let start = Instant::now();
-        while start.elapsed() < PATIENCE {
-            if let Some(line) = self.drain().into_iter().find(|l| l.contains(needle)) {
-                return line;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("no log line with {needle:?} within {PATIENCE:?}; log:\n{}", self.seen.join("\n"));
-    }
-}
-
 fn saved_table(table: &str) -> String {
     let out = std::process::Command::new("iptables-legacy-save").args(["-t", table]).output().unwrap();
     String::from_utf8(out.stdout).unwrap()
@@ -105,11 +63,11 @@ fn endpoint_chains(rules: &str) -> usize {
 }
 
 /// Waits until `nat_rules()` has `want` endpoint chains, with syncs between.
-async fn wait_for_endpoint_chains(log: &mut Log, want: usize) {
+async fn wait_for_endpoint_chains(log: &mut Proxy, want: usize) {
     let start = Instant::now();
     while endpoint_chains(&nat_rules()) != want {
         assert!(start.elapsed() < PATIENCE, "want {want} KUBE-SEP chains, have:\n{}", nat_rules());
-        log.wait_for(SYNCED).await;
+        log.wait_for_async(SYNCED).await;
     }
 }
 
@@ -121,15 +79,12 @@ async fn scenario(ns_name: String) {
     api.apply(Kind::EndpointSlices, slice(&["10.244.2.5"]));
     api.hold_lists(Kind::EndpointSlices);
 
-    let mut child = std::process::Command::new(BINARY)
+    let mut command = std::process::Command::new(BINARY);
+    command
         .args(["--master", &api.url(), "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16"])
         .args(["--iptables-backend", "legacy", "--iptables-sync-period", "1s", "--iptables-min-sync-period", "0s"])
-        .args(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut log = Log::follow(&mut child);
+        .args(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"]);
+    let mut log = Proxy::start(command);
 
     // Services listed, EndpointSlices held: no sync, no rule.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -138,7 +93,7 @@ async fn scenario(ns_name: String) {
     assert!(!nat_rules().contains("KUBE-SERVICES"), "rules before the first list in {ns_name}:\n{}", nat_rules());
 
     api.release_lists(Kind::EndpointSlices);
-    log.wait_for(SYNCED).await;
+    log.wait_for_async(SYNCED).await;
     let rules = nat_rules();
     assert!(rules.contains("shop/web:http"), "no rules for shop/web:\n{rules}");
     assert_eq!(endpoint_chains(&rules), 1, "{rules}");
@@ -152,8 +107,8 @@ async fn scenario(ns_name: String) {
     wait_for_endpoint_chains(&mut log, 2).await;
 
     api.stop();
-    log.wait_for(SYNCED).await;
-    log.wait_for(SYNCED).await;
+    log.wait_for_async(SYNCED).await;
+    log.wait_for_async(SYNCED).await;
     assert_eq!(endpoint_chains(&nat_rules()), 2, "rules changed while the API server was down:\n{}", nat_rules());
 
     api.start().await;
@@ -161,9 +116,7 @@ async fn scenario(ns_name: String) {
     wait_for_endpoint_chains(&mut log, 0).await;
     assert!(saved_table("filter").contains("shop/web:http has no endpoints"), "no REJECT:\n{}", saved_table("filter"));
 
-    let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
-    let status = child.wait().unwrap();
-    assert!(status.success(), "kube-proxy-rs exited {status}");
+    log.stop();
 }
 
 #[test]
