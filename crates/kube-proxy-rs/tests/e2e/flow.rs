@@ -7,6 +7,7 @@ use super::binomial;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 use testkit::cluster::Cluster;
 use testkit::echo::{Attempt, Outcome, Probe, Proto, probe};
@@ -16,6 +17,20 @@ use testkit::netns::Netns;
 pub const TIMEOUT: Duration = Duration::from_millis(1500);
 /// A refusal must come faster than this ("refused at once", not a timeout).
 pub const REFUSED_WITHIN: Duration = Duration::from_millis(500);
+/// How much slower than this machine the run is (1 here; more in an
+/// emulated VM, where a sync can hold the one CPU for a second or more).
+static SLOWDOWN: AtomicU32 = AtomicU32::new(1);
+
+/// Sets the run's slowdown: probe timeouts are multiplied by it.
+pub fn set_slowdown(slowdown: u32) {
+    SLOWDOWN.store(slowdown.max(1), Ordering::Relaxed);
+}
+
+/// `base` (a wait meant for this machine) times the run's slowdown.
+pub fn stretched(base: Duration) -> Duration {
+    base * SLOWDOWN.load(Ordering::Relaxed)
+}
+
 /// Attempts for a flow with one allowed endpoint.
 const SINGLE_ATTEMPTS: usize = 3;
 
@@ -143,7 +158,7 @@ impl Flow {
     /// Makes the flow's attempts.
     pub fn probe(&self, cluster: &Cluster) -> Result<Vec<Attempt>, String> {
         let ns = self.namespace(cluster)?;
-        let p = Probe { proto: self.proto, dst: self.dst, src: self.bind_source(), timeout: self.timeout.unwrap_or(TIMEOUT) };
+        let p = Probe { proto: self.proto, dst: self.dst, src: self.bind_source(), timeout: stretched(self.timeout.unwrap_or(TIMEOUT)) };
         probe(ns, p, self.attempts()).map_err(|e| format!("{}: cannot probe: {e:#}", self.describe()))
     }
 
@@ -208,8 +223,8 @@ impl Flow {
                 let all = if *all { ", every one of them seen" } else { "" };
                 format!("{n}/{n} answered by {{{}}}{all} on port {port}; endpoint sees {how} {{{}}}", eps.join(", "), sources.join(", "))
             }
-            Expect::Refused => format!("refused (REJECT) within {REFUSED_WITHIN:?}"),
-            Expect::Dropped => format!("no answer within {:?} (DROP)", self.timeout.unwrap_or(TIMEOUT)),
+            Expect::Refused => format!("refused (REJECT) within {:?}", stretched(REFUSED_WITHIN)),
+            Expect::Dropped => format!("no answer within {:?} (DROP)", stretched(self.timeout.unwrap_or(TIMEOUT))),
             Expect::Known(issue) => format!("anything (not judged: {issue})"),
         }
     }
@@ -235,7 +250,7 @@ impl Flow {
                 (*all && !missing.is_empty()).then(|| format!("never answered by {}", missing.join(", ")))
             }
             Expect::Refused => attempts.iter().find_map(|a| match a.outcome {
-                Outcome::Refused if a.took <= REFUSED_WITHIN => None,
+                Outcome::Refused if a.took <= stretched(REFUSED_WITHIN) => None,
                 Outcome::Refused => Some(format!("refused only after {:?}", a.took)),
                 ref other => Some(format!("an attempt was {other}")),
             }),

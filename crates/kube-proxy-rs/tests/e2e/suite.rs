@@ -89,6 +89,7 @@ const STATEFUL_CASES: [StatefulCase; 6] = [
 /// seen) and the cluster's state at the first one and at the end.
 pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
     let started = Instant::now();
+    flow::set_slowdown(slowdown);
     println!("proxy under test: {} (mode {})", binary.display(), mode.name());
     let cluster = Cluster::build(&scenario::plan()).expect("build the cluster");
     cluster.write_manifests(&scenario::manifests(Some(scenario::DYN_START), scenario::HC_HOME)).expect("write manifests");
