@@ -28,6 +28,8 @@ pub struct ProxyProcess {
     lines: Receiver<Line>,
     tail: VecDeque<String>,
     echo: bool,
+    /// What `/proc/PID/comm` shows for the proxy: its file name, cut to 15 bytes.
+    comm: String,
 }
 
 /// How many of the last log lines an error shows.
@@ -49,7 +51,8 @@ impl ProxyProcess {
                 }
             }
         });
-        Ok(Self { child, lines, tail: VecDeque::new(), echo })
+        let comm = binary.file_name().map(|n| n.to_string_lossy().chars().take(15).collect()).unwrap_or_default();
+        Ok(Self { child, lines, tail: VecDeque::new(), echo, comm })
     }
 
     /// The proxy's PID.
@@ -95,8 +98,8 @@ impl ProxyProcess {
     pub fn peak_rss_kib(&self) -> Result<u64> {
         let pid = self.pid();
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).context("read the proxy's comm")?;
-        if comm.trim() != "kube-proxy-rs" {
-            bail!("PID {pid} is {:?}, not kube-proxy-rs", comm.trim());
+        if comm.trim() != self.comm {
+            bail!("PID {pid} is {:?}, not the proxy ({:?})", comm.trim(), self.comm);
         }
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("read the proxy's status")?;
         status_kib(&status, "VmHWM:").context("no VmHWM in /proc/PID/status")

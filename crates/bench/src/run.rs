@@ -47,6 +47,8 @@ pub struct Repeat {
     pub endpoint_change: Option<ChangeTiming>,
     /// One service (with its endpoints) added.
     pub service_added: Option<ChangeTiming>,
+    /// Peak RSS of the proxy (KiB) right after its first sync.
+    pub peak_rss_first_kib: Option<u64>,
     /// Peak RSS of the proxy (KiB) at the end of the repeat.
     pub peak_rss_kib: Option<u64>,
     /// Tables in the kernel after the first sync.
@@ -107,6 +109,7 @@ fn run_once(setup: &RunSetup, path: &Path, states: &States) -> Result<Repeat> {
     if let Some(line) = proxy.wait_for(SYNCED, started + setup.cap)? {
         repeat.first_sync = Some(line.at - started);
         repeat.first = Some(parse_sync_line(&line.text));
+        repeat.peak_rss_first_kib = Some(proxy.peak_rss_kib()?);
         repeat.kernel = count_tables(&ns, &setup.backend)?;
         repeat.endpoint_change = measure_change(&mut proxy, path, &states.endpoint_changed, setup.cap)?;
         if repeat.endpoint_change.is_some() {

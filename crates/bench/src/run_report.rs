@@ -16,6 +16,10 @@ fn collect(repeats: &[Repeat], f: impl Fn(&Repeat) -> Option<f64>) -> Samples {
     samples
 }
 
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -49,8 +53,9 @@ fn rows(r: &[Repeat]) -> Vec<Row> {
     ];
     rows.extend(change_rows("one-endpoint change", r, |x| x.endpoint_change.as_ref()));
     rows.extend(change_rows("add one service", r, |x| x.service_added.as_ref()));
-    let tail: [(&str, Samples, usize); 7] = [
-        ("peak RSS of the proxy (MiB)", collect(r, |x| x.peak_rss_kib.map(|k| k as f64 / 1024.0)), 1),
+    let tail: [(&str, Samples, usize); 8] = [
+        ("peak RSS of the proxy after its first sync (MiB)", collect(r, |x| x.peak_rss_first_kib.map(mib)), 1),
+        ("peak RSS of the proxy at the end (MiB)", collect(r, |x| x.peak_rss_kib.map(mib)), 1),
         ("nat rules written", collect(r, |x| x.first.as_ref().map(|s| s.nat_rules as f64)), 0),
         ("nat chains written", collect(r, |x| x.first.as_ref().map(|s| s.nat_chains as f64)), 0),
         ("filter rules written", collect(r, |x| x.first.as_ref().map(|s| s.filter_rules as f64)), 0),
