@@ -24,6 +24,8 @@ pub struct Load {
 pub const NODE: &str = "bench-node";
 /// Name of the other nodes' endpoints.
 pub const OTHER_NODE: &str = "bench-other";
+/// A cluster CIDR holding every generated endpoint (10.128.0.0–10.191.255.255).
+pub const POD_CIDR: &str = "10.128.0.0/10";
 
 /// The whole manifests file for `load`, with `extra` endpoints added to
 /// service 0 (used to measure a one-endpoint change).
@@ -35,6 +37,22 @@ pub fn manifests(load: &Load, extra: usize) -> String {
         write_service(&mut out, load, i);
         write_slice(&mut out, load, i, n);
     }
+    out
+}
+
+/// The Node document alone.
+pub fn node_document() -> String {
+    let mut out = String::new();
+    write_node(&mut out);
+    out
+}
+
+/// Service `i` and its EndpointSlice with `endpoints` endpoints, as two
+/// documents (for feeding the tracker one object at a time).
+pub fn service_documents(load: &Load, i: usize, endpoints: usize) -> String {
+    let mut out = String::new();
+    write_service(&mut out, load, i);
+    write_slice(&mut out, load, i, endpoints);
     out
 }
 
@@ -105,6 +123,7 @@ fn write_slice(out: &mut String, load: &Load, i: usize, endpoints: usize) {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -125,6 +144,38 @@ mod tests {
         eps.sort_unstable();
         eps.dedup();
         assert_eq!((n, eps.len()), (100_000, 100_000));
+    }
+
+    /// The file as the proxy reads it: manifests source, then the tracker.
+    fn snapshot_of(load: &Load) -> model::Snapshot {
+        let parsed = source::manifests::parse(&manifests(load, 0)).expect("generated file parses");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        let mut tracker = tracker::Tracker::new(NODE);
+        let warnings = tracker.replace_all(&parsed.objects);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        tracker.snapshot().0
+    }
+
+    #[test]
+    fn generated_file_yields_n_services_with_m_endpoints_a_third_local() {
+        let snapshot = snapshot_of(&load(30));
+        assert_eq!(snapshot.services.len(), 30);
+        for name in snapshot.services.keys() {
+            let endpoints = snapshot.endpoints_of(name);
+            assert_eq!(endpoints.len(), 10, "{name:?}");
+            assert_eq!(endpoints.iter().filter(|e| e.is_local).count(), 4, "{name:?}");
+        }
+        assert_eq!(snapshot.node.name, NODE);
+    }
+
+    #[test]
+    fn service_mix_is_as_asked() {
+        let mix = Load { nodeport_every: 2, lb_every: 5, affinity_every: 3, ..load(30) };
+        let snapshot = snapshot_of(&mix);
+        let ports: Vec<_> = snapshot.services.values().collect();
+        assert_eq!(ports.iter().filter(|p| !p.load_balancer_ips.is_empty()).count(), 6);
+        assert_eq!(ports.iter().filter(|p| p.node_port.is_some()).count(), 15 + 6 - 3);
+        assert_eq!(ports.iter().filter(|p| p.session_affinity_seconds.is_some()).count(), 10);
     }
 
     #[test]

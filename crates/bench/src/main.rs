@@ -1,14 +1,33 @@
 //! kprs-bench: generates scale loads for kube-proxy-rs and measures what a
-//! sync costs at that scale (issue 7). `gen` writes a manifests file;
-//! `run` starts the real binary in a fresh network namespace per repeat
-//! and reads the timings it logs, its peak RSS and the rules it wrote.
+//! sync costs at that scale (issues 4 and 7).
+//!
+//! * `gen` writes a manifests file (N services × M endpoints, a share local);
+//! * `run` starts the real binary in a fresh network namespace per repeat
+//!   and reads the timings it logs, its peak RSS and the rules it wrote;
+//! * `render` times parse / tracker / render in-process, no kernel;
+//! * `tracker` feeds the tracker one event at a time and times single
+//!   changes from the event to rules applied, in a namespace.
 
+mod change;
+mod counting_alloc;
 mod generate;
+mod interrupt;
+mod kernel_counts;
+mod namespace;
+mod proxy_process;
+mod render_bench;
+mod run;
+mod run_report;
+mod stats;
+mod sync_line;
+mod tracker_bench;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use generate::Load;
+use iptables::apply::Backend;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "kprs-bench", about = "Scale benchmark for kube-proxy-rs")]
@@ -62,11 +81,92 @@ enum Command {
         #[arg(long, short)]
         out: PathBuf,
     },
+    /// Run kube-proxy-rs on the load in fresh network namespaces and report
+    /// sync times, peak RSS and rule counts (needs root).
+    Run {
+        #[command(flatten)]
+        load: LoadArgs,
+        /// `--proxy-mode` (ipvs falls back to iptables on kernels without IPVS).
+        #[arg(long, default_value = "iptables")]
+        mode: String,
+        /// `--iptables-backend`: legacy or nft.
+        #[arg(long, default_value = "legacy")]
+        backend: String,
+        /// Repeats (a new namespace and proxy each).
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Longest wait for any one phase, in seconds.
+        #[arg(long, default_value_t = 600)]
+        cap: u64,
+        /// The kube-proxy-rs binary (default: next to this one).
+        #[arg(long)]
+        binary: Option<PathBuf>,
+        /// An extra argument for the proxy (repeatable).
+        #[arg(long = "proxy-arg", allow_hyphen_values = true)]
+        proxy_args: Vec<String>,
+        /// Copy the proxy's log to stderr.
+        #[arg(long)]
+        echo: bool,
+    },
+    /// Parse, tracker and render in-process (no kernel), render repeated.
+    Render {
+        #[command(flatten)]
+        load: LoadArgs,
+        /// How many times to render.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+    },
+    /// Tracker events one at a time, then single changes to rules applied
+    /// in a fresh namespace (needs root unless --backend none).
+    Tracker {
+        #[command(flatten)]
+        load: LoadArgs,
+        /// legacy, nft, or none (tracker and render only).
+        #[arg(long, default_value = "legacy")]
+        backend: String,
+        /// Single changes of each kind to time.
+        #[arg(long, default_value_t = 5)]
+        changes: usize,
+    },
 }
 
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Gen { load, out } => std::fs::write(&out, generate::manifests(&load.load(), 0))?,
+        Command::Run { load, mode, backend, repeats, cap, binary, proxy_args, echo } => {
+            interrupt::install()?;
+            let binary = match binary {
+                Some(path) => path,
+                None => default_binary()?,
+            };
+            let setup = run::RunSetup {
+                load: load.load(), mode, backend, binary, repeats, cap: Duration::from_secs(cap), proxy_args, echo,
+            };
+            let repeats = run::run_all(&setup)?;
+            println!("{}", run_report::render_report(&setup, &repeats));
+        }
+        Command::Render { load, repeats } => print!("{}", render_bench::run_render(&load.load(), repeats.max(1))?),
+        Command::Tracker { load, backend, changes } => {
+            interrupt::install()?;
+            let backend = parse_backend(&backend)?;
+            print!("{}", tracker_bench::run_tracker(tracker_bench::TrackerSetup { load: load.load(), backend, changes })?);
+        }
     }
     Ok(())
+}
+
+/// `kube-proxy-rs` in the directory of this executable.
+fn default_binary() -> Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    let dir = me.parent().context("executable has no directory")?;
+    Ok(dir.join("kube-proxy-rs"))
+}
+
+fn parse_backend(name: &str) -> Result<Option<Backend>> {
+    match name {
+        "legacy" => Ok(Some(Backend::Legacy)),
+        "nft" => Ok(Some(Backend::Nft)),
+        "none" => Ok(None),
+        other => bail!("unknown backend {other:?}: legacy, nft or none"),
+    }
 }

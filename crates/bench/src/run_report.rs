@@ -1,0 +1,82 @@
+//! The summary of `kprs-bench run`: every figure as min / median / max over
+//! the repeats, as a Markdown table ready for `benchmarks.md`.
+
+use crate::change::ChangeTiming;
+use crate::run::{Repeat, RunSetup};
+use crate::stats::Samples;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Samples of `f` over the repeats where it was measured.
+fn collect(repeats: &[Repeat], f: impl Fn(&Repeat) -> Option<f64>) -> Samples {
+    let mut samples = Samples::default();
+    for value in repeats.iter().filter_map(f) {
+        samples.push(value);
+    }
+    samples
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// The summary table.
+pub fn render_report(setup: &RunSetup, repeats: &[Repeat]) -> String {
+    let mut out = String::new();
+    let load = &setup.load;
+    let _ = writeln!(
+        out,
+        "\n{} services × {} endpoints, --proxy-mode {} --iptables-backend {}, {} repeats (cap {} s per phase); \
+         min / median / max\n",
+        load.services, load.endpoints, setup.mode, setup.backend, repeats.len(), setup.cap.as_secs()
+    );
+    out.push_str("| figure | value |\n|---|---|\n");
+    for (name, samples, decimals) in rows(repeats) {
+        let capped = repeats.len() - samples.len();
+        let note = if capped > 0 { format!(" ({capped} capped)") } else { String::new() };
+        let _ = writeln!(out, "| {name} | {}{note} |", samples.summary(decimals));
+    }
+    out
+}
+
+type Row = (String, Samples, usize);
+
+fn rows(r: &[Repeat]) -> Vec<Row> {
+    let mut rows: Vec<Row> = vec![
+        ("first full sync, proxy start → rules applied (s)".into(), collect(r, |x| x.first_sync.map(secs)), 3),
+        ("  its render (ms)".into(), collect(r, |x| x.first.as_ref().map(|s| s.render_ms)), 1),
+        ("  its apply: save + restore + jumps (ms)".into(), collect(r, |x| x.first.as_ref().map(|s| s.apply_ms)), 1),
+    ];
+    rows.extend(change_rows("one-endpoint change", r, |x| x.endpoint_change.as_ref()));
+    rows.extend(change_rows("add one service", r, |x| x.service_added.as_ref()));
+    let tail: [(&str, Samples, usize); 8] = [
+        ("peak RSS of the proxy after its first sync (MiB)", collect(r, |x| x.peak_rss_first_kib.map(mib)), 1),
+        ("peak RSS of the proxy at the end (MiB)", collect(r, |x| x.peak_rss_kib.map(mib)), 1),
+        ("nat rules written", collect(r, |x| x.first.as_ref().map(|s| s.nat_rules as f64)), 0),
+        ("nat chains written", collect(r, |x| x.first.as_ref().map(|s| s.nat_chains as f64)), 0),
+        ("filter rules written", collect(r, |x| x.first.as_ref().map(|s| s.filter_rules as f64)), 0),
+        ("kernel: nat rules (iptables-save)", collect(r, |x| table(x, "nat", |t| t.rules)), 0),
+        ("kernel: nat chains (iptables-save, built-in too)", collect(r, |x| table(x, "nat", |t| t.chains)), 0),
+        ("kernel: filter rules (iptables-save)", collect(r, |x| table(x, "filter", |t| t.rules)), 0),
+    ];
+    rows.extend(tail.into_iter().map(|(name, samples, decimals)| (name.to_string(), samples, decimals)));
+    rows
+}
+
+fn table(r: &Repeat, name: &str, f: impl Fn(&crate::kernel_counts::TableCount) -> u64) -> Option<f64> {
+    r.kernel.get(name).map(|t| f(t) as f64)
+}
+
+fn change_rows(what: &str, r: &[Repeat], pick: impl Fn(&Repeat) -> Option<&ChangeTiming> + Copy) -> Vec<Row> {
+    vec![
+        (format!("{what}: file in place → rules applied (s)"), collect(r, |x| pick(x).map(|c| secs(c.total))), 3),
+        ("  of which watcher poll + read + parse (s)".into(), collect(r, |x| pick(x).map(|c| secs(c.detect_and_parse))), 3),
+        ("  of which tracker + sync (s)".into(), collect(r, |x| pick(x).map(|c| secs(c.after_parse))), 3),
+        ("  the sync's render (ms)".into(), collect(r, |x| pick(x).map(|c| c.sync.render_ms)), 1),
+        ("  the sync's apply (ms)".into(), collect(r, |x| pick(x).map(|c| c.sync.apply_ms)), 1),
+    ]
+}

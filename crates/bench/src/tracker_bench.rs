@@ -1,0 +1,211 @@
+//! `kprs-bench tracker` (issue 4): loads the cluster into the tracker one
+//! event at a time, as API watchers deliver it, and reports the time per
+//! event, the tracker's live heap and the process's peak RSS; then, in a
+//! fresh network namespace, applies the first full sync and times single
+//! changes from the event to rules applied (tracker → snapshot → render →
+//! `iptables-restore`). No manifests file and no polling in the way: this
+//! is the proxy's own event-to-rules latency.
+
+use crate::counting_alloc::live_bytes;
+use crate::generate::{self, Load};
+use crate::namespace::BenchNetns;
+use crate::proxy_process::status_kib;
+use crate::stats::Samples;
+use anyhow::{Context, Result};
+use iptables::apply::{Backend, Iptables};
+use iptables::render::{IpFamily, RenderOptions, render};
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+use tracker::{Objects, Tracker};
+
+/// How the tracker benchmark runs.
+#[derive(Debug, Clone)]
+pub struct TrackerSetup {
+    /// The cluster.
+    pub load: Load,
+    /// Backend to apply with; `None`: tracker and render only, no kernel.
+    pub backend: Option<Backend>,
+    /// How many single changes of each kind to time.
+    pub changes: usize,
+}
+
+/// Runs the benchmark (inside a new namespace when it applies rules).
+pub fn run_tracker(setup: TrackerSetup) -> Result<String> {
+    if setup.backend.is_none() {
+        return measure(&setup);
+    }
+    let ns = BenchNetns::new()?;
+    ns.run(move || measure(&setup))?
+}
+
+fn parse_documents(text: &str) -> Result<Objects> {
+    Ok(source::manifests::parse(text)?.objects)
+}
+
+/// Service `i` with `endpoints` endpoints, decoded (not timed).
+fn objects_of(load: &Load, i: usize, endpoints: usize) -> Result<Objects> {
+    parse_documents(&generate::service_documents(load, i, endpoints))
+}
+
+/// Feeds every object to `tracker`, building each just before its event;
+/// returns the time spent in the tracker alone.
+fn load_tracker(tracker: &mut Tracker, load: &Load) -> Result<Duration> {
+    let node = parse_documents(&generate::node_document())?;
+    let mut spent = Duration::ZERO;
+    for n in &node.nodes {
+        tracker.upsert_node(n);
+    }
+    for i in 0..load.services {
+        let objects = objects_of(load, i, load.endpoints)?;
+        let start = Instant::now();
+        feed(tracker, &objects);
+        spent += start.elapsed();
+    }
+    Ok(spent)
+}
+
+fn feed(tracker: &mut Tracker, objects: &Objects) {
+    for svc in &objects.services {
+        tracker.upsert_service(svc);
+    }
+    for slice in &objects.endpoint_slices {
+        tracker.upsert_endpoint_slice(slice);
+    }
+}
+
+fn own_status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| status_kib(&s, field)).unwrap_or(0)
+}
+
+fn measure(setup: &TrackerSetup) -> Result<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(measure_async(setup))
+}
+
+async fn measure_async(setup: &TrackerSetup) -> Result<String> {
+    let load = &setup.load;
+    let mut out = String::new();
+    let (rss_before, live_before) = (own_status_kib("VmRSS:"), live_bytes());
+    let mut tracker = Tracker::new(generate::NODE);
+    let spent = load_tracker(&mut tracker, load)?;
+    let events = 2 * load.services;
+    let _ = writeln!(
+        out,
+        "{events} events (a Service and an EndpointSlice per service) in {:.1} ms of tracker time: {:.2} µs/event",
+        spent.as_secs_f64() * 1e3,
+        spent.as_secs_f64() * 1e6 / events as f64
+    );
+    let start = Instant::now();
+    let (snapshot, _) = tracker.snapshot();
+    let _ = writeln!(out, "first snapshot: {:.1} ms ({} service ports)", ms(start.elapsed()), snapshot.services.len());
+    let with_snapshot = live_bytes().saturating_sub(live_before);
+    drop(snapshot);
+    let alone = live_bytes().saturating_sub(live_before);
+    let _ = writeln!(
+        out,
+        "live heap: tracker {:.1} MiB, with one snapshot held {:.1} MiB",
+        mib(alone as u64),
+        mib(with_snapshot as u64)
+    );
+    if let Some(backend) = setup.backend {
+        out.push_str(&measure_applied(setup, backend, &mut tracker).await?);
+    }
+    let _ = writeln!(
+        out,
+        "RSS: {:.1} MiB before loading, {:.1} MiB now; peak (VmHWM) {:.1} MiB — includes the YAML decoding of the input",
+        mib(rss_before * 1024),
+        mib(own_status_kib("VmRSS:") * 1024),
+        mib(own_status_kib("VmHWM:") * 1024)
+    );
+    Ok(out)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1048576.0
+}
+
+/// Times of one event → rules applied.
+#[derive(Default)]
+struct EventTimes {
+    tracker_and_snapshot: Samples,
+    render: Samples,
+    apply: Samples,
+    total: Samples,
+}
+
+impl EventTimes {
+    fn report(&self, what: &str) -> String {
+        format!(
+            "{what} → rules applied (ms, min / median / max of {}): total {}; tracker + snapshot {}; render {}; apply {}\n",
+            self.total.len(),
+            self.total.summary(1),
+            self.tracker_and_snapshot.summary(2),
+            self.render.summary(1),
+            self.apply.summary(1)
+        )
+    }
+}
+
+/// A proxy's sync, in-process: the applier and its render options.
+struct Sync {
+    iptables: Iptables,
+    opts: RenderOptions,
+}
+
+impl Sync {
+    async fn new(backend: Backend) -> Result<Self> {
+        let facts = iptables::apply::apply_kernel_setup(true).await?;
+        let opts = RenderOptions {
+            cluster_cidr: generate::POD_CIDR.parse().ok(),
+            nfacct: facts.nfacct,
+            conntrack_tcp_be_liberal: facts.conntrack_tcp_be_liberal,
+            node_ips: facts.local_addresses,
+            ..RenderOptions::default()
+        };
+        Ok(Self { iptables: Iptables::new(backend, IpFamily::V4), opts })
+    }
+
+    /// Snapshot, render, apply; records each step's time from `start`.
+    async fn sync(&self, tracker: &mut Tracker, start: Instant, times: &mut EventTimes) -> Result<()> {
+        let (snapshot, _) = tracker.snapshot();
+        let snapshotted = Instant::now();
+        let ruleset = render(&snapshot, &self.opts).ruleset;
+        let rendered = Instant::now();
+        self.iptables.apply_ruleset(&ruleset).await.context("apply")?;
+        let applied = Instant::now();
+        times.tracker_and_snapshot.push(ms(snapshotted - start));
+        times.render.push(ms(rendered - snapshotted));
+        times.apply.push(ms(applied - rendered));
+        times.total.push(ms(applied - start));
+        Ok(())
+    }
+}
+
+async fn measure_applied(setup: &TrackerSetup, backend: Backend, tracker: &mut Tracker) -> Result<String> {
+    let load = &setup.load;
+    let sync = Sync::new(backend).await?;
+    let mut first = EventTimes::default();
+    sync.sync(tracker, Instant::now(), &mut first).await?;
+    let mut out = format!("backend {backend}: first full sync {} ms (render {} ms)\n", first.total, first.render);
+    let mut endpoint = EventTimes::default();
+    for k in 0..setup.changes {
+        let objects = objects_of(load, 0, load.endpoints + 1 - k % 2)?;
+        let start = Instant::now();
+        feed(tracker, &objects);
+        sync.sync(tracker, start, &mut endpoint).await?;
+    }
+    out.push_str(&endpoint.report("one endpoint added/removed"));
+    let mut service = EventTimes::default();
+    for k in 0..setup.changes {
+        let objects = objects_of(load, load.services + k, load.endpoints)?;
+        let start = Instant::now();
+        feed(tracker, &objects);
+        sync.sync(tracker, start, &mut service).await?;
+    }
+    out.push_str(&service.report("one service (with its slice) added"));
+    Ok(out)
+}
