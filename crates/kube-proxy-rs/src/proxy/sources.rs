@@ -79,10 +79,15 @@ fn client_settings(config: &Config) -> ClientSettings {
     }
 }
 
-async fn follow_manifests(mut watch: source::manifests::Watch, tracker: Arc<Mutex<Tracker>>, changes: Changes) {
-    lock(&tracker).replace_all(&watch.initial.objects);
+/// Feeds each state of the file to the tracker. The decoded objects are
+/// dropped once the tracker has taken what it needs from them (at 10,000
+/// services they are about 100 MiB).
+async fn follow_manifests(watch: source::manifests::Watch, tracker: Arc<Mutex<Tracker>>, changes: Changes) {
+    let source::manifests::Watch { initial, mut updates } = watch;
+    lock(&tracker).replace_all(&initial.objects);
+    drop(initial);
     changes.initial_state_complete();
-    while let Some(parsed) = watch.updates.recv().await {
+    while let Some(parsed) = updates.recv().await {
         let changed = {
             let mut tracker = lock(&tracker);
             tracker.replace_all(&parsed.objects);
