@@ -1,9 +1,10 @@
 //! Wiring: turns a validated [`Config`] into a running proxy — source,
 //! tracker, runner, backend, health servers and metrics — or into one of
-//! the one-shot jobs (`--cleanup`, `--dry-run`).
+//! the one-shot jobs (`--cleanup`, `--init-only`, `--dry-run`).
 
 mod cleanup;
 mod dry_run;
+mod init_only;
 mod iptables_mode;
 mod ipvs_mode;
 mod node_name;
@@ -32,6 +33,9 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         config.mode != ProxyMode::Nftables,
         "--proxy-mode=nftables is not implemented yet; use iptables or ipvs"
     );
+    if config.init_only {
+        return runtime.block_on(init_only::run(&config));
+    }
     if config.dry_run {
         return runtime.block_on(dry_run::run(&config));
     }

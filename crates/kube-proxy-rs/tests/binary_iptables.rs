@@ -6,7 +6,8 @@
 //! chains at the next sync; `--cleanup` leaves nothing of ours (kubelet's
 //! shared `KUBE-FIREWALL` stays, as with upstream); and
 //! `--proxy-mode=ipvs` on a kernel without IPVS falls back to iptables mode
-//! with one line saying so; health-check servers follow `nodePortAddresses`.
+//! with one line saying so; health-check servers follow `nodePortAddresses`;
+//! `--init-only` sets the kernel up and exits without writing a rule.
 //! Needs root; without it one line says so.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -177,4 +178,19 @@ fn health_check_servers_listen_on_node_port_addresses_only() {
     // storefront/api's healthCheckNodePort in examples/cluster.yaml.
     assert!(listening.contains("10.9.0.2:32070"), "not on the nodePortAddresses IP:\n{listening}");
     assert!(!listening.contains("0.0.0.0:32070") && !listening.contains("*:32070"), "on every address:\n{listening}");
+}
+
+#[test]
+fn init_only_sets_the_kernel_up_writes_no_rule_and_exits() {
+    if let Some(why) = unavailable() {
+        println!("{why}");
+        return;
+    }
+    let ns = Netns::new("initonly").unwrap();
+    let route_localnet = || ns.exec("sysctl", &["-n", "net.ipv4.conf.all.route_localnet"]).unwrap().trim().to_string();
+    assert_eq!(route_localnet(), "0", "a fresh namespace");
+    let out = ns.command(BINARY).args(args(&example())).arg("--init-only").output().unwrap();
+    assert!(out.status.success(), "--init-only failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(route_localnet(), "1", "localhost NodePorts need route_localnet");
+    assert!(!saved(&ns).contains("KUBE-"), "--init-only wrote rules:\n{}", saved(&ns));
 }

@@ -87,7 +87,7 @@ pub fn backend_choice(flag: IptablesBackend) -> BackendChoice {
 }
 
 /// Upstream sets `route_localnet` when localhost NodePorts are on (IPv4).
-fn wants_route_localnet(config: &Config, family: IpFamily) -> bool {
+pub fn wants_route_localnet(config: &Config, family: IpFamily) -> bool {
     family == IpFamily::V4 && config.localhost_node_ports
 }
 
