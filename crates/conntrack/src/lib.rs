@@ -7,13 +7,16 @@
 //! target is not a serving endpoint of it any more are deleted.
 //!
 //! [`flow`] parses `conntrack -L` output and [`stale`] decides (both pure);
-//! [`apply`] runs the `conntrack` tool.
+//! [`apply`] runs the `conntrack` tool. [`sysctl`] sets the conntrack
+//! sysctls of `--conntrack-*` at start-up.
 
 pub mod apply;
 mod error;
 pub mod flow;
 pub mod stale;
+pub mod sysctl;
 
 pub use error::Error;
 pub use flow::UdpFlow;
 pub use stale::{Deletion, ServiceTargets, find_stale};
+pub use sysctl::{ConntrackSettings, apply_conntrack_settings, conntrack_max};

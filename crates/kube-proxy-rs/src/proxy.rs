@@ -3,6 +3,7 @@
 //! the one-shot jobs (`--cleanup`, `--init-only`, `--dry-run`).
 
 mod cleanup;
+mod conntrack_setup;
 mod dry_run;
 mod init_only;
 mod iptables_mode;

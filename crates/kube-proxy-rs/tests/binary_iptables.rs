@@ -7,7 +7,8 @@
 //! shared `KUBE-FIREWALL` stays, as with upstream); and
 //! `--proxy-mode=ipvs` on a kernel without IPVS falls back to iptables mode
 //! with one line saying so; health-check servers follow `nodePortAddresses`;
-//! `--init-only` sets the kernel up and exits without writing a rule.
+//! `--init-only` sets the kernel up (with the `--conntrack-*` sysctls) and
+//! exits without writing a rule.
 //! Needs root; without it one line says so.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -193,4 +194,26 @@ fn init_only_sets_the_kernel_up_writes_no_rule_and_exits() {
     assert!(out.status.success(), "--init-only failed: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(route_localnet(), "1", "localhost NodePorts need route_localnet");
     assert!(!saved(&ns).contains("KUBE-"), "--init-only wrote rules:\n{}", saved(&ns));
+}
+
+#[test]
+fn conntrack_flags_set_the_namespaces_conntrack_sysctls() {
+    if let Some(why) = unavailable() {
+        println!("{why}");
+        return;
+    }
+    let ns = Netns::new("ctflags").unwrap();
+    let sysctl = |name: &str| ns.exec("sysctl", &["-n", name]).unwrap().trim().to_string();
+    let flags = ["--conntrack-tcp-timeout-established=2h", "--conntrack-tcp-timeout-close-wait=30m", "--conntrack-tcp-be-liberal", "--conntrack-udp-timeout=45s"];
+    let out = ns.command(BINARY).args(args(&example())).args(flags).arg("--init-only").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "--init-only failed: {stderr}");
+    assert_eq!(sysctl("net.netfilter.nf_conntrack_tcp_timeout_established"), "7200");
+    assert_eq!(sysctl("net.netfilter.nf_conntrack_tcp_timeout_close_wait"), "1800");
+    assert_eq!(sysctl("net.netfilter.nf_conntrack_tcp_be_liberal"), "1");
+    assert_eq!(sysctl("net.netfilter.nf_conntrack_udp_timeout"), "45");
+    // The table size is global: the kernel refuses it inside a namespace, which is a warning, not a failure.
+    if stderr.contains("nf_conntrack_max") {
+        assert!(stderr.contains("WARN") && stderr.contains("leaving it as it is"), "{stderr}");
+    }
 }

@@ -1,6 +1,7 @@
-//! `--init-only`: the privileged kernel set-up of the configured mode, then
-//! exit, as upstream does for an init container (the proxy can then run
-//! with only CAP_NET_ADMIN). No rule is written and no server started.
+//! `--init-only`: the privileged kernel set-up (conntrack sysctls and the
+//! configured mode's), then exit, as upstream does for an init container
+//! (the proxy can then run with only CAP_NET_ADMIN). No rule is written
+//! and no server started.
 
 use super::iptables_mode::wants_route_localnet;
 use super::ipvs_mode::IpvsProxier;
@@ -9,6 +10,7 @@ use model::IpFamily;
 
 /// Applies the sysctls and kernel objects the mode needs.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
+    super::conntrack_setup::apply(config);
     if config.mode == ProxyMode::Ipvs {
         match IpvsProxier::new(config, IpFamily::V4).await {
             Ok(_) => {

@@ -29,6 +29,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let source = Source::open(&config).await?;
     let tracker = Arc::new(Mutex::new(Tracker::new(node_name::resolve(&config)?)));
 
+    super::conntrack_setup::apply(&config);
     let proxier = Proxier::new(&config, IpFamily::V4).await?;
     let metrics = Metrics::new(proxier.mode());
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
