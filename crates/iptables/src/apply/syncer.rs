@@ -31,6 +31,8 @@ use crate::{Error, Ruleset, Table};
 pub struct Syncer {
     iptables: Iptables,
     applied: Option<AppliedChains>,
+    /// The last sync attempted was a partial one.
+    last_partial: bool,
 }
 
 /// What one [`Syncer::sync`] did.
@@ -50,7 +52,7 @@ pub struct Synced {
 impl Syncer {
     /// A syncer whose first sync is a full one.
     pub fn new(iptables: Iptables) -> Self {
-        Self { iptables, applied: None }
+        Self { iptables, applied: None, last_partial: false }
     }
 
     /// The tools it drives.
@@ -64,6 +66,12 @@ impl Syncer {
         self.applied.is_none()
     }
 
+    /// Whether the last sync attempted (successful or not) was a partial
+    /// one: a failed partial restore counts in its own metric.
+    pub fn last_sync_partial(&self) -> bool {
+        self.last_partial
+    }
+
     /// Forgets what was applied: the next sync is a full one.
     pub fn forget(&mut self) {
         self.applied = None;
@@ -74,6 +82,7 @@ impl Syncer {
     pub async fn sync(&mut self, ruleset: &Ruleset, full: bool) -> Result<Synced, Error> {
         // Taken out so that any error below leaves nothing: next sync full.
         let last = self.applied.take();
+        self.last_partial = false;
         match last {
             Some(last) if !full && self.canary_exists().await? => self.sync_partial(ruleset, last).await,
             _ => self.sync_full(ruleset).await,
@@ -96,6 +105,7 @@ impl Syncer {
     }
 
     async fn sync_partial(&mut self, ruleset: &Ruleset, mut last: AppliedChains) -> Result<Synced, Error> {
+        self.last_partial = true;
         let diffs = diff_chains(&last, ruleset);
         let restore_input = render_partial_input(ruleset, &diffs);
         if !restore_input.is_empty() {

@@ -1,21 +1,27 @@
 //! The iptables mode's sync: render the snapshot (pure), apply it with
-//! `iptables-restore`, and report what the metrics need. Also the option
+//! `iptables-restore` (a full sync, or a partial one writing only the
+//! chains that changed), and report what the metrics need. Also the option
 //! mapping IPVS mode shares (backend, cluster CIDR, NodePort addresses).
 
 use crate::config::{Config, DetectLocal, IptablesBackend, NodePortAddresses};
-use iptables::apply::{Backend, BackendChoice, Iptables, KernelFacts};
+use iptables::apply::{Backend, BackendChoice, Iptables, KernelFacts, Syncer};
 use super::report::SyncReport;
+use health::SyncKind;
 use iptables::render::{IpFamily, RenderOptions};
 use ipnet::IpNet;
 use model::Snapshot;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// One IP family's iptables proxier: the applier and the options it
-/// renders with.
+/// One IP family's iptables proxier: the applier (with what it applied
+/// last) and the options it renders with.
 pub struct IptablesProxier {
-    iptables: Iptables,
+    syncer: Syncer,
     opts: RenderOptions,
     node_cidr_detection: bool,
+    /// A full sync runs at least this often (`syncPeriod`).
+    sync_period: Duration,
+    /// When the last full sync finished.
+    last_full_sync: Option<Instant>,
 }
 
 impl IptablesProxier {
@@ -26,29 +32,46 @@ impl IptablesProxier {
         tracing::info!(%backend, ?family, "using iptables backend");
         let facts = iptables::apply::apply_kernel_setup(wants_route_localnet(config, family)).await?;
         Ok(Self {
-            iptables: Iptables::new(backend, family),
+            syncer: Syncer::new(Iptables::new(backend, family)),
             opts: render_options(config, family, &facts),
             node_cidr_detection: config.detect_local == DetectLocal::NodeCidr,
+            sync_period: config.sync_period,
+            last_full_sync: None,
         })
     }
 
-    /// Renders and applies every service of `snapshot`.
-    pub async fn sync(&mut self, snapshot: &Snapshot) -> Result<SyncReport, iptables::Error> {
+    /// Renders every service of `snapshot` and applies it: in full when
+    /// `full` is asked (initial, periodic, retry), when the last full sync
+    /// is `syncPeriod` old, or when the applier needs one (first sync, the
+    /// last one failed, our canary chain is gone); else only the chains
+    /// that changed.
+    pub async fn sync(&mut self, snapshot: &Snapshot, full: bool) -> Result<SyncReport, iptables::Error> {
         if self.node_cidr_detection {
             self.opts.cluster_cidr = node_cidr(snapshot, self.opts.family);
         }
+        let full = full || self.last_full_sync.is_none_or(|at| at.elapsed() >= self.sync_period);
         let started = Instant::now();
         let rendered = iptables::render::render(snapshot, &self.opts);
         let render = started.elapsed();
-        self.iptables.apply_ruleset(&rendered.ruleset).await?;
+        let synced = self.syncer.sync(&rendered.ruleset, full).await?;
+        if !synced.partial {
+            self.last_full_sync = Some(Instant::now());
+        }
         Ok(SyncReport {
             render,
             apply: started.elapsed() - render,
+            kind: if synced.partial { SyncKind::Partial } else { SyncKind::Full },
+            written_chains: Some(synced.written_chains),
             ruleset: rendered.ruleset,
             virtual_servers: None,
             no_local_internal: rendered.no_local_endpoints.internal,
             no_local_external: rendered.no_local_endpoints.external,
         })
+    }
+
+    /// Whether the last sync attempted was a partial one.
+    pub fn last_sync_partial(&self) -> bool {
+        self.syncer.last_sync_partial()
     }
 }
 
