@@ -24,6 +24,7 @@ use super::restore::{restore_invocation, run_restore};
 use super::{Applied, Iptables, TableChanges};
 use crate::error::Rollback;
 use crate::{Error, Ruleset, Table};
+use std::collections::BTreeMap;
 
 /// Syncs rulesets of one backend and family, partially when it can (see
 /// the module doc).
@@ -44,6 +45,8 @@ pub struct Synced {
     /// Chains declared and written whole by the restore (every chain of
     /// ours on a full sync).
     pub written_chains: usize,
+    /// Rules written by the restore, per table (`sync_proxy_rules_iptables_last`).
+    pub written_rules: BTreeMap<Table, usize>,
     /// The restore input and what it removed (a partial sync adds no
     /// built-in jumps and deletes no jumps).
     pub applied: Applied,
@@ -101,7 +104,8 @@ impl Syncer {
         let applied = self.iptables.apply_ruleset(ruleset).await?;
         let written_chains = ruleset.tables().iter().map(|(_, rules)| rules.chains.len()).sum();
         self.applied = Some(AppliedChains::of(ruleset));
-        Ok(Synced { partial: false, written_chains, applied })
+        let written_rules = ruleset.tables().into_iter().map(|(table, rules)| (table, rules.rules.len())).collect();
+        Ok(Synced { partial: false, written_chains, written_rules, applied })
     }
 
     async fn sync_partial(&mut self, ruleset: &Ruleset, mut last: AppliedChains) -> Result<Synced, Error> {
@@ -115,7 +119,9 @@ impl Syncer {
         self.applied = Some(last);
         let written_chains = diffs.iter().map(|d| d.written.len()).sum();
         let removed = removed_chains(&diffs);
-        Ok(Synced { partial: true, written_chains, applied: Applied { restore_input, removed, added_jumps: Vec::new() } })
+        let written_rules = count_rules(&restore_input);
+        let applied = Applied { restore_input, removed, added_jumps: Vec::new() };
+        Ok(Synced { partial: true, written_chains, written_rules, applied })
     }
 
     /// Runs a partial restore; a failure names the tables committed before
@@ -139,6 +145,23 @@ impl Syncer {
     }
 }
 
+/// The `-A` lines of each table of a restore input (every table of ours
+/// counted, written or not).
+fn count_rules(input: &str) -> BTreeMap<Table, usize> {
+    let mut counts: BTreeMap<Table, usize> = [Table::Filter, Table::Mangle, Table::Nat].map(|t| (t, 0)).into();
+    let mut table = None;
+    for line in input.lines() {
+        if let Some(name) = line.strip_prefix('*') {
+            table = [Table::Filter, Table::Mangle, Table::Nat].into_iter().find(|t| t.as_str() == name);
+        } else if line.starts_with("-A ")
+            && let Some(count) = table.and_then(|t| counts.get_mut(&t))
+        {
+            *count += 1;
+        }
+    }
+    counts
+}
+
 /// The chains a partial sync deleted, as callers see removals.
 fn removed_chains(diffs: &[ChainDiff]) -> Vec<TableChanges> {
     let changes = diffs.iter().filter(|d| !d.deleted.is_empty()).map(|d| TableChanges {
@@ -148,4 +171,16 @@ fn removed_chains(diffs: &[ChainDiff]) -> Vec<TableChanges> {
         kept_chains: Vec::new(),
     });
     changes.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_are_counted_per_table() {
+        let input = "*filter\n:A - [0:0]\n-A A -j DROP\nCOMMIT\n*nat\n:B - [0:0]\n-A B -j RETURN\n-A B -j RETURN\n-X C\nCOMMIT\n";
+        let counts = count_rules(input);
+        assert_eq!(counts, [(Table::Filter, 1), (Table::Mangle, 0), (Table::Nat, 2)].into());
+    }
 }

@@ -62,6 +62,7 @@ impl IptablesProxier {
             apply: started.elapsed() - render,
             kind: if synced.partial { SyncKind::Partial } else { SyncKind::Full },
             written_chains: Some(synced.written_chains),
+            written_rules: synced.written_rules,
             ruleset: rendered.ruleset,
             virtual_servers: None,
             no_local_internal: rendered.no_local_endpoints.internal,

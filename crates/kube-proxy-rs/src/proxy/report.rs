@@ -1,6 +1,7 @@
 //! What one sync did, whatever the mode: for logs and metrics.
 
 use health::SyncKind;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The figures of one sync.
@@ -14,6 +15,9 @@ pub struct SyncReport {
     pub kind: SyncKind,
     /// Chains written whole by the restore (iptables mode only).
     pub written_chains: Option<usize>,
+    /// Rules written by the restore per table (iptables mode only; IPVS
+    /// mode writes its companion rules whole).
+    pub written_rules: BTreeMap<iptables::Table, usize>,
     /// The iptables rules written (all of them in iptables mode; the
     /// companion rules in IPVS mode).
     pub ruleset: iptables::Ruleset,

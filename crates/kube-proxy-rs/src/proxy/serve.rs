@@ -96,7 +96,8 @@ impl SyncState {
         self.metrics.record_sync(family, report.kind, report.render + report.apply);
         for table in [iptables::Table::Filter, iptables::Table::Nat] {
             let n = ruleset.rule_count(table);
-            self.metrics.set_iptables_rules(family, table.as_str(), n, n);
+            let written = report.written_rules.get(&table).copied().unwrap_or(n);
+            self.metrics.set_iptables_rules(family, table.as_str(), n, written);
         }
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
