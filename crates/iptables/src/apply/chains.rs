@@ -140,6 +140,7 @@ pub(crate) fn chain_of(rule: &str) -> &str {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
