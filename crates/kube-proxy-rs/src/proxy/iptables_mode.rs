@@ -49,7 +49,7 @@ impl IptablesProxier {
         if self.node_cidr_detection {
             self.opts.cluster_cidr = node_cidr(snapshot, self.opts.family);
         }
-        let full = full || self.last_full_sync.is_none_or(|at| at.elapsed() >= self.sync_period);
+        let full = wants_full_sync(full, self.last_full_sync, self.sync_period, Instant::now());
         let started = Instant::now();
         let rendered = iptables::render::render(snapshot, &self.opts);
         let render = started.elapsed();
@@ -74,6 +74,12 @@ impl IptablesProxier {
     pub fn last_sync_partial(&self) -> bool {
         self.syncer.last_sync_partial()
     }
+}
+
+/// Whether this sync must be a full one: asked for (initial, periodic,
+/// retry), no full sync yet, or the last one is `sync_period` old.
+fn wants_full_sync(asked: bool, last_full_sync: Option<Instant>, sync_period: Duration, now: Instant) -> bool {
+    asked || last_full_sync.is_none_or(|at| now.saturating_duration_since(at) >= sync_period)
 }
 
 /// The render options for `config` on this kernel.
@@ -131,4 +137,18 @@ pub fn cluster_cidr(config: &Config, family: IpFamily) -> Option<IpNet> {
 /// The node's pod CIDR of this family for `detectLocalMode: NodeCIDR`.
 fn node_cidr(snapshot: &Snapshot, family: IpFamily) -> Option<IpNet> {
     snapshot.node.pod_cidrs.iter().find(|net| in_family(net, family)).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sync_is_full_when_asked_first_or_a_sync_period_after_the_last_full_one() {
+        let (period, at) = (Duration::from_secs(30), Instant::now());
+        assert!(wants_full_sync(false, None, period, at), "first sync");
+        assert!(wants_full_sync(true, Some(at), period, at), "asked");
+        assert!(!wants_full_sync(false, Some(at), period, at + Duration::from_secs(29)));
+        assert!(wants_full_sync(false, Some(at), period, at + period));
+    }
 }
