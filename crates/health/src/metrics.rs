@@ -52,9 +52,9 @@ impl ProxyMode {
 /// Whether a sync rewrote every service or only the changed ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncKind {
-    /// Every service was rendered.
+    /// Every service was written.
     Full,
-    /// Only changed services were rendered.
+    /// Only what changed was written (iptables mode's partial sync).
     Partial,
 }
 

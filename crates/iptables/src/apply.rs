@@ -16,21 +16,27 @@
 //! the same input had already committed are put back ([`rollback`]), so
 //! the previous rules stay; the error names the failing line.
 //!
+//! [`Syncer`] adds partial syncs on top: only the chains whose rules
+//! changed since the last sync, without `iptables-save`.
+//!
 //! Everything runs the tools as child processes of the calling thread
 //! (`tokio::process`), and the netlink and sysctl calls act on it too, so
 //! a caller on a thread inside a network namespace (tests) acts there.
 
 mod backend;
+mod chains;
 mod cleanup;
 mod command;
 mod jumps;
 mod nfacct;
 mod node;
 mod ownership;
+mod partial;
 mod restore;
 mod rollback;
 mod saved;
 mod stale;
+mod syncer;
 
 pub use crate::error::{RestoreFailure, Rollback};
 pub use backend::{Backend, BackendChoice, detect_backend};
@@ -44,6 +50,7 @@ pub use node::{
     read_conntrack_tcp_be_liberal, read_local_addresses,
 };
 pub use ownership::is_owned_chain;
+pub use syncer::{Synced, Syncer};
 
 use crate::chain_name::KUBE_PROXY_CANARY;
 use crate::render::IpFamily;

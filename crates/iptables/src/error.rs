@@ -102,6 +102,10 @@ pub enum Rollback {
         /// The rollback's error.
         error: String,
     },
+    /// A partial sync failed after these tables had been committed; it
+    /// keeps no copy of the old rules, so they hold the new ones until the
+    /// next sync, which is a full one.
+    Skipped(Vec<Table>),
 }
 
 impl fmt::Display for Rollback {
@@ -112,6 +116,9 @@ impl fmt::Display for Rollback {
             Rollback::Done(tables) => write!(f, " (already committed tables rolled back: {})", names(tables)),
             Rollback::Failed { tables, error } => {
                 write!(f, " (rolling back already committed tables {} failed too: {error})", names(tables))
+            }
+            Rollback::Skipped(tables) => {
+                write!(f, " (partial sync: already committed tables {} keep the new rules until the next, full, sync)", names(tables))
             }
         }
     }

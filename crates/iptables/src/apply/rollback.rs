@@ -9,7 +9,7 @@
 
 use super::restore::TableInput;
 use super::saved::SavedTable;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 /// Restore input that returns `applied.table` from `now` to `before`, or
@@ -17,7 +17,8 @@ use std::fmt::Write;
 pub(crate) fn render_rollback_input(before: &SavedTable, now: &SavedTable, applied: &TableInput) -> Option<String> {
     let touched: BTreeSet<&str> =
         applied.rules.chains.iter().chain(&applied.removals.chains).map(String::as_str).collect();
-    if !changed(before, now, &touched, applied) {
+    let (was, is) = (Index::of(before), Index::of(now));
+    if !changed(&was, &is, &touched, applied) {
         return None;
     }
     let mut out = format!("*{}\n", applied.table);
@@ -28,18 +29,42 @@ pub(crate) fn render_rollback_input(before: &SavedTable, now: &SavedTable, appli
         let _ = writeln!(out, "-A {}", rule.spec);
     }
     write_jump_reinserts(&mut out, now, applied);
-    for chain in touched.iter().filter(|c| !before.has_chain(c) && now.has_chain(c)) {
+    for chain in touched.iter().filter(|c| !was.chains.contains(*c) && is.chains.contains(*c)) {
         let _ = writeln!(out, "-X {chain}");
     }
     out.push_str("COMMIT\n");
     Some(out)
 }
 
+/// One saved table's chains and each chain's rules, looked up in constant
+/// time (a big nat table has 100k chains).
+struct Index<'a> {
+    chains: HashSet<&'a str>,
+    rules: HashMap<&'a str, Vec<&'a str>>,
+    specs: HashMap<&'a str, usize>,
+}
+
+impl<'a> Index<'a> {
+    fn of(table: &'a SavedTable) -> Self {
+        let mut rules: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut specs: HashMap<&str, usize> = HashMap::new();
+        for rule in &table.rules {
+            rules.entry(rule.chain.as_str()).or_default().push(rule.spec.as_str());
+            *specs.entry(rule.spec.as_str()).or_default() += 1;
+        }
+        Self { chains: table.chains.iter().map(String::as_str).collect(), rules, specs }
+    }
+
+    /// Whether `chain` exists, and its rules.
+    fn chain_state(&self, chain: &str) -> (bool, Option<&Vec<&'a str>>) {
+        (self.chains.contains(chain), self.rules.get(chain))
+    }
+}
+
 /// Whether a touched chain or a removed jump differs between the saves.
-fn changed(before: &SavedTable, now: &SavedTable, touched: &BTreeSet<&str>, applied: &TableInput) -> bool {
-    let chain_state = |t: &SavedTable, c: &str| (t.has_chain(c), t.rules_of(c).map(|r| r.spec.clone()).collect::<Vec<_>>());
-    let jump_count = |t: &SavedTable, spec: &str| t.rules.iter().filter(|r| r.spec == spec).count();
-    touched.iter().any(|c| chain_state(before, c) != chain_state(now, c))
+fn changed(before: &Index, now: &Index, touched: &BTreeSet<&str>, applied: &TableInput) -> bool {
+    let jump_count = |t: &Index, spec: &str| t.specs.get(spec).copied().unwrap_or(0);
+    touched.iter().any(|c| before.chain_state(c) != now.chain_state(c))
         || applied.removals.jumps.iter().any(|j| jump_count(before, &j.spec) != jump_count(now, &j.spec))
 }
 

@@ -2,7 +2,7 @@
 //! (built-in or user-defined) and each rule with the chain it jumps to.
 
 use crate::Table;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One table as `iptables-save` printed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,11 +29,6 @@ pub(crate) struct SavedRule {
 }
 
 impl SavedTable {
-    /// Whether a user-defined chain named `chain` exists.
-    pub(crate) fn has_chain(&self, chain: &str) -> bool {
-        self.chains.iter().any(|c| c == chain)
-    }
-
     /// Whether `chain` is one of the table's built-in chains.
     pub(crate) fn is_builtin(&self, chain: &str) -> bool {
         self.builtin.iter().any(|c| c == chain)
@@ -49,42 +44,58 @@ impl SavedTable {
 /// kube-proxy does not write (raw, security) are skipped.
 pub(crate) fn parse_saved(text: &str) -> BTreeMap<Table, SavedTable> {
     let mut tables = BTreeMap::new();
-    let mut current: Option<(Table, SavedTable)> = None;
+    let mut current: Option<Parsing> = None;
     for line in text.lines() {
         if let Some(name) = line.strip_prefix('*') {
             finish(&mut tables, current.take());
-            current = table_named(name.trim()).map(|t| (t, SavedTable::default()));
+            current = table_named(name.trim()).map(Parsing::new);
         } else if line.starts_with("COMMIT") {
             finish(&mut tables, current.take());
-        } else if let Some((_, table)) = current.as_mut() {
-            parse_line(table, line);
+        } else if let Some(parsing) = current.as_mut() {
+            parsing.line(line);
         }
     }
     finish(&mut tables, current);
     tables
 }
 
-fn finish(tables: &mut BTreeMap<Table, SavedTable>, done: Option<(Table, SavedTable)>) {
-    if let Some((name, table)) = done {
-        tables.insert(name, table);
+/// One table being read, with each chain's rule count so far (rules of a
+/// chain are numbered in linear time even with 100k chains).
+struct Parsing {
+    table: Table,
+    saved: SavedTable,
+    counts: HashMap<String, usize>,
+}
+
+impl Parsing {
+    fn new(table: Table) -> Self {
+        Self { table, saved: SavedTable::default(), counts: HashMap::new() }
+    }
+
+    fn line(&mut self, line: &str) {
+        if let Some(decl) = line.strip_prefix(':') {
+            let mut words = decl.split_whitespace();
+            let (Some(chain), Some(policy)) = (words.next(), words.next()) else { return };
+            let list = if policy == "-" { &mut self.saved.chains } else { &mut self.saved.builtin };
+            list.push(chain.to_string());
+        } else if let Some(spec) = line.strip_prefix("-A ") {
+            let chain = spec.split_whitespace().next().unwrap_or_default().to_string();
+            let count = self.counts.entry(chain.clone()).or_default();
+            *count += 1;
+            let rule = SavedRule { target: jump_target(spec), chain, spec: spec.to_string(), position: *count };
+            self.saved.rules.push(rule);
+        }
+    }
+}
+
+fn finish(tables: &mut BTreeMap<Table, SavedTable>, done: Option<Parsing>) {
+    if let Some(parsing) = done {
+        tables.insert(parsing.table, parsing.saved);
     }
 }
 
 fn table_named(name: &str) -> Option<Table> {
     [Table::Filter, Table::Nat, Table::Mangle].into_iter().find(|t| t.as_str() == name)
-}
-
-fn parse_line(table: &mut SavedTable, line: &str) {
-    if let Some(decl) = line.strip_prefix(':') {
-        let mut words = decl.split_whitespace();
-        let (Some(chain), Some(policy)) = (words.next(), words.next()) else { return };
-        let list = if policy == "-" { &mut table.chains } else { &mut table.builtin };
-        list.push(chain.to_string());
-    } else if let Some(spec) = line.strip_prefix("-A ") {
-        let chain = spec.split_whitespace().next().unwrap_or_default().to_string();
-        let position = table.rules.iter().filter(|r| r.chain == chain).count() + 1;
-        table.rules.push(SavedRule { target: jump_target(spec), chain, spec: spec.to_string(), position });
-    }
 }
 
 /// The chain or target after `-j`/`--jump`/`-g`/`--goto`.
@@ -145,7 +156,7 @@ mod tests {
                 ("KUBE-SERVICES", Some("RETURN"), 2)
             ]
         );
-        assert!(tables[&Table::Mangle].has_chain("KUBE-PROXY-CANARY"));
+        assert_eq!(tables[&Table::Mangle].chains, vec!["KUBE-PROXY-CANARY"]);
     }
 
     #[test]

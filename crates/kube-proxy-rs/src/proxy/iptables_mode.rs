@@ -1,21 +1,27 @@
 //! The iptables mode's sync: render the snapshot (pure), apply it with
-//! `iptables-restore`, and report what the metrics need. Also the option
+//! `iptables-restore` (a full sync, or a partial one writing only the
+//! chains that changed), and report what the metrics need. Also the option
 //! mapping IPVS mode shares (backend, cluster CIDR, NodePort addresses).
 
 use crate::config::{Config, DetectLocal, IptablesBackend, NodePortAddresses};
-use iptables::apply::{Backend, BackendChoice, Iptables, KernelFacts};
+use iptables::apply::{Backend, BackendChoice, Iptables, KernelFacts, Syncer};
 use super::report::SyncReport;
+use health::SyncKind;
 use iptables::render::{IpFamily, RenderOptions};
 use ipnet::IpNet;
 use model::Snapshot;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// One IP family's iptables proxier: the applier and the options it
-/// renders with.
+/// One IP family's iptables proxier: the applier (with what it applied
+/// last) and the options it renders with.
 pub struct IptablesProxier {
-    iptables: Iptables,
+    syncer: Syncer,
     opts: RenderOptions,
     node_cidr_detection: bool,
+    /// A full sync runs at least this often (`syncPeriod`).
+    sync_period: Duration,
+    /// When the last full sync finished.
+    last_full_sync: Option<Instant>,
 }
 
 impl IptablesProxier {
@@ -26,30 +32,54 @@ impl IptablesProxier {
         tracing::info!(%backend, ?family, "using iptables backend");
         let facts = iptables::apply::apply_kernel_setup(wants_route_localnet(config, family)).await?;
         Ok(Self {
-            iptables: Iptables::new(backend, family),
+            syncer: Syncer::new(Iptables::new(backend, family)),
             opts: render_options(config, family, &facts),
             node_cidr_detection: config.detect_local == DetectLocal::NodeCidr,
+            sync_period: config.sync_period,
+            last_full_sync: None,
         })
     }
 
-    /// Renders and applies every service of `snapshot`.
-    pub async fn sync(&mut self, snapshot: &Snapshot) -> Result<SyncReport, iptables::Error> {
+    /// Renders every service of `snapshot` and applies it: in full when
+    /// `full` is asked (initial, periodic, retry), when the last full sync
+    /// is `syncPeriod` old, or when the applier needs one (first sync, the
+    /// last one failed, our canary chain is gone); else only the chains
+    /// that changed.
+    pub async fn sync(&mut self, snapshot: &Snapshot, full: bool) -> Result<SyncReport, iptables::Error> {
         if self.node_cidr_detection {
             self.opts.cluster_cidr = node_cidr(snapshot, self.opts.family);
         }
+        let full = wants_full_sync(full, self.last_full_sync, self.sync_period, Instant::now());
         let started = Instant::now();
         let rendered = iptables::render::render(snapshot, &self.opts);
         let render = started.elapsed();
-        self.iptables.apply_ruleset(&rendered.ruleset).await?;
+        let synced = self.syncer.sync(&rendered.ruleset, full).await?;
+        if !synced.partial {
+            self.last_full_sync = Some(Instant::now());
+        }
         Ok(SyncReport {
             render,
             apply: started.elapsed() - render,
+            kind: if synced.partial { SyncKind::Partial } else { SyncKind::Full },
+            written_chains: Some(synced.written_chains),
+            written_rules: synced.written_rules,
             ruleset: rendered.ruleset,
             virtual_servers: None,
             no_local_internal: rendered.no_local_endpoints.internal,
             no_local_external: rendered.no_local_endpoints.external,
         })
     }
+
+    /// Whether the last sync attempted was a partial one.
+    pub fn last_sync_partial(&self) -> bool {
+        self.syncer.last_sync_partial()
+    }
+}
+
+/// Whether this sync must be a full one: asked for (initial, periodic,
+/// retry), no full sync yet, or the last one is `sync_period` old.
+fn wants_full_sync(asked: bool, last_full_sync: Option<Instant>, sync_period: Duration, now: Instant) -> bool {
+    asked || last_full_sync.is_none_or(|at| now.saturating_duration_since(at) >= sync_period)
 }
 
 /// The render options for `config` on this kernel.
@@ -107,4 +137,18 @@ pub fn cluster_cidr(config: &Config, family: IpFamily) -> Option<IpNet> {
 /// The node's pod CIDR of this family for `detectLocalMode: NodeCIDR`.
 fn node_cidr(snapshot: &Snapshot, family: IpFamily) -> Option<IpNet> {
     snapshot.node.pod_cidrs.iter().find(|net| in_family(net, family)).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sync_is_full_when_asked_first_or_a_sync_period_after_the_last_full_one() {
+        let (period, at) = (Duration::from_secs(30), Instant::now());
+        assert!(wants_full_sync(false, None, period, at), "first sync");
+        assert!(wants_full_sync(true, Some(at), period, at), "asked");
+        assert!(!wants_full_sync(false, Some(at), period, at + Duration::from_secs(29)));
+        assert!(wants_full_sync(false, Some(at), period, at + period));
+    }
 }

@@ -52,6 +52,9 @@ impl IpvsProxier {
         Ok(SyncReport {
             render,
             apply: started.elapsed() - render,
+            kind: health::SyncKind::Full,
+            written_chains: None,
+            written_rules: Default::default(),
             ruleset: state.ruleset,
             virtual_servers: Some(state.services.len()),
             no_local_internal: state.no_local_endpoints.internal.len(),

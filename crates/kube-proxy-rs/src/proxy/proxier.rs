@@ -40,12 +40,21 @@ impl Proxier {
         }
     }
 
-    /// Renders and applies every service of `snapshot`.
-    pub async fn sync(&mut self, snapshot: &Snapshot) -> anyhow::Result<SyncReport> {
+    /// Renders and applies every service of `snapshot`; `full` asks for a
+    /// full sync (iptables mode may sync partially otherwise).
+    pub async fn sync(&mut self, snapshot: &Snapshot, full: bool) -> anyhow::Result<SyncReport> {
         Ok(match self {
-            Proxier::Iptables(p) => p.sync(snapshot).await?,
+            Proxier::Iptables(p) => p.sync(snapshot, full).await?,
             Proxier::Ipvs(p) => p.sync(snapshot).await?,
         })
+    }
+
+    /// Whether the last sync attempted was a partial one (iptables mode).
+    pub fn last_sync_partial(&self) -> bool {
+        match self {
+            Proxier::Iptables(p) => p.last_sync_partial(),
+            Proxier::Ipvs(_) => false,
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! What one sync did, whatever the mode: for logs and metrics.
 
+use health::SyncKind;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The figures of one sync.
@@ -8,6 +10,14 @@ pub struct SyncReport {
     pub render: Duration,
     /// Time spent applying to the kernel.
     pub apply: Duration,
+    /// Whether everything was written or only what changed (iptables
+    /// mode's partial syncs; IPVS mode always syncs in full).
+    pub kind: SyncKind,
+    /// Chains written whole by the restore (iptables mode only).
+    pub written_chains: Option<usize>,
+    /// Rules written by the restore per table (iptables mode only; IPVS
+    /// mode writes its companion rules whole).
+    pub written_rules: BTreeMap<iptables::Table, usize>,
     /// The iptables rules written (all of them in iptables mode; the
     /// companion rules in IPVS mode).
     pub ruleset: iptables::Ruleset,

@@ -67,10 +67,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 impl SyncState {
     async fn sync(&mut self, trigger: Trigger) -> anyhow::Result<()> {
         let (snapshot, changes) = lock(&self.tracker).snapshot();
-        let report = match self.proxier.sync(&snapshot).await {
+        let report = match self.proxier.sync(&snapshot, trigger.wants_full_sync()).await {
             Ok(report) => report,
             Err(err) => {
                 self.metrics.count_iptables_restore_failure(IpFamily::V4);
+                if self.proxier.last_sync_partial() {
+                    self.metrics.count_iptables_partial_restore_failure(IpFamily::V4);
+                }
                 return Err(err);
             }
         };
@@ -92,10 +95,11 @@ impl SyncState {
     fn record(&self, report: &SyncReport, changes: &ChangeSet) {
         let family = IpFamily::V4;
         let ruleset = &report.ruleset;
-        self.metrics.record_sync(family, SyncKind::Full, report.render + report.apply);
+        self.metrics.record_sync(family, report.kind, report.render + report.apply);
         for table in [iptables::Table::Filter, iptables::Table::Nat] {
             let n = ruleset.rule_count(table);
-            self.metrics.set_iptables_rules(family, table.as_str(), n, n);
+            let written = report.written_rules.get(&table).copied().unwrap_or(n);
+            self.metrics.set_iptables_rules(family, table.as_str(), n, written);
         }
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
@@ -109,10 +113,11 @@ fn log_sync(trigger: Trigger, report: &SyncReport, snapshot: &Snapshot) {
     let (render_ms, apply_ms) = (report.render.as_secs_f64() * 1e3, report.apply.as_secs_f64() * 1e3);
     let (nat_rules, nat_chains, filter_rules) = (ruleset.nat.rules.len(), ruleset.nat.chains.len(), ruleset.filter.rules.len());
     let services = snapshot.services.len();
+    let partial = report.kind == SyncKind::Partial;
     match report.virtual_servers {
         None => tracing::info!(
-            ?trigger, services, render_ms, apply_ms, nat_rules, nat_chains, filter_rules,
-            "synced iptables rules"
+            ?trigger, partial, services, render_ms, apply_ms, nat_rules, nat_chains, filter_rules,
+            written_chains = report.written_chains.unwrap_or_default(), "synced iptables rules"
         ),
         Some(virtual_servers) => tracing::info!(
             ?trigger, services, virtual_servers, render_ms, apply_ms, nat_rules, filter_rules,
