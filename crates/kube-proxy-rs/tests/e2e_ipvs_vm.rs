@@ -30,7 +30,7 @@ const PASSED: &str = "E2E-IPVS-VM: ALL PASSED";
 /// those on this machine: the VM's one CPU is emulated (qemu TCG, no KVM
 /// here) and shared by two proxies and the test, and an IPVS sync there
 /// holds it for 1–3 s.
-const VM_SLOWDOWN: u32 = 3;
+const VM_SLOWDOWN: u32 = 4;
 /// Wall-clock limit for the whole VM run.
 const VM_TIMEOUT_SECS: &str = "1500";
 /// Environment variable (on the host) naming the cases to run in the VM,
