@@ -34,8 +34,12 @@ fn applied_rules_chains_and_jumps_show_in_iptables_save() {
     for_each_tool("apply", &FAMILIES, |ipt| async move {
         let ruleset = ruleset(ipt.family(), &["web", "db"]);
         let applied = ipt.apply_ruleset(&ruleset).await.unwrap();
-        assert_eq!(applied.restore_input, ruleset.to_restore(), "fresh table: nothing to remove");
         assert_eq!(applied.added_jumps.len(), ruleset.builtin_jumps.len());
+        // Fresh tables: nothing to remove; the jumps are added by the same restore.
+        let adds: Vec<String> = ruleset.builtin_jumps.iter().map(add_line).collect();
+        let rest: Vec<&str> = applied.restore_input.lines().filter(|l| !adds.iter().any(|a| a == l)).collect();
+        assert_eq!(rest, ruleset.to_restore().lines().collect::<Vec<_>>());
+        assert_eq!(applied.restore_input.lines().filter(|l| adds.iter().any(|a| a == l)).count(), adds.len());
 
         let save = ipt.save().await.unwrap();
         let lines = rule_lines(&save);
@@ -132,6 +136,13 @@ fn chains_of_a_removed_service_are_deleted_at_the_next_sync() {
     });
 }
 
+/// The restore line that adds `jump`: `-I CHAIN 1 ...` or `-A CHAIN ...`.
+fn add_line(jump: &iptables::BuiltinJump) -> String {
+    let line = jump.rule_line();
+    let rest = &line[jump.chain.len()..];
+    if jump.prepend { format!("-I {} 1{rest}", jump.chain) } else { format!("-A {line}") }
+}
+
 /// `iptables-save -t nat` of `services` applied to a fresh namespace.
 async fn in_netns_same_family(ipt: Iptables, services: &'static [&'static str]) -> String {
     let job = move || async move {
@@ -191,6 +202,46 @@ fn a_rule_the_kernel_refuses_fails_and_keeps_the_previous_rules() {
         assert_eq!(*table, Some(Table::Nat));
         assert_eq!(normalized(&ipt.save().await.unwrap()), before);
     });
+}
+
+/// On fresh tables filter (with its built-in jumps) and mangle land before
+/// nat fails: the rollback deletes the jumps and our chains again.
+#[test]
+fn a_failure_on_fresh_tables_takes_the_added_jumps_back() {
+    for_each_tool("freshbad", &[IpFamily::V4], |ipt| async move {
+        let mut bad = ruleset(ipt.family(), &["web"]);
+        bad.nat.rules.push("KUBE-SERVICES -m no-such-match -j RETURN".into());
+        let err = ipt.apply_ruleset(&bad).await.expect_err("broken rule must fail");
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        assert_eq!(failure.rollback, Rollback::Done(vec![Table::Filter, Table::Mangle]), "{err}");
+        let save = ipt.save().await.unwrap();
+        assert!(!save.contains("KUBE-"), "{:?}: left behind:\n{save}", ipt);
+    });
+}
+
+/// nft: a full sync split into one `COMMIT` per service leaves exactly
+/// what one `COMMIT` per table leaves, also when services go away.
+#[test]
+fn nft_commits_per_service_block_give_the_same_tables_as_one_commit() {
+    const ALL: &[&str] = &["web", "db", "api", "cache", "queue"];
+    let tables = |per: Option<usize>| {
+        move || async move {
+            let ipt = Iptables::new(Backend::Nft, IpFamily::V4).with_services_per_commit(per);
+            let applied = ipt.apply_ruleset(&ruleset(ipt.family(), ALL)).await.unwrap();
+            let first = normalized(&ipt.save().await.unwrap());
+            let again = ipt.apply_ruleset(&ruleset(ipt.family(), &ALL[1..3])).await.unwrap();
+            let commits = |a: &Applied| a.restore_input.matches("COMMIT").count();
+            (first, normalized(&ipt.save().await.unwrap()), commits(&applied), commits(&again), again.removed)
+        }
+    };
+    let Some(one) = in_netns("nftone", tables(None)) else { return };
+    let Some(split) = in_netns("nftsplit", tables(Some(1))) else { return };
+    assert_eq!((one.2, one.3), (3, 3));
+    // filter and mangle: one each; nat: static chains, 5 (then 2) services, top chains.
+    assert_eq!((split.2, split.3), (2 + 1 + 5 + 1, 2 + 1 + 2 + 1));
+    assert_eq!(split.0, one.0, "all services");
+    assert_eq!(split.1, one.1, "after removing services");
+    assert_eq!(split.4, one.4);
 }
 
 #[test]

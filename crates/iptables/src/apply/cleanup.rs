@@ -50,11 +50,11 @@ pub(crate) async fn apply_cleanup(ipt: &Iptables) -> Result<Vec<TableChanges>, E
         .into_iter()
         .filter_map(|table| {
             let removals = diff_stale(saved.get(&table)?, &nothing, &[]);
-            (!removals.is_empty()).then_some(TableInput { table, rules: &nothing, removals })
+            (!removals.is_empty()).then_some(TableInput { table, rules: &nothing, removals, added: Vec::new() })
         })
         .collect();
     if !inputs.is_empty() {
-        let input = render_restore_input(&inputs);
+        let input = render_restore_input(&inputs, None);
         run_restore(&restore_invocation(ipt.backend(), ipt.family(), &[]), &input).await?;
     }
     Ok(changes(&inputs))

@@ -16,42 +16,91 @@ use super::command::{self, Invocation};
 use super::saved::SavedRule;
 use super::stale::Removals;
 use crate::render::IpFamily;
-use crate::ruleset::write_table;
+use super::blocks::{Block, split_blocks, whole};
+use std::fmt::Write;
 use super::Backend;
 use crate::error::{RestoreFailure, Rollback};
-use crate::{Error, Table, TableRules};
+use crate::{BuiltinJump, Error, Table, TableRules};
 
-/// One table's part of a restore: the rules to write and what to remove.
+/// One table's part of a restore: the rules to write, what to remove and
+/// the built-in jumps to add.
 #[derive(Debug, Clone)]
 pub(crate) struct TableInput<'a> {
     pub(crate) table: Table,
     pub(crate) rules: &'a TableRules,
     pub(crate) removals: Removals,
+    /// Built-in jumps missing from the kernel, added after our chains.
+    pub(crate) added: Vec<&'a BuiltinJump>,
 }
 
-/// The restore input: per table, the `-D` of unwanted jumps, then
-/// [`write_table`]'s block (our chains declared, their rules, stale
-/// chains flushed and `-X`ed). With nothing to remove it is exactly
-/// [`crate::Ruleset::to_restore`].
-pub(crate) fn render_restore_input(tables: &[TableInput]) -> String {
+/// The restore input: per table, the `-D` of unwanted jumps, our chains
+/// declared and their rules, the missing built-in jumps (`-I CHAIN 1` or
+/// `-A`), stale chains flushed and `-X`ed. With nothing to remove or add
+/// it is exactly [`crate::Ruleset::to_restore`]. With
+/// `services_per_commit`, a big table is split into several `COMMIT`s
+/// ([`split_blocks`]); the jumps and removals go in its last one.
+pub(crate) fn render_restore_input(tables: &[TableInput], services_per_commit: Option<usize>) -> String {
     let mut out = String::new();
     for input in tables {
-        let mut block = String::new();
-        write_table(&mut block, input.table, input.rules, &input.removals.chains);
-        let (header, body) = block.split_once('\n').unwrap_or((&block, ""));
-        out.push_str(header);
-        out.push('\n');
-        for jump in &input.removals.jumps {
-            out.push_str(&delete_line(jump));
+        let mut blocks = match services_per_commit {
+            Some(per) => split_blocks(input.rules, per),
+            None => vec![whole(input.rules)],
+        };
+        let top = blocks.pop().unwrap_or_default();
+        for block in &blocks {
+            write_block(&mut out, input.table, block);
         }
-        out.push_str(body);
+        write_top_block(&mut out, input, &top);
     }
     out
+}
+
+/// One `*table ... COMMIT` of chains and rules only.
+fn write_block(out: &mut String, table: Table, block: &Block) {
+    let _ = writeln!(out, "*{table}");
+    for chain in &block.chains {
+        let _ = writeln!(out, ":{chain} - [0:0]");
+    }
+    for rule in &block.rules {
+        let _ = writeln!(out, "-A {rule}");
+    }
+    out.push_str("COMMIT\n");
+}
+
+/// The last `*table ... COMMIT`: jump deletions, `block`, jump additions,
+/// stale chains.
+fn write_top_block(out: &mut String, input: &TableInput, block: &Block) {
+    let _ = writeln!(out, "*{}", input.table);
+    for jump in &input.removals.jumps {
+        out.push_str(&delete_line(jump));
+    }
+    for chain in block.chains.iter().copied().chain(input.removals.chains.iter().map(String::as_str)) {
+        let _ = writeln!(out, ":{chain} - [0:0]");
+    }
+    for rule in &block.rules {
+        let _ = writeln!(out, "-A {rule}");
+    }
+    for jump in &input.added {
+        out.push_str(&add_line(jump));
+    }
+    for chain in &input.removals.chains {
+        let _ = writeln!(out, "-X {chain}");
+    }
+    out.push_str("COMMIT\n");
 }
 
 /// `-D CHAIN spec`: deletes the first rule matching a saved rule.
 fn delete_line(rule: &SavedRule) -> String {
     format!("-D {}\n", rule.spec)
+}
+
+/// `-I CHAIN 1 args` (prepend) or `-A CHAIN args`: adds a missing jump.
+pub(crate) fn add_line(jump: &BuiltinJump) -> String {
+    let line = jump.rule_line();
+    match line.strip_prefix(jump.chain) {
+        Some(rest) if jump.prepend => format!("-I {} 1{rest}\n", jump.chain),
+        _ => format!("-A {line}\n"),
+    }
 }
 
 /// `iptables-restore` with upstream's flags: keep everything not named in
@@ -124,12 +173,12 @@ mod tests {
         let nat = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
         let ruleset = Ruleset { nat, ..Ruleset::default() };
         let tables: Vec<_> =
-            ruleset.tables().map(|(table, rules)| TableInput { table, rules, removals: Removals::default() }).into();
-        assert_eq!(render_restore_input(&tables), ruleset.to_restore());
+            ruleset.tables().map(|(table, rules)| TableInput { table, rules, removals: Removals::default(), added: Vec::new() }).into();
+        assert_eq!(render_restore_input(&tables, None), ruleset.to_restore());
     }
 
     #[test]
-    fn jump_deletions_come_first_stale_chains_last() {
+    fn jump_deletions_come_first_then_chains_jump_additions_stale_chains_last() {
         let saved = parse_saved("*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\nCOMMIT\n");
         let removals = Removals {
             chains: vec!["KUBE-SVC-OLD".into()],
@@ -137,8 +186,9 @@ mod tests {
             kept: Vec::new(),
         };
         let rules = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
-        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: &rules, removals }]);
-        let expected = "*nat\n-D PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j RETURN\n-X KUBE-SVC-OLD\nCOMMIT\n";
+        let jump = BuiltinJump { table: Table::Nat, chain: "OUTPUT", args: vec!["-j".into(), "KUBE-SERVICES".into()], prepend: true };
+        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: &rules, removals, added: vec![&jump] }], None);
+        let expected = "*nat\n-D PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j RETURN\n-I OUTPUT 1 -j KUBE-SERVICES\n-X KUBE-SVC-OLD\nCOMMIT\n";
         assert_eq!(text, expected);
     }
 }
