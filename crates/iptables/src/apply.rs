@@ -8,7 +8,8 @@
 //! 1. `iptables-save` (every table, one process) tells which chains of ours
 //!    exist and which jumps are in the built-in chains;
 //! 2. one `iptables-restore --noflush --counters` writes, per table, the
-//!    `-D` of unwanted jumps of ours, our chains and rules, the missing
+//!    `-D` of unwanted jumps of ours, our chains that differ from the saved
+//!    ones ([`unchanged`]; none at all when nothing differs), the missing
 //!    built-in jumps ([`jumps`]), and the flush + `-X` of chains of ours no
 //!    longer rendered ([`stale`]). One `COMMIT` per table with the legacy
 //!    backend (each legacy `COMMIT` copies the whole table); with nft, a
@@ -42,6 +43,7 @@ mod rollback;
 mod saved;
 mod stale;
 mod syncer;
+mod unchanged;
 
 pub use crate::error::{RestoreFailure, Rollback};
 pub use backend::{Backend, BackendChoice, detect_backend};
@@ -177,7 +179,9 @@ impl Iptables {
         let inputs = plan_tables(ruleset, &saved);
         let restore_input = render_restore_input(&inputs, self.services_per_commit);
         let restore = restore_invocation(self.backend, self.family, &[]);
-        if let Err(err) = run_restore(&restore, &restore_input).await {
+        if !restore_input.is_empty()
+            && let Err(err) = run_restore(&restore, &restore_input).await
+        {
             return Err(self.roll_back(err, &inputs, &saved).await);
         }
         let added_jumps = inputs.iter().flat_map(|i| &i.added).map(|j| j.rule_line()).collect();
@@ -247,7 +251,7 @@ fn plan_tables<'a>(ruleset: &'a Ruleset, saved: &BTreeMap<Table, SavedTable>) ->
             ruleset.builtin_jumps.iter().filter(|j| j.table == table).map(|j| j.rule_line()).collect();
         let removals = stale::diff_stale(saved.get(&table).unwrap_or(&empty), rules, &wanted);
         let added = jumps::missing_jumps(&ruleset.builtin_jumps, table, saved.get(&table));
-        TableInput { table, rules, removals, added }
+        TableInput { table, rules: unchanged::diff_written(rules, saved.get(&table)), removals, added }
     });
     tables.into()
 }

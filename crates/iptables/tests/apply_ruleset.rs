@@ -72,7 +72,7 @@ fn applying_twice_changes_nothing_and_adds_no_jump() {
         let again: Applied = ipt.apply_ruleset(&ruleset).await.unwrap();
         assert_eq!(normalized(&ipt.save().await.unwrap()), first, "{:?}", ipt);
         assert!(again.added_jumps.is_empty() && again.removed.is_empty(), "{again:?}");
-        assert_eq!(again.restore_input, ruleset.to_restore());
+        assert_eq!(again.restore_input, "", "{:?}: nothing differs, nothing written", ipt);
     });
 }
 
@@ -204,6 +204,23 @@ fn a_rule_the_kernel_refuses_fails_and_keeps_the_previous_rules() {
     });
 }
 
+#[test]
+fn a_full_sync_rewrites_only_our_chains_someone_changed() {
+    for_each_tool("repair", &[IpFamily::V4], |ipt| async move {
+        let ruleset = ruleset(ipt.family(), &["web", "db"]);
+        ipt.apply_ruleset(&ruleset).await.unwrap();
+        let before = normalized(&ipt.save().await.unwrap());
+        let (iptables, _) = tools(ipt.backend(), ipt.family());
+        let [svc, sep, _] = service_chains("web");
+        sh(&iptables, &["-t", "nat", "-I", &svc, "1", "-j", "RETURN"]);
+        sh(&iptables, &["-t", "nat", "-D", &sep, "1"]);
+        let again = ipt.apply_ruleset(&ruleset).await.unwrap();
+        let declared: Vec<&str> = again.restore_input.lines().filter(|l| l.starts_with(':')).collect();
+        assert_eq!(declared, vec![format!(":{svc} - [0:0]"), format!(":{sep} - [0:0]")], "{}", again.restore_input);
+        assert_eq!(normalized(&ipt.save().await.unwrap()), before, "{:?}: not repaired", ipt);
+    });
+}
+
 /// On fresh tables filter (with its built-in jumps) and mangle land before
 /// nat fails: the rollback deletes the jumps and our chains again.
 #[test]
@@ -229,16 +246,18 @@ fn nft_commits_per_service_block_give_the_same_tables_as_one_commit() {
             let ipt = Iptables::new(Backend::Nft, IpFamily::V4).with_services_per_commit(per);
             let applied = ipt.apply_ruleset(&ruleset(ipt.family(), ALL)).await.unwrap();
             let first = normalized(&ipt.save().await.unwrap());
-            let again = ipt.apply_ruleset(&ruleset(ipt.family(), &ALL[1..3])).await.unwrap();
+            // Three services go, two are renumbered (rewritten), two are new.
+            let again = ipt.apply_ruleset(&ruleset(ipt.family(), &["db", "api", "x", "y"])).await.unwrap();
             let commits = |a: &Applied| a.restore_input.matches("COMMIT").count();
             (first, normalized(&ipt.save().await.unwrap()), commits(&applied), commits(&again), again.removed)
         }
     };
     let Some(one) = in_netns("nftone", tables(None)) else { return };
     let Some(split) = in_netns("nftsplit", tables(Some(1))) else { return };
-    assert_eq!((one.2, one.3), (3, 3));
-    // filter and mangle: one each; nat: static chains, 5 (then 2) services, top chains.
-    assert_eq!((split.2, split.3), (2 + 1 + 5 + 1, 2 + 1 + 2 + 1));
+    assert_eq!((one.2, one.3), (3, 1), "the second sync writes only nat");
+    // filter and mangle: one each; nat: static chains, 5 services, top chains;
+    // then only the 4 services that differ and the top chains.
+    assert_eq!((split.2, split.3), (2 + 1 + 5 + 1, 4 + 1));
     assert_eq!(split.0, one.0, "all services");
     assert_eq!(split.1, one.1, "after removing services");
     assert_eq!(split.4, one.4);

@@ -50,7 +50,7 @@ pub(crate) async fn apply_cleanup(ipt: &Iptables) -> Result<Vec<TableChanges>, E
         .into_iter()
         .filter_map(|table| {
             let removals = diff_stale(saved.get(&table)?, &nothing, &[]);
-            (!removals.is_empty()).then_some(TableInput { table, rules: &nothing, removals, added: Vec::new() })
+            (!removals.is_empty()).then_some(TableInput { table, rules: std::borrow::Cow::Borrowed(&nothing), removals, added: Vec::new() })
         })
         .collect();
     if !inputs.is_empty() {

@@ -17,6 +17,7 @@ use super::saved::SavedRule;
 use super::stale::Removals;
 use crate::render::IpFamily;
 use super::blocks::{Block, split_blocks, whole};
+use std::borrow::Cow;
 use std::fmt::Write;
 use super::Backend;
 use crate::error::{RestoreFailure, Rollback};
@@ -27,7 +28,8 @@ use crate::{BuiltinJump, Error, Table, TableRules};
 #[derive(Debug, Clone)]
 pub(crate) struct TableInput<'a> {
     pub(crate) table: Table,
-    pub(crate) rules: &'a TableRules,
+    /// The chains to write (those that differ, on a full sync) and their rules.
+    pub(crate) rules: Cow<'a, TableRules>,
     pub(crate) removals: Removals,
     /// Built-in jumps missing from the kernel, added after our chains.
     pub(crate) added: Vec<&'a BuiltinJump>,
@@ -36,15 +38,16 @@ pub(crate) struct TableInput<'a> {
 /// The restore input: per table, the `-D` of unwanted jumps, our chains
 /// declared and their rules, the missing built-in jumps (`-I CHAIN 1` or
 /// `-A`), stale chains flushed and `-X`ed. With nothing to remove or add
-/// it is exactly [`crate::Ruleset::to_restore`]. With
+/// it is exactly [`crate::Ruleset::to_restore`] (tables with nothing to do
+/// are left out). With
 /// `services_per_commit`, a big table is split into several `COMMIT`s
 /// ([`split_blocks`]); the jumps and removals go in its last one.
 pub(crate) fn render_restore_input(tables: &[TableInput], services_per_commit: Option<usize>) -> String {
     let mut out = String::new();
-    for input in tables {
+    for input in tables.iter().filter(|i| !i.is_empty()) {
         let mut blocks = match services_per_commit {
-            Some(per) => split_blocks(input.rules, per),
-            None => vec![whole(input.rules)],
+            Some(per) => split_blocks(&input.rules, per),
+            None => vec![whole(&input.rules)],
         };
         let top = blocks.pop().unwrap_or_default();
         for block in &blocks {
@@ -53,6 +56,13 @@ pub(crate) fn render_restore_input(tables: &[TableInput], services_per_commit: O
         write_top_block(&mut out, input, &top);
     }
     out
+}
+
+impl TableInput<'_> {
+    /// Nothing to write, remove or add: the table is left out.
+    fn is_empty(&self) -> bool {
+        self.rules.chains.is_empty() && self.rules.rules.is_empty() && self.removals.is_empty() && self.added.is_empty()
+    }
 }
 
 /// One `*table ... COMMIT` of chains and rules only.
@@ -169,12 +179,14 @@ mod tests {
     }
 
     #[test]
-    fn input_without_removals_is_the_rulesets_restore_text() {
+    fn input_without_removals_is_the_rulesets_restore_text_without_empty_tables() {
         let nat = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
-        let ruleset = Ruleset { nat, ..Ruleset::default() };
+        let canary = TableRules { chains: vec!["KUBE-PROXY-CANARY".into()], rules: Vec::new() };
+        let ruleset = Ruleset { nat, mangle: canary, ..Ruleset::default() };
         let tables: Vec<_> =
-            ruleset.tables().map(|(table, rules)| TableInput { table, rules, removals: Removals::default(), added: Vec::new() }).into();
-        assert_eq!(render_restore_input(&tables, None), ruleset.to_restore());
+            ruleset.tables().map(|(table, rules)| TableInput { table, rules: Cow::Borrowed(rules), removals: Removals::default(), added: Vec::new() }).into();
+        let expected = ruleset.to_restore().replacen("*filter\nCOMMIT\n", "", 1);
+        assert_eq!(render_restore_input(&tables, None), expected, "an empty table is left out");
     }
 
     #[test]
@@ -187,7 +199,7 @@ mod tests {
         };
         let rules = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
         let jump = BuiltinJump { table: Table::Nat, chain: "OUTPUT", args: vec!["-j".into(), "KUBE-SERVICES".into()], prepend: true };
-        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: &rules, removals, added: vec![&jump] }], None);
+        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: Cow::Borrowed(&rules), removals, added: vec![&jump] }], None);
         let expected = "*nat\n-D PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j RETURN\n-I OUTPUT 1 -j KUBE-SERVICES\n-X KUBE-SVC-OLD\nCOMMIT\n";
         assert_eq!(text, expected);
     }

@@ -120,7 +120,7 @@ mod tests {
     fn applied<'a>(before: &SavedTable, rules: &'a TableRules) -> TableInput<'a> {
         let removals =
             Removals { chains: vec!["KUBE-SVC-OLD".into()], jumps: vec![before.rules[1].clone()], kept: Vec::new() };
-        TableInput { table: Table::Nat, rules, removals, added: Vec::new() }
+        TableInput { table: Table::Nat, rules: std::borrow::Cow::Borrowed(rules), removals, added: Vec::new() }
     }
 
     fn rules() -> TableRules {
