@@ -12,7 +12,8 @@
 //!    ones ([`unchanged`]; none at all when nothing differs), the missing
 //!    built-in jumps ([`jumps`]), and the flush + `-X` of chains of ours no
 //!    longer rendered ([`stale`]). One `COMMIT` per table with the legacy
-//!    backend (each legacy `COMMIT` copies the whole table); with nft, a
+//!    backend (each legacy `COMMIT` copies the whole table), chains
+//!    declared in name order (cheapest for the tool); with nft, a
 //!    big table is split into several ([`blocks`]: top chains last, each
 //!    service switching at once).
 //!
@@ -64,7 +65,7 @@ use crate::render::IpFamily;
 use crate::{Error, Ruleset, Table};
 use backend::{Tool, program};
 use command::Invocation;
-use restore::{TableInput, render_restore_input, restore_invocation, run_restore};
+use restore::{Layout, TableInput, render_restore_input, restore_invocation, run_restore};
 use saved::{SavedTable, parse_saved};
 use std::collections::BTreeMap;
 
@@ -177,7 +178,7 @@ impl Iptables {
     pub async fn apply_ruleset(&self, ruleset: &Ruleset) -> Result<Applied, Error> {
         let saved = parse_saved(&self.save().await?);
         let inputs = plan_tables(ruleset, &saved);
-        let restore_input = render_restore_input(&inputs, self.services_per_commit);
+        let restore_input = render_restore_input(&inputs, self.layout());
         let restore = restore_invocation(self.backend, self.family, &[]);
         if !restore_input.is_empty()
             && let Err(err) = run_restore(&restore, &restore_input).await
@@ -234,6 +235,17 @@ impl Iptables {
         match run_restore(&restore_invocation(self.backend, self.family, &[]), &text).await {
             Ok(()) => Rollback::Done(tables),
             Err(err) => Rollback::Failed { tables, error: err.to_string() },
+        }
+    }
+
+    /// How a full sync's restore is laid out: blocks of services when
+    /// asked (nft), else one `COMMIT` per table, chains in name order for
+    /// legacy.
+    fn layout(&self) -> Layout {
+        match (self.services_per_commit, self.backend) {
+            (Some(per), _) => Layout::Blocks(per),
+            (None, Backend::Legacy) => Layout::Sorted,
+            (None, Backend::Nft) => Layout::AsRendered,
         }
     }
 
