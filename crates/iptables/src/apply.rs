@@ -1,7 +1,7 @@
 //! The applier: the only part of the iptables mode that touches the
 //! kernel. It feeds a [`crate::Ruleset`] to `iptables-restore --noflush`,
-//! deleting stale chains of ours in the same restore, ensures the jumps
-//! from the built-in chains once, cleans everything of ours up
+//! deleting stale chains of ours and adding the missing jumps from the
+//! built-in chains in the same restore, cleans everything of ours up
 //! (`--cleanup`), and reads the kernel facts the pure renderer needs.
 //!
 //! One sync of [`Iptables::apply_ruleset`]:
@@ -20,7 +20,9 @@
 //! If the restore fails, the failing `COMMIT` is unchanged and whatever
 //! the same input had already committed (earlier tables, earlier blocks
 //! of an nft table) is put back ([`rollback`]), so the previous rules
-//! stay; the error names the failing line.
+//! stay; the error names the failing line. (The rollback of nft blocks is
+//! one `COMMIT` per table of the chains that changed: slow when a late
+//! block of a huge table fails, but correct.)
 //!
 //! [`Syncer`] adds partial syncs on top: only the chains whose rules
 //! changed since the last sync, without `iptables-save`.

@@ -269,6 +269,26 @@ fn nft_commits_per_service_block_give_the_same_tables_as_one_commit() {
     assert_eq!(split.4, one.4);
 }
 
+/// nft: when a later block of a table fails, the blocks already committed
+/// are put back.
+#[test]
+fn nft_a_failing_block_rolls_back_the_blocks_before_it() {
+    in_netns("nftblockbad", || async {
+        let ipt = Iptables::new(Backend::Nft, IpFamily::V4).with_services_per_commit(Some(1));
+        ipt.apply_ruleset(&ruleset(ipt.family(), &["web", "db", "api"])).await.unwrap();
+        let before = normalized(&ipt.save().await.unwrap());
+        // Renumbered: every service differs, so every block writes.
+        let mut bad = ruleset(ipt.family(), &["db", "api", "web"]);
+        let [svc, ..] = service_chains("web");
+        bad.nat.rules.push(format!("{svc} -m nfacct --nfacct-name  no_such_counter -j RETURN"));
+        let err = ipt.apply_ruleset(&bad).await.expect_err("kernel must refuse");
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        assert!(failure.text.starts_with(&format!("-A {svc}")), "{err}");
+        assert_eq!(failure.rollback, Rollback::Done(vec![Table::Nat]), "{err}");
+        assert_eq!(normalized(&ipt.save().await.unwrap()), before);
+    });
+}
+
 #[test]
 fn a_failure_in_the_first_table_needs_no_rollback() {
     for_each_tool("badfirst", &[IpFamily::V4], |ipt| async move {

@@ -9,7 +9,9 @@
 //! `Error occurred at line: 7` (parse errors, both backends),
 //! `iptables-restore: line 10 failed` (legacy: the kernel refused the
 //! table; the line is its `COMMIT`), `line 8: RULE_APPEND failed (...)`
-//! (nft: the rule the kernel refused).
+//! (nft: the rule the kernel refused). The same holds for the several
+//! `COMMIT`s of one nft table ([`super::blocks`]): blocks before the
+//! failing one have landed.
 
 use super::backend::{Tool, program};
 use super::command::{self, Invocation};
