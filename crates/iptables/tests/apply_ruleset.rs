@@ -34,8 +34,17 @@ fn applied_rules_chains_and_jumps_show_in_iptables_save() {
     for_each_tool("apply", &FAMILIES, |ipt| async move {
         let ruleset = ruleset(ipt.family(), &["web", "db"]);
         let applied = ipt.apply_ruleset(&ruleset).await.unwrap();
-        assert_eq!(applied.restore_input, ruleset.to_restore(), "fresh table: nothing to remove");
         assert_eq!(applied.added_jumps.len(), ruleset.builtin_jumps.len());
+        // Fresh tables: nothing to remove; the jumps are added by the same restore.
+        let adds: Vec<String> = ruleset.builtin_jumps.iter().map(add_line).collect();
+        let mut rest: Vec<&str> = applied.restore_input.lines().filter(|l| !adds.iter().any(|a| a == l)).collect();
+        let text = ruleset.to_restore();
+        let mut expected: Vec<&str> = text.lines().collect();
+        // (legacy declares the chains in name order)
+        rest.sort();
+        expected.sort();
+        assert_eq!(rest, expected);
+        assert_eq!(applied.restore_input.lines().filter(|l| adds.iter().any(|a| a == l)).count(), adds.len());
 
         let save = ipt.save().await.unwrap();
         let lines = rule_lines(&save);
@@ -68,7 +77,7 @@ fn applying_twice_changes_nothing_and_adds_no_jump() {
         let again: Applied = ipt.apply_ruleset(&ruleset).await.unwrap();
         assert_eq!(normalized(&ipt.save().await.unwrap()), first, "{:?}", ipt);
         assert!(again.added_jumps.is_empty() && again.removed.is_empty(), "{again:?}");
-        assert_eq!(again.restore_input, ruleset.to_restore());
+        assert_eq!(again.restore_input, "", "{:?}: nothing differs, nothing written", ipt);
     });
 }
 
@@ -132,6 +141,13 @@ fn chains_of_a_removed_service_are_deleted_at_the_next_sync() {
     });
 }
 
+/// The restore line that adds `jump`: `-I CHAIN 1 ...` or `-A CHAIN ...`.
+fn add_line(jump: &iptables::BuiltinJump) -> String {
+    let line = jump.rule_line();
+    let rest = &line[jump.chain.len()..];
+    if jump.prepend { format!("-I {} 1{rest}", jump.chain) } else { format!("-A {line}") }
+}
+
 /// `iptables-save -t nat` of `services` applied to a fresh namespace.
 async fn in_netns_same_family(ipt: Iptables, services: &'static [&'static str]) -> String {
     let job = move || async move {
@@ -189,6 +205,86 @@ fn a_rule_the_kernel_refuses_fails_and_keeps_the_previous_rules() {
         };
         assert_eq!(*text, expected, "{err}");
         assert_eq!(*table, Some(Table::Nat));
+        assert_eq!(normalized(&ipt.save().await.unwrap()), before);
+    });
+}
+
+#[test]
+fn a_full_sync_rewrites_only_our_chains_someone_changed() {
+    for_each_tool("repair", &[IpFamily::V4], |ipt| async move {
+        let ruleset = ruleset(ipt.family(), &["web", "db"]);
+        ipt.apply_ruleset(&ruleset).await.unwrap();
+        let before = normalized(&ipt.save().await.unwrap());
+        let (iptables, _) = tools(ipt.backend(), ipt.family());
+        let [svc, sep, _] = service_chains("web");
+        sh(&iptables, &["-t", "nat", "-I", &svc, "1", "-j", "RETURN"]);
+        sh(&iptables, &["-t", "nat", "-D", &sep, "1"]);
+        let again = ipt.apply_ruleset(&ruleset).await.unwrap();
+        let mut declared: Vec<&str> = again.restore_input.lines().filter(|l| l.starts_with(':')).collect();
+        declared.sort();
+        assert_eq!(declared, vec![format!(":{sep} - [0:0]"), format!(":{svc} - [0:0]")], "{}", again.restore_input);
+        assert_eq!(normalized(&ipt.save().await.unwrap()), before, "{:?}: not repaired", ipt);
+    });
+}
+
+/// On fresh tables filter (with its built-in jumps) and mangle land before
+/// nat fails: the rollback deletes the jumps and our chains again.
+#[test]
+fn a_failure_on_fresh_tables_takes_the_added_jumps_back() {
+    for_each_tool("freshbad", &[IpFamily::V4], |ipt| async move {
+        let mut bad = ruleset(ipt.family(), &["web"]);
+        bad.nat.rules.push("KUBE-SERVICES -m no-such-match -j RETURN".into());
+        let err = ipt.apply_ruleset(&bad).await.expect_err("broken rule must fail");
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        assert_eq!(failure.rollback, Rollback::Done(vec![Table::Filter, Table::Mangle]), "{err}");
+        let save = ipt.save().await.unwrap();
+        assert!(!save.contains("KUBE-"), "{:?}: left behind:\n{save}", ipt);
+    });
+}
+
+/// nft: a full sync split into one `COMMIT` per service leaves exactly
+/// what one `COMMIT` per table leaves, also when services go away.
+#[test]
+fn nft_commits_per_service_block_give_the_same_tables_as_one_commit() {
+    const ALL: &[&str] = &["web", "db", "api", "cache", "queue"];
+    let tables = |per: Option<usize>| {
+        move || async move {
+            let ipt = Iptables::new(Backend::Nft, IpFamily::V4).with_services_per_commit(per);
+            let applied = ipt.apply_ruleset(&ruleset(ipt.family(), ALL)).await.unwrap();
+            let first = normalized(&ipt.save().await.unwrap());
+            // Three services go, two are renumbered (rewritten), two are new.
+            let again = ipt.apply_ruleset(&ruleset(ipt.family(), &["db", "api", "x", "y"])).await.unwrap();
+            let commits = |a: &Applied| a.restore_input.matches("COMMIT").count();
+            (first, normalized(&ipt.save().await.unwrap()), commits(&applied), commits(&again), again.removed)
+        }
+    };
+    let Some(one) = in_netns("nftone", tables(None)) else { return };
+    let Some(split) = in_netns("nftsplit", tables(Some(1))) else { return };
+    assert_eq!((one.2, one.3), (3, 1), "the second sync writes only nat");
+    // filter and mangle: one each; nat: static chains, 5 services, top chains;
+    // then only the 4 services that differ and the top chains.
+    assert_eq!((split.2, split.3), (2 + 1 + 5 + 1, 4 + 1));
+    assert_eq!(split.0, one.0, "all services");
+    assert_eq!(split.1, one.1, "after removing services");
+    assert_eq!(split.4, one.4);
+}
+
+/// nft: when a later block of a table fails, the blocks already committed
+/// are put back.
+#[test]
+fn nft_a_failing_block_rolls_back_the_blocks_before_it() {
+    in_netns("nftblockbad", || async {
+        let ipt = Iptables::new(Backend::Nft, IpFamily::V4).with_services_per_commit(Some(1));
+        ipt.apply_ruleset(&ruleset(ipt.family(), &["web", "db", "api"])).await.unwrap();
+        let before = normalized(&ipt.save().await.unwrap());
+        // Renumbered: every service differs, so every block writes.
+        let mut bad = ruleset(ipt.family(), &["db", "api", "web"]);
+        let [svc, ..] = service_chains("web");
+        bad.nat.rules.push(format!("{svc} -m nfacct --nfacct-name  no_such_counter -j RETURN"));
+        let err = ipt.apply_ruleset(&bad).await.expect_err("kernel must refuse");
+        let Error::Restore(failure) = &err else { panic!("{err}") };
+        assert!(failure.text.starts_with(&format!("-A {svc}")), "{err}");
+        assert_eq!(failure.rollback, Rollback::Done(vec![Table::Nat]), "{err}");
         assert_eq!(normalized(&ipt.save().await.unwrap()), before);
     });
 }

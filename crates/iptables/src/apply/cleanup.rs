@@ -5,7 +5,7 @@
 //! so the same rules of ownership apply: foreign chains and rules, and
 //! kubelet's `KUBE-FIREWALL`, are left alone.
 
-use super::restore::{TableInput, render_restore_input, restore_invocation, run_restore};
+use super::restore::{Layout, TableInput, render_restore_input, restore_invocation, run_restore};
 use super::saved::parse_saved;
 use super::stale::diff_stale;
 use super::{Backend, Iptables, TableChanges, changes};
@@ -50,11 +50,11 @@ pub(crate) async fn apply_cleanup(ipt: &Iptables) -> Result<Vec<TableChanges>, E
         .into_iter()
         .filter_map(|table| {
             let removals = diff_stale(saved.get(&table)?, &nothing, &[]);
-            (!removals.is_empty()).then_some(TableInput { table, rules: &nothing, removals })
+            (!removals.is_empty()).then_some(TableInput { table, rules: std::borrow::Cow::Borrowed(&nothing), removals, added: Vec::new() })
         })
         .collect();
     if !inputs.is_empty() {
-        let input = render_restore_input(&inputs);
+        let input = render_restore_input(&inputs, Layout::AsRendered);
         run_restore(&restore_invocation(ipt.backend(), ipt.family(), &[]), &input).await?;
     }
     Ok(changes(&inputs))

@@ -1,54 +1,44 @@
-//! Ensuring the jumps from the built-in chains into ours, after the
-//! restore has created our chains: a jump already in the `iptables-save`
-//! taken before the sync costs nothing; otherwise `iptables -C` decides
-//! and only a missing jump is inserted (`-I`, at the top) or appended
-//! (`-A`). So a sync never duplicates a jump and never rewrites the
-//! built-in chains, which belong to everyone.
+//! Which jumps from the built-in chains into ours are missing: those the
+//! `iptables-save` taken before a full sync does not list. The restore of
+//! that sync adds them (`-I CHAIN 1`, at the top, or `-A`) after creating
+//! our chains, in the same `COMMIT` as the `-D` of unwanted or duplicated
+//! ones, so a sync never duplicates a jump, never rewrites the built-in
+//! chains (which belong to everyone) and runs no `iptables -C`/`-I`
+//! process (each copies the whole table from and to the kernel). This
+//! relies on each jump being printed by `iptables-save` exactly as
+//! [`BuiltinJump::rule_line`] renders it (checked in
+//! `tests/apply_ruleset.rs`). Pure.
 
-use super::backend::{Tool, program};
-use super::command::{self, Invocation};
 use super::saved::SavedTable;
-use crate::render::IpFamily;
-use super::Backend;
-use crate::{BuiltinJump, Error, Table};
-use std::collections::BTreeMap;
+use crate::{BuiltinJump, Table};
+use std::collections::HashSet;
 
-/// Ensures every jump of `jumps`, in order; returns the rule lines of
-/// those it added.
-pub(crate) async fn apply_builtin_jumps(
-    backend: Backend,
-    family: IpFamily,
-    jumps: &[BuiltinJump],
-    saved: &BTreeMap<Table, SavedTable>,
-) -> Result<Vec<String>, Error> {
-    let mut added = Vec::new();
-    for jump in jumps {
-        let line = jump.rule_line();
-        let listed = saved.get(&jump.table).is_some_and(|t| t.rules.iter().any(|r| r.spec == line));
-        if !listed && !jump_exists(backend, family, jump).await? {
-            let verb = if jump.prepend { "-I" } else { "-A" };
-            command::output(&rule_command(backend, family, jump, verb)).await?;
-            added.push(line);
-        }
-    }
-    Ok(added)
+/// The jumps of `jumps` into `table` that `saved` (that table as saved,
+/// if it exists) does not list, in order.
+pub(crate) fn missing_jumps<'a>(jumps: &'a [BuiltinJump], table: Table, saved: Option<&SavedTable>) -> Vec<&'a BuiltinJump> {
+    let listed: HashSet<&str> = saved
+        .map(|t| t.rules.iter().filter(|r| t.is_builtin(&r.chain)).map(|r| r.spec.as_str()).collect())
+        .unwrap_or_default();
+    jumps.iter().filter(|j| j.table == table && !listed.contains(j.rule_line().as_str())).collect()
 }
 
-/// `iptables -C`: exit 0 when the rule exists, 1 when it does not.
-async fn jump_exists(backend: Backend, family: IpFamily, jump: &BuiltinJump) -> Result<bool, Error> {
-    let check = rule_command(backend, family, jump, "-C");
-    let out = command::run(&check, None).await?;
-    match out.status.code() {
-        Some(0) => Ok(true),
-        Some(1) => Ok(false),
-        _ => Err(command::failed(&check, &out)),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::saved::parse_saved;
 
-/// `iptables -w 5 -t TABLE VERB CHAIN args...`.
-fn rule_command(backend: Backend, family: IpFamily, jump: &BuiltinJump, verb: &str) -> Invocation {
-    let mut args: Vec<String> =
-        ["-w", "5", "-t", jump.table.as_str(), verb, jump.chain].map(String::from).into();
-    args.extend(jump.args.iter().cloned());
-    Invocation::new(program(backend, family, Tool::Iptables), args)
+    fn jump(chain: &'static str, comment: &str) -> BuiltinJump {
+        let args = ["-m", "comment", "--comment", comment, "-j", "KUBE-SERVICES"].map(String::from).into();
+        BuiltinJump { table: Table::Nat, chain, args, prepend: true }
+    }
+
+    #[test]
+    fn only_jumps_not_saved_are_missing() {
+        let saved = parse_saved("*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\nCOMMIT\n");
+        let jumps = [jump("PREROUTING", "kubernetes service portals"), jump("OUTPUT", "kubernetes service portals")];
+        let missing = missing_jumps(&jumps, Table::Nat, saved.get(&Table::Nat));
+        assert_eq!(missing.iter().map(|j| j.chain).collect::<Vec<_>>(), vec!["OUTPUT"]);
+        assert_eq!(missing_jumps(&jumps, Table::Nat, None).len(), 2);
+        assert!(missing_jumps(&jumps, Table::Filter, None).is_empty());
+    }
 }

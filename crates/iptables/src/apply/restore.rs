@@ -9,49 +9,127 @@
 //! `Error occurred at line: 7` (parse errors, both backends),
 //! `iptables-restore: line 10 failed` (legacy: the kernel refused the
 //! table; the line is its `COMMIT`), `line 8: RULE_APPEND failed (...)`
-//! (nft: the rule the kernel refused).
+//! (nft: the rule the kernel refused). The same holds for the several
+//! `COMMIT`s of one nft table ([`super::blocks`]): blocks before the
+//! failing one have landed.
 
 use super::backend::{Tool, program};
 use super::command::{self, Invocation};
 use super::saved::SavedRule;
 use super::stale::Removals;
 use crate::render::IpFamily;
-use crate::ruleset::write_table;
+use super::blocks::{Block, split_blocks, whole};
+use std::borrow::Cow;
+use std::fmt::Write;
 use super::Backend;
 use crate::error::{RestoreFailure, Rollback};
-use crate::{Error, Table, TableRules};
+use crate::{BuiltinJump, Error, Table, TableRules};
 
-/// One table's part of a restore: the rules to write and what to remove.
+/// One table's part of a restore: the rules to write, what to remove and
+/// the built-in jumps to add.
 #[derive(Debug, Clone)]
 pub(crate) struct TableInput<'a> {
     pub(crate) table: Table,
-    pub(crate) rules: &'a TableRules,
+    /// The chains to write (those that differ, on a full sync) and their rules.
+    pub(crate) rules: Cow<'a, TableRules>,
     pub(crate) removals: Removals,
+    /// Built-in jumps missing from the kernel, added after our chains.
+    pub(crate) added: Vec<&'a BuiltinJump>,
 }
 
-/// The restore input: per table, the `-D` of unwanted jumps, then
-/// [`write_table`]'s block (our chains declared, their rules, stale
-/// chains flushed and `-X`ed). With nothing to remove it is exactly
-/// [`crate::Ruleset::to_restore`].
-pub(crate) fn render_restore_input(tables: &[TableInput]) -> String {
+/// The restore input: per table, the `-D` of unwanted jumps, our chains
+/// declared and their rules, the missing built-in jumps (`-I CHAIN 1` or
+/// `-A`), stale chains flushed and `-X`ed. With nothing to remove or add
+/// it is exactly [`crate::Ruleset::to_restore`] (tables with nothing to do
+/// are left out). With
+/// `services_per_commit`, a big table is split into several `COMMIT`s
+/// ([`split_blocks`]); the jumps and removals go in its last one.
+pub(crate) fn render_restore_input(tables: &[TableInput], layout: Layout) -> String {
     let mut out = String::new();
-    for input in tables {
-        let mut block = String::new();
-        write_table(&mut block, input.table, input.rules, &input.removals.chains);
-        let (header, body) = block.split_once('\n').unwrap_or((&block, ""));
-        out.push_str(header);
-        out.push('\n');
-        for jump in &input.removals.jumps {
-            out.push_str(&delete_line(jump));
+    for input in tables.iter().filter(|i| !i.is_empty()) {
+        let mut blocks = match layout {
+            Layout::Blocks(per) => split_blocks(&input.rules, per),
+            Layout::AsRendered | Layout::Sorted => vec![whole(&input.rules)],
+        };
+        let top = blocks.pop().unwrap_or_default();
+        for block in &blocks {
+            write_block(&mut out, input.table, block);
         }
-        out.push_str(body);
+        write_top_block(&mut out, input, &top, layout == Layout::Sorted);
     }
     out
+}
+
+/// How the tables of a restore are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// One `COMMIT` per table, chains declared in the rendered order.
+    AsRendered,
+    /// One `COMMIT` per table, chains declared in name order: the legacy
+    /// tool keeps chains sorted, so creating them in order is cheapest
+    /// (10k services: 8.0 s → 5.2 s for `iptables-legacy-restore`).
+    Sorted,
+    /// Several `COMMIT`s of a big table, this many services each (nft).
+    Blocks(usize),
+}
+
+impl TableInput<'_> {
+    /// Nothing to write, remove or add: the table is left out.
+    fn is_empty(&self) -> bool {
+        self.rules.chains.is_empty() && self.rules.rules.is_empty() && self.removals.is_empty() && self.added.is_empty()
+    }
+}
+
+/// One `*table ... COMMIT` of chains and rules only.
+fn write_block(out: &mut String, table: Table, block: &Block) {
+    let _ = writeln!(out, "*{table}");
+    for chain in &block.chains {
+        let _ = writeln!(out, ":{chain} - [0:0]");
+    }
+    for rule in &block.rules {
+        let _ = writeln!(out, "-A {rule}");
+    }
+    out.push_str("COMMIT\n");
+}
+
+/// The last `*table ... COMMIT`: jump deletions, `block`, jump additions,
+/// stale chains.
+fn write_top_block(out: &mut String, input: &TableInput, block: &Block, sorted: bool) {
+    let _ = writeln!(out, "*{}", input.table);
+    for jump in &input.removals.jumps {
+        out.push_str(&delete_line(jump));
+    }
+    let mut declared: Vec<&str> = block.chains.iter().copied().chain(input.removals.chains.iter().map(String::as_str)).collect();
+    if sorted {
+        declared.sort_unstable();
+    }
+    for chain in declared {
+        let _ = writeln!(out, ":{chain} - [0:0]");
+    }
+    for rule in &block.rules {
+        let _ = writeln!(out, "-A {rule}");
+    }
+    for jump in &input.added {
+        out.push_str(&add_line(jump));
+    }
+    for chain in &input.removals.chains {
+        let _ = writeln!(out, "-X {chain}");
+    }
+    out.push_str("COMMIT\n");
 }
 
 /// `-D CHAIN spec`: deletes the first rule matching a saved rule.
 fn delete_line(rule: &SavedRule) -> String {
     format!("-D {}\n", rule.spec)
+}
+
+/// `-I CHAIN 1 args` (prepend) or `-A CHAIN args`: adds a missing jump.
+pub(crate) fn add_line(jump: &BuiltinJump) -> String {
+    let line = jump.rule_line();
+    match line.strip_prefix(jump.chain) {
+        Some(rest) if jump.prepend => format!("-I {} 1{rest}\n", jump.chain),
+        _ => format!("-A {line}\n"),
+    }
 }
 
 /// `iptables-restore` with upstream's flags: keep everything not named in
@@ -113,6 +191,14 @@ mod tests {
     }
 
     #[test]
+    fn sorted_layout_declares_chains_in_name_order() {
+        let rules = TableRules { chains: vec!["KUBE-SVC-B".into(), "KUBE-SVC-A".into()], rules: vec!["KUBE-SVC-B -j RETURN".into()] };
+        let input = TableInput { table: Table::Nat, rules: Cow::Borrowed(&rules), removals: Removals::default(), added: Vec::new() };
+        let text = render_restore_input(&[input], Layout::Sorted);
+        assert_eq!(text, "*nat\n:KUBE-SVC-A - [0:0]\n:KUBE-SVC-B - [0:0]\n-A KUBE-SVC-B -j RETURN\nCOMMIT\n");
+    }
+
+    #[test]
     fn the_failing_lines_table_is_found() {
         let input = "*filter\n:A - [0:0]\nCOMMIT\n*mangle\nCOMMIT\n*nat\n-A X\nCOMMIT\n";
         assert_eq!(table_at(input, 7), Some(Table::Nat));
@@ -120,16 +206,18 @@ mod tests {
     }
 
     #[test]
-    fn input_without_removals_is_the_rulesets_restore_text() {
+    fn input_without_removals_is_the_rulesets_restore_text_without_empty_tables() {
         let nat = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
-        let ruleset = Ruleset { nat, ..Ruleset::default() };
+        let canary = TableRules { chains: vec!["KUBE-PROXY-CANARY".into()], rules: Vec::new() };
+        let ruleset = Ruleset { nat, mangle: canary, ..Ruleset::default() };
         let tables: Vec<_> =
-            ruleset.tables().map(|(table, rules)| TableInput { table, rules, removals: Removals::default() }).into();
-        assert_eq!(render_restore_input(&tables), ruleset.to_restore());
+            ruleset.tables().map(|(table, rules)| TableInput { table, rules: Cow::Borrowed(rules), removals: Removals::default(), added: Vec::new() }).into();
+        let expected = ruleset.to_restore().replacen("*filter\nCOMMIT\n", "", 1);
+        assert_eq!(render_restore_input(&tables, Layout::AsRendered), expected, "an empty table is left out");
     }
 
     #[test]
-    fn jump_deletions_come_first_stale_chains_last() {
+    fn jump_deletions_come_first_then_chains_jump_additions_stale_chains_last() {
         let saved = parse_saved("*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\nCOMMIT\n");
         let removals = Removals {
             chains: vec!["KUBE-SVC-OLD".into()],
@@ -137,8 +225,9 @@ mod tests {
             kept: Vec::new(),
         };
         let rules = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
-        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: &rules, removals }]);
-        let expected = "*nat\n-D PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j RETURN\n-X KUBE-SVC-OLD\nCOMMIT\n";
+        let jump = BuiltinJump { table: Table::Nat, chain: "OUTPUT", args: vec!["-j".into(), "KUBE-SERVICES".into()], prepend: true };
+        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: Cow::Borrowed(&rules), removals, added: vec![&jump] }], Layout::AsRendered);
+        let expected = "*nat\n-D PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j RETURN\n-I OUTPUT 1 -j KUBE-SERVICES\n-X KUBE-SVC-OLD\nCOMMIT\n";
         assert_eq!(text, expected);
     }
 }

@@ -2,10 +2,12 @@
 //! earlier `*table` block of the same input lands on its own). It compares
 //! the `iptables-save` taken just before the sync with one taken after
 //! the failure, so it neither trusts the error's line number nor touches
-//! a table that did not change: every chain the sync rewrote or deleted
-//! gets its saved rules again, chains the sync created are deleted, and
-//! removed built-in jumps return to their old positions. Nothing else in
-//! the table is touched.
+//! a table that did not change: every chain of the sync that differs gets
+//! its saved rules again (an nft table split into several `COMMIT`s may
+//! have landed only in part: only what changed is rewritten), chains the
+//! sync created are deleted, removed built-in jumps return to their old
+//! positions and added ones are deleted. Nothing else in the table is
+//! touched.
 
 use super::restore::TableInput;
 use super::saved::SavedTable;
@@ -21,15 +23,17 @@ pub(crate) fn render_rollback_input(before: &SavedTable, now: &SavedTable, appli
     if !changed(&was, &is, &touched, applied) {
         return None;
     }
+    let differ: BTreeSet<&str> = touched.into_iter().filter(|c| was.chain_state(c) != is.chain_state(c)).collect();
     let mut out = format!("*{}\n", applied.table);
-    for chain in &touched {
+    for chain in &differ {
         let _ = writeln!(out, ":{chain} - [0:0]");
     }
-    for rule in before.rules.iter().filter(|r| touched.contains(r.chain.as_str())) {
+    for rule in before.rules.iter().filter(|r| differ.contains(r.chain.as_str())) {
         let _ = writeln!(out, "-A {}", rule.spec);
     }
     write_jump_reinserts(&mut out, now, applied);
-    for chain in touched.iter().filter(|c| !was.chains.contains(*c) && is.chains.contains(*c)) {
+    write_jump_deletions(&mut out, &was, &is, applied);
+    for chain in differ.iter().filter(|c| !was.chains.contains(*c) && is.chains.contains(*c)) {
         let _ = writeln!(out, "-X {chain}");
     }
     out.push_str("COMMIT\n");
@@ -55,6 +59,11 @@ impl<'a> Index<'a> {
         Self { chains: table.chains.iter().map(String::as_str).collect(), rules, specs }
     }
 
+    /// How many rules are exactly `spec`.
+    fn count(&self, spec: &str) -> usize {
+        self.specs.get(spec).copied().unwrap_or(0)
+    }
+
     /// Whether `chain` exists, and its rules.
     fn chain_state(&self, chain: &str) -> (bool, Option<&Vec<&'a str>>) {
         (self.chains.contains(chain), self.rules.get(chain))
@@ -63,9 +72,18 @@ impl<'a> Index<'a> {
 
 /// Whether a touched chain or a removed jump differs between the saves.
 fn changed(before: &Index, now: &Index, touched: &BTreeSet<&str>, applied: &TableInput) -> bool {
-    let jump_count = |t: &Index, spec: &str| t.specs.get(spec).copied().unwrap_or(0);
     touched.iter().any(|c| before.chain_state(c) != now.chain_state(c))
-        || applied.removals.jumps.iter().any(|j| jump_count(before, &j.spec) != jump_count(now, &j.spec))
+        || applied.removals.jumps.iter().any(|j| before.count(&j.spec) != now.count(&j.spec))
+        || applied.added.iter().any(|j| before.count(&j.rule_line()) != now.count(&j.rule_line()))
+}
+
+/// `-D spec` for each added jump that is there more often than before.
+fn write_jump_deletions(out: &mut String, before: &Index, now: &Index, applied: &TableInput) {
+    for line in applied.added.iter().map(|j| j.rule_line()) {
+        for _ in before.count(&line)..now.count(&line) {
+            let _ = writeln!(out, "-D {line}");
+        }
+    }
 }
 
 /// `-I CHAIN POS spec` for each removed jump that is gone now, at its old
@@ -102,7 +120,7 @@ mod tests {
     fn applied<'a>(before: &SavedTable, rules: &'a TableRules) -> TableInput<'a> {
         let removals =
             Removals { chains: vec!["KUBE-SVC-OLD".into()], jumps: vec![before.rules[1].clone()], kept: Vec::new() };
-        TableInput { table: Table::Nat, rules, removals }
+        TableInput { table: Table::Nat, rules: std::borrow::Cow::Borrowed(rules), removals, added: Vec::new() }
     }
 
     fn rules() -> TableRules {

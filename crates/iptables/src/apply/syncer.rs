@@ -3,7 +3,8 @@
 //! ([`AppliedChains`]) and decides how much the next sync writes:
 //!
 //! * **full** ([`Iptables::apply_ruleset`]: `iptables-save`, every chain of
-//!   ours rewritten, stale ones deleted, built-in jumps ensured) when the
+//!   ours that differs from it rewritten, stale ones deleted, built-in
+//!   jumps ensured) when the
 //!   caller asks (first sync, every `syncPeriod`), when nothing is known
 //!   (first sync, or the last sync failed), and when the
 //!   `KUBE-PROXY-CANARY` chain in mangle is gone (someone flushed the
@@ -42,8 +43,8 @@ pub struct Synced {
     /// Only the changed chains were written: no `iptables-save`, no check
     /// of the built-in jumps.
     pub partial: bool,
-    /// Chains declared and written whole by the restore (every chain of
-    /// ours on a full sync).
+    /// Chains declared and written whole by the restore (on a full sync,
+    /// those that differ from the kernel's).
     pub written_chains: usize,
     /// Rules written by the restore, per table (`sync_proxy_rules_iptables_last`).
     pub written_rules: BTreeMap<Table, usize>,
@@ -102,7 +103,9 @@ impl Syncer {
 
     async fn sync_full(&mut self, ruleset: &Ruleset) -> Result<Synced, Error> {
         let applied = self.iptables.apply_ruleset(ruleset).await?;
-        let written_chains = ruleset.tables().iter().map(|(_, rules)| rules.chains.len()).sum();
+        let deleted: usize = applied.removed.iter().map(|t| t.deleted_chains.len()).sum();
+        let declared = applied.restore_input.lines().filter(|l| l.starts_with(':')).count();
+        let written_chains = declared.saturating_sub(deleted);
         self.applied = Some(AppliedChains::of(ruleset));
         let written_rules = ruleset.tables().into_iter().map(|(table, rules)| (table, rules.rules.len())).collect();
         Ok(Synced { partial: false, written_chains, written_rules, applied })
