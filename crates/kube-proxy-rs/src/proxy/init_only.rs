@@ -4,22 +4,16 @@
 //! and no server started.
 
 use super::iptables_mode::wants_route_localnet;
-use super::ipvs_mode::IpvsProxier;
-use crate::config::{Config, ProxyMode};
+use super::proxier::ipvs_if_configured;
+use crate::config::Config;
 use model::IpFamily;
 
 /// Applies the sysctls and kernel objects the mode needs.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     super::conntrack_setup::apply(config);
-    if config.mode == ProxyMode::Ipvs {
-        match IpvsProxier::new(config, IpFamily::V4).await {
-            Ok(_) => {
-                tracing::info!("IPVS mode set up; exiting (--init-only)");
-                return Ok(());
-            }
-            Err(err @ ipvs::Error::IpvsUnavailable(_)) => tracing::warn!("{err}; setting up iptables mode instead"),
-            Err(err) => return Err(err.into()),
-        }
+    if ipvs_if_configured(config, IpFamily::V4).await?.is_some() {
+        tracing::info!("IPVS mode set up; exiting (--init-only)");
+        return Ok(());
     }
     iptables::apply::apply_kernel_setup(wants_route_localnet(config, IpFamily::V4)).await?;
     tracing::info!("iptables mode set up; exiting (--init-only)");

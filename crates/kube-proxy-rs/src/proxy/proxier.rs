@@ -19,14 +19,8 @@ pub enum Proxier {
 impl Proxier {
     /// Sets up the configured mode for `family`.
     pub async fn new(config: &Config, family: IpFamily) -> anyhow::Result<Self> {
-        if config.mode == ProxyMode::Ipvs {
-            match IpvsProxier::new(config, family).await {
-                Ok(proxier) => return Ok(Proxier::Ipvs(proxier)),
-                Err(err @ ipvs::Error::IpvsUnavailable(_)) => {
-                    tracing::warn!("{err}; falling back to iptables mode");
-                }
-                Err(err) => return Err(err.into()),
-            }
+        if let Some(proxier) = ipvs_if_configured(config, family).await? {
+            return Ok(Proxier::Ipvs(proxier));
         }
         remove_ipvs_leftovers(config).await;
         Ok(Proxier::Iptables(IptablesProxier::new(config, family).await?))
@@ -55,6 +49,22 @@ impl Proxier {
             Proxier::Iptables(p) => p.last_sync_partial(),
             Proxier::Ipvs(_) => false,
         }
+    }
+}
+
+/// The IPVS proxier when IPVS mode is configured and the kernel has IPVS;
+/// `None` (with one warning when IPVS was asked for) means iptables mode.
+pub async fn ipvs_if_configured(config: &Config, family: IpFamily) -> Result<Option<IpvsProxier>, ipvs::Error> {
+    if config.mode != ProxyMode::Ipvs {
+        return Ok(None);
+    }
+    match IpvsProxier::new(config, family).await {
+        Ok(proxier) => Ok(Some(proxier)),
+        Err(err @ ipvs::Error::IpvsUnavailable(_)) => {
+            tracing::warn!("{err}; falling back to iptables mode");
+            Ok(None)
+        }
+        Err(err) => Err(err),
     }
 }
 

@@ -47,15 +47,12 @@ pub struct Env<'a> {
     pub binary: &'a Path,
     /// The proxy mode under test.
     pub mode: Mode,
-    /// How much slower than this machine the run may be (1 here; more in
-    /// an emulated VM): run-time deadlines are multiplied by it.
-    pub slowdown: u32,
 }
 
 impl Env<'_> {
     /// `base` (a deadline meant for this machine) times the slowdown.
     pub fn deadline(&self, base: Duration) -> Duration {
-        base * self.slowdown
+        flow::stretched(base)
     }
 }
 
@@ -104,7 +101,7 @@ pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
         ),
         Err(why) => panic!("{why}\n\n{}", diagnostics(&cluster, mode)),
     }
-    let env = Env { cluster: &cluster, binary, mode, slowdown };
+    let env = Env { cluster: &cluster, binary, mode };
     let selected = |name: &str| only.is_none_or(|names| names.contains(&name));
     let mut report = Report::default();
     for case in cases::flow_cases(mode).into_iter().filter(|c| selected(c.name)) {
