@@ -6,7 +6,9 @@
 //!   and reads the timings it logs, its peak RSS and the rules it wrote;
 //! * `render` times parse / tracker / render in-process, no kernel;
 //! * `tracker` feeds the tracker one event at a time and times single
-//!   changes from the event to rules applied, in a namespace.
+//!   changes from the event to rules applied, in a namespace;
+//! * `xtables-floor` times the kernel's own cost of one legacy write (read
+//!   and replace a whole table), the floor under any legacy sync.
 
 mod change;
 mod counting_alloc;
@@ -21,6 +23,7 @@ mod run_report;
 mod stats;
 mod sync_line;
 mod tracker_bench;
+mod xtables_floor;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -128,6 +131,17 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         changes: usize,
     },
+    /// Read a legacy (x_tables) table and write it back unchanged with raw
+    /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
+    /// the current network namespace, so wrap it in `ip netns exec`).
+    XtablesFloor {
+        /// The table.
+        #[arg(long, default_value = "nat")]
+        table: String,
+        /// Rounds.
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+    },
 }
 
 fn main() -> Result<()> {
@@ -151,6 +165,7 @@ fn main() -> Result<()> {
             let backend = parse_backend(&backend)?;
             print!("{}", tracker_bench::run_tracker(tracker_bench::TrackerSetup { load: load.load(), backend, changes })?);
         }
+        Command::XtablesFloor { table, repeats } => print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?),
     }
     Ok(())
 }
