@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 /// One endpoint of one service port, with its EndpointSlice conditions
 /// already resolved (`ready` unset means ready, `serving` unset means
@@ -12,8 +13,9 @@ pub struct Endpoint {
     pub ip: IpAddr,
     /// Target port on the backend.
     pub port: u16,
-    /// `nodeName` of the endpoint, if the slice gave one.
-    pub node_name: Option<String>,
+    /// `nodeName` of the endpoint, if the slice gave one; shared, since
+    /// thousands of endpoints name the same few nodes.
+    pub node_name: Option<Arc<str>>,
     /// The endpoint runs on this proxy's node.
     pub is_local: bool,
     /// Ready condition.
@@ -30,7 +32,7 @@ impl Endpoint {
         Self {
             ip,
             port,
-            node_name: node_name.map(str::to_string),
+            node_name: node_name.map(Arc::from),
             is_local,
             ready: true,
             serving: true,

@@ -7,6 +7,7 @@
 
 mod endpoint;
 mod family;
+mod name;
 mod node;
 mod service;
 mod snapshot;
@@ -15,5 +16,6 @@ pub mod topology;
 pub use endpoint::Endpoint;
 pub use family::IpFamily;
 pub use node::NodeInfo;
-pub use service::{Protocol, ServiceName, ServicePort, ServicePortName};
+pub use name::{ServiceName, ServiceNameParts, ServicePortName, ServicePortNameParts};
+pub use service::{Protocol, ServicePort};
 pub use snapshot::{ChangeSet, Snapshot};
