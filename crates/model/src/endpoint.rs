@@ -1,8 +1,8 @@
 //! One backend address of a service port.
 
 use std::fmt;
+use crate::NodeName;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 
 /// One endpoint of one service port, with its EndpointSlice conditions
 /// already resolved (`ready` unset means ready, `serving` unset means
@@ -13,9 +13,8 @@ pub struct Endpoint {
     pub ip: IpAddr,
     /// Target port on the backend.
     pub port: u16,
-    /// `nodeName` of the endpoint, if the slice gave one; shared, since
-    /// thousands of endpoints name the same few nodes.
-    pub node_name: Option<Arc<str>>,
+    /// `nodeName` of the endpoint, if the slice gave one.
+    pub node_name: Option<NodeName>,
     /// The endpoint runs on this proxy's node.
     pub is_local: bool,
     /// Ready condition.
@@ -32,7 +31,7 @@ impl Endpoint {
         Self {
             ip,
             port,
-            node_name: node_name.map(Arc::from),
+            node_name: node_name.map(NodeName::from),
             is_local,
             ready: true,
             serving: true,

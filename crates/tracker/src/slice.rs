@@ -60,7 +60,7 @@ pub(crate) struct SlicePort {
 /// given a port.
 struct SliceEndpoint {
     ip: IpAddr,
-    node_name: Option<Arc<str>>,
+    node_name: Option<model::NodeName>,
     ready: bool,
     serving: bool,
     terminating: bool,
@@ -115,7 +115,7 @@ pub(crate) struct SliceReader<'a, F> {
 /// ignores or cannot use the slice.
 pub(crate) fn slice_info(
     slice: &EndpointSlice,
-    reader: &mut SliceReader<'_, impl FnMut(&str) -> Arc<str>>,
+    reader: &mut SliceReader<'_, impl FnMut(&str) -> model::NodeName>,
 ) -> (Option<(ServiceName, SliceInfo)>, Vec<Warning>) {
     let family = reader.family;
     let namespace = namespace_of(&slice.metadata);
@@ -186,7 +186,7 @@ fn slice_port(port: &EndpointPort, warnings: &mut Warnings<'_>) -> Option<(Strin
 fn slice_endpoint(
     ep: &Endpoint,
     family: IpFamily,
-    intern: &mut impl FnMut(&str) -> Arc<str>,
+    intern: &mut impl FnMut(&str) -> model::NodeName,
     warnings: &mut Warnings<'_>,
 ) -> Option<SliceEndpoint> {
     let Some(first) = ep.addresses.first() else {
