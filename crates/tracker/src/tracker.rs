@@ -146,6 +146,9 @@ impl Tracker {
         for name in &changes.services {
             self.refresh(name);
         }
+        if changes.services.len() > self.current.services.len() / 4 {
+            self.compact_snapshot();
+        }
         self.current.node.clone_from(&self.node);
         (self.current.clone(), changes)
     }
