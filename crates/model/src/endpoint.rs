@@ -1,6 +1,7 @@
 //! One backend address of a service port.
 
 use std::fmt;
+use crate::NodeName;
 use std::net::{IpAddr, SocketAddr};
 
 /// One endpoint of one service port, with its EndpointSlice conditions
@@ -13,7 +14,7 @@ pub struct Endpoint {
     /// Target port on the backend.
     pub port: u16,
     /// `nodeName` of the endpoint, if the slice gave one.
-    pub node_name: Option<String>,
+    pub node_name: Option<NodeName>,
     /// The endpoint runs on this proxy's node.
     pub is_local: bool,
     /// Ready condition.
@@ -30,7 +31,7 @@ impl Endpoint {
         Self {
             ip,
             port,
-            node_name: node_name.map(str::to_string),
+            node_name: node_name.map(NodeName::from),
             is_local,
             ready: true,
             serving: true,

@@ -7,7 +7,9 @@
 
 mod endpoint;
 mod family;
+mod name;
 mod node;
+mod node_name;
 mod service;
 mod snapshot;
 pub mod topology;
@@ -15,5 +17,7 @@ pub mod topology;
 pub use endpoint::Endpoint;
 pub use family::IpFamily;
 pub use node::NodeInfo;
-pub use service::{Protocol, ServiceName, ServicePort, ServicePortName};
+pub use node_name::NodeName;
+pub use name::{ServiceName, ServiceNameParts, ServicePortName, ServicePortNameParts};
+pub use service::{Protocol, ServicePort};
 pub use snapshot::{ChangeSet, Snapshot};

@@ -1,5 +1,6 @@
 //! One port of one Service, as the proxy needs it.
 
+use crate::ServicePortName;
 use ipnet::IpNet;
 use std::fmt;
 use std::net::IpAddr;
@@ -39,60 +40,6 @@ impl Protocol {
 impl fmt::Display for Protocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_lower())
-    }
-}
-
-/// `namespace/name` of a Service.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ServiceName {
-    /// Namespace of the Service.
-    pub namespace: String,
-    /// Name of the Service.
-    pub name: String,
-}
-
-impl ServiceName {
-    /// Builds a name from its two parts.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
-    }
-}
-
-impl fmt::Display for ServiceName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-/// Identifies one port of one Service: upstream's `ServicePortName`.
-///
-/// Displays as upstream's `String()`: `ns/name:port`, or `ns/name` when the
-/// port has no name. The protocol is not part of the display but is part of
-/// the identity (and of every chain hash).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ServicePortName {
-    /// The Service.
-    pub service: ServiceName,
-    /// The port's `name` (may be empty).
-    pub port: String,
-    /// The port's protocol.
-    pub protocol: Protocol,
-}
-
-impl ServicePortName {
-    /// Builds a name from its parts.
-    pub fn new(namespace: &str, name: &str, port: &str, protocol: Protocol) -> Self {
-        Self { service: ServiceName::new(namespace, name), port: port.to_string(), protocol }
-    }
-}
-
-impl fmt::Display for ServicePortName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.port.is_empty() {
-            write!(f, "{}", self.service)
-        } else {
-            write!(f, "{}:{}", self.service, self.port)
-        }
     }
 }
 

@@ -175,7 +175,7 @@ impl EndpointBuilder {
 
     /// On node `name` (local when it is [`NODE_NAME`]).
     pub fn on_node(mut self, name: &str) -> Self {
-        self.0.node_name = Some(name.to_string());
+        self.0.node_name = Some(name.into());
         self.0.is_local = name == NODE_NAME;
         self
     }

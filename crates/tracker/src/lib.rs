@@ -17,6 +17,7 @@ mod node;
 mod objects;
 mod service;
 mod slice;
+mod slices;
 mod tracker;
 mod warning;
 

@@ -43,8 +43,12 @@ pub(crate) fn service_name(svc: &Service) -> ServiceName {
 
 /// The Service's ports as the proxy programs them (empty when the proxy
 /// ignores the Service), and the warnings found on the way.
-pub(crate) fn service_ports(svc: &Service, family: IpFamily) -> (Vec<ServicePort>, Vec<Warning>) {
-    let name = service_name(svc);
+/// `name` is the Service's name as [`service_name`] gives it (shared).
+pub(crate) fn service_ports(
+    svc: &Service,
+    name: &ServiceName,
+    family: IpFamily,
+) -> (Vec<ServicePort>, Vec<Warning>) {
     let mut warnings = Warnings::new(ObjectKind::Service, &name.namespace, &name.name);
     let ports = match svc.spec.as_ref() {
         _ if name.name.is_empty() => {
@@ -52,7 +56,7 @@ pub(crate) fn service_ports(svc: &Service, family: IpFamily) -> (Vec<ServicePort
             Vec::new()
         }
         Some(spec) if !ignored_by_labels(svc) => {
-            spec_ports(&name, spec, svc, family, &mut warnings)
+            spec_ports(name, spec, svc, family, &mut warnings)
         }
         _ => Vec::new(),
     };
@@ -327,11 +331,7 @@ fn one_port(
         }
         _ => None,
     };
-    let spn = ServicePortName {
-        service: name.clone(),
-        port: port_name,
-        protocol,
-    };
+    let spn = ServicePortName::of(name.clone(), port_name, protocol);
     let mut sp = ServicePort::cluster_ip(spn, cluster_ip, number);
     sp.node_port = node_port;
     Some(sp)

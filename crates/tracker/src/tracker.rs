@@ -9,21 +9,24 @@ use crate::IpFamily;
 use crate::meta::name_of;
 use crate::node::node_info;
 use crate::service::{service_name, service_ports};
-use crate::slice::{SliceInfo, SliceKey, slice_info};
+use crate::slice::{SliceInfo, SliceKey, SliceReader, slice_info};
+use crate::slices::ServiceSlices;
 use crate::warning::Warning;
 use intern::NodeNames;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use model::{ChangeSet, NodeInfo, ServiceName, ServicePort, Snapshot};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Turns Service / EndpointSlice / Node events into the model.
 ///
 /// Keeps only what the proxy needs: the [`ServicePort`]s of each handled
-/// service (shared with the snapshots it hands out), a compact copy of each
-/// EndpointSlice keyed by slice name (so an update of one slice replaces
-/// only its part), and this node's [`NodeInfo`]. Every event method
+/// service (shared with the snapshots it hands out), each EndpointSlice's
+/// endpoint lists keyed by slice name (so an update of one slice replaces
+/// only its part; a service port fed by one slice shares that slice's
+/// list with the snapshots), and this node's [`NodeInfo`]. Each service's
+/// [`ServiceName`] is stored once and shared by every index and name. Every event method
 /// compares the new compact form with what it holds and marks a service
 /// changed only when something the proxy uses actually changed.
 ///
@@ -35,8 +38,8 @@ use std::sync::Arc;
 pub struct Tracker {
     node_name: String,
     family: IpFamily,
-    services: HashMap<ServiceName, Vec<Arc<ServicePort>>>,
-    slices: HashMap<ServiceName, BTreeMap<String, Arc<SliceInfo>>>,
+    services: HashMap<ServiceName, Box<[Arc<ServicePort>]>>,
+    slices: HashMap<ServiceName, ServiceSlices>,
     slice_owners: HashMap<SliceKey, ServiceName>,
     node_names: NodeNames,
     node: NodeInfo,
@@ -91,8 +94,9 @@ impl Tracker {
 
     /// A Service was added or updated.
     pub fn upsert_service(&mut self, svc: &Service) -> Vec<Warning> {
-        let (ports, warnings) = service_ports(svc, self.family);
-        self.set_service(service_name(svc), ports);
+        let name = self.shared_name(service_name(svc));
+        let (ports, warnings) = service_ports(svc, &name, self.family);
+        self.set_service(name, ports);
         warnings
     }
 
@@ -103,8 +107,7 @@ impl Tracker {
 
     /// An EndpointSlice was added or updated.
     pub fn upsert_endpoint_slice(&mut self, slice: &EndpointSlice) -> Vec<Warning> {
-        let node_names = &mut self.node_names;
-        let (info, warnings) = slice_info(slice, self.family, &mut |n| node_names.intern(n));
+        let (info, warnings) = self.read_slice(slice);
         self.set_slice(SliceKey::of(slice), info);
         self.node_names.prune_unused();
         warnings
@@ -143,15 +146,37 @@ impl Tracker {
         for name in &changes.services {
             self.refresh(name);
         }
+        if changes.services.len() > self.current.services.len() / 4 {
+            self.compact_snapshot();
+        }
         self.current.node.clone_from(&self.node);
         (self.current.clone(), changes)
+    }
+
+    /// The copy of `name` already held, if any, so that every index
+    /// shares one allocation per service.
+    fn shared_name(&self, name: ServiceName) -> ServiceName {
+        let held = self.services.get_key_value(&name).map(|(k, _)| k);
+        let held = held.or_else(|| self.slices.get_key_value(&name).map(|(k, _)| k));
+        held.cloned().unwrap_or(name)
+    }
+
+    /// The slice's owner and kept form, as [`slice_info`] reads it.
+    fn read_slice(&mut self, slice: &EndpointSlice) -> (Option<(ServiceName, SliceInfo)>, Vec<Warning>) {
+        let node_names = &mut self.node_names;
+        let mut reader = SliceReader {
+            family: self.family,
+            node_name: &self.node_name,
+            intern: |n: &str| node_names.intern(n),
+        };
+        slice_info(slice, &mut reader)
     }
 
     /// Stores the ports of `name` (empty: the service is gone or ignored),
     /// marking it changed if they differ from what was held. Unchanged
     /// ports keep their shared `Arc`.
     fn set_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
-        let old = self.services.get(&name).map(Vec::as_slice).unwrap_or(&[]);
+        let old = self.services.get(&name).map(|p| &**p).unwrap_or(&[]);
         if old.len() == ports.len() && old.iter().zip(&ports).all(|(a, b)| **a == *b) {
             return;
         }
@@ -182,14 +207,21 @@ impl Tracker {
             self.forget_slice(&old_owner, &key.name);
             self.changes.services.insert(old_owner);
         }
-        let Some((owner, info)) = new else {
+        let Some((owner, mut info)) = new else {
             self.slice_owners.remove(&key);
             return;
         };
+        let owner = self.shared_name(owner);
         let of_owner = self.slices.entry(owner.clone()).or_default();
-        if of_owner.get(&key.name).is_none_or(|held| **held != info) {
-            of_owner.insert(key.name.clone(), Arc::new(info));
-            self.changes.services.insert(owner.clone());
+        match of_owner.get(&key.name) {
+            Some(held) if *held == info => {}
+            held => {
+                if let Some(held) = held {
+                    info.reuse_lists(held);
+                }
+                of_owner.insert(&key.name, info);
+                self.changes.services.insert(owner.clone());
+            }
         }
         self.slice_owners.insert(key, owner);
     }

@@ -1,23 +1,23 @@
 //! Shared node-name strings: thousands of endpoints name the same few
 //! nodes, so each name is stored once.
 
+use model::NodeName;
 use std::collections::HashSet;
-use std::sync::Arc;
 
 /// Interned node names, pruned of unused ones now and then.
 #[derive(Debug, Default)]
 pub(super) struct NodeNames {
-    names: HashSet<Arc<str>>,
+    names: HashSet<NodeName>,
     size_after_prune: usize,
 }
 
 impl NodeNames {
     /// The shared copy of `name`.
-    pub(super) fn intern(&mut self, name: &str) -> Arc<str> {
+    pub(super) fn intern(&mut self, name: &str) -> NodeName {
         if let Some(held) = self.names.get(name) {
             return held.clone();
         }
-        let shared: Arc<str> = Arc::from(name);
+        let shared = NodeName::from(name);
         self.names.insert(shared.clone());
         shared
     }
@@ -26,7 +26,7 @@ impl NodeNames {
     /// since the last pruning (amortised cost).
     pub(super) fn prune_unused(&mut self) {
         if self.names.len() > 2 * self.size_after_prune + 64 {
-            self.names.retain(|n| Arc::strong_count(n) > 1);
+            self.names.retain(|n| NodeName::holders(n) > 1);
             self.size_after_prune = self.names.len();
         }
     }

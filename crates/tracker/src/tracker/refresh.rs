@@ -4,7 +4,6 @@ use super::Tracker;
 use crate::merge::merge_endpoints;
 use model::{Protocol, ServiceName, ServicePortName};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 impl Tracker {
     /// Replaces the snapshot entries of `name` with its current ports and
@@ -21,18 +20,30 @@ impl Tracker {
             self.current
                 .services
                 .insert(port.name.clone(), port.clone());
-            let merged = slices
-                .map(|s| merge_endpoints(s, &port.name, &self.node_name))
-                .unwrap_or_default();
-            if merged.is_empty() {
+            let Some(merged) = slices.and_then(|s| merge_endpoints(s, &port.name)) else {
                 continue;
-            }
+            };
             let shared = match old_endpoints.get(&port.name) {
-                Some(old) if **old == merged => old.clone(),
-                _ => Arc::new(merged),
+                Some(old) if *old == merged => old.clone(),
+                _ => merged,
             };
             self.current.endpoints.insert(port.name.clone(), shared);
         }
+    }
+}
+
+/// Rebuilds `map` from its sorted entries: a map filled in key order
+/// leaves its nodes about half full; built at once, they are full.
+fn compact<V>(map: &mut BTreeMap<ServicePortName, V>) {
+    *map = std::mem::take(map).into_iter().collect();
+}
+
+impl Tracker {
+    /// Packs the snapshot's maps after a large batch of changes, so they
+    /// and every snapshot cloned from them take about half the space.
+    pub(super) fn compact_snapshot(&mut self) {
+        compact(&mut self.current.services);
+        compact(&mut self.current.endpoints);
     }
 }
 
@@ -43,11 +54,7 @@ fn remove_service<V>(
     map: &mut BTreeMap<ServicePortName, V>,
     name: &ServiceName,
 ) -> BTreeMap<ServicePortName, V> {
-    let first = ServicePortName {
-        service: name.clone(),
-        port: String::new(),
-        protocol: Protocol::Tcp,
-    };
+    let first = ServicePortName::of(name.clone(), "", Protocol::Tcp);
     let keys: Vec<ServicePortName> = map
         .range(first..)
         .take_while(|(k, _)| k.service == *name)

@@ -6,7 +6,7 @@ use crate::Objects;
 use crate::meta::name_of;
 use crate::node::node_info;
 use crate::service::{service_name, service_ports};
-use crate::slice::{SliceKey, slice_info};
+use crate::slice::SliceKey;
 use crate::warning::Warning;
 use model::{NodeInfo, ServiceName, ServicePort};
 use std::collections::HashMap;
@@ -28,9 +28,10 @@ impl Tracker {
     fn replace_services(&mut self, objects: &Objects, warnings: &mut Vec<Warning>) {
         let mut wanted: HashMap<ServiceName, Vec<ServicePort>> = HashMap::new();
         for svc in &objects.services {
-            let (ports, found) = service_ports(svc, self.family);
+            let name = self.shared_name(service_name(svc));
+            let (ports, found) = service_ports(svc, &name, self.family);
             warnings.extend(found);
-            wanted.insert(service_name(svc), ports);
+            wanted.insert(name, ports);
         }
         let gone: Vec<ServiceName> = self
             .services
@@ -49,8 +50,7 @@ impl Tracker {
     fn replace_slices(&mut self, objects: &Objects, warnings: &mut Vec<Warning>) {
         let mut wanted = HashMap::new();
         for slice in &objects.endpoint_slices {
-            let node_names = &mut self.node_names;
-            let (info, found) = slice_info(slice, self.family, &mut |n| node_names.intern(n));
+            let (info, found) = self.read_slice(slice);
             warnings.extend(found);
             wanted.insert(SliceKey::of(slice), info);
         }
