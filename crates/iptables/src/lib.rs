@@ -7,7 +7,9 @@ pub mod apply;
 pub mod chain_name;
 mod error;
 pub mod render;
+pub mod rendering;
 pub mod ruleset;
 
 pub use error::Error;
+pub use rendering::{Piece, Rendering, RuleCounts};
 pub use ruleset::{BuiltinJump, Ruleset, Table, TableRules};
