@@ -8,6 +8,7 @@ use super::chains::chain_of;
 use crate::rendering::{Rendering, RuleCounts};
 use crate::{BuiltinJump, Table, TableRules};
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 /// The tables kept whole in memory by the first walk: small (a few
 /// hundred rules, ~10k at most with 10k services without endpoints).
@@ -24,6 +25,8 @@ pub(crate) struct Hashed {
     pub(crate) counts: RuleCounts,
     /// The jumps from the built-in chains.
     pub(crate) jumps: Vec<BuiltinJump>,
+    /// How long the walk took (render and hash).
+    pub(crate) took: Duration,
 }
 
 impl Hashed {
@@ -35,6 +38,7 @@ impl Hashed {
 
 /// Walks `rendering` once (see the module doc).
 pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
+    let started = Instant::now();
     let mut out = Hashed { jumps: rendering.builtin_jumps().into_owned(), ..Hashed::default() };
     let mut pending: BTreeMap<Table, HashMap<u32, ContentHasher>> = BTreeMap::new();
     for piece in rendering.pieces() {
@@ -57,6 +61,7 @@ pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
     for table in [Table::Filter, Table::Mangle, Table::Nat] {
         out.tables.entry(table).or_default().shrink_to_fit();
     }
+    out.took = started.elapsed();
     out
 }
 
@@ -117,6 +122,7 @@ pub(crate) mod tests {
         let (a, b) = (hash_rendering(&collected), hash_rendering(&stream(&snapshot, &opts)));
         assert_eq!(a.tables, b.tables);
         assert_eq!(a.counts, b.counts);
+        assert!(a.took > Duration::ZERO);
         assert_eq!(a.kept, b.kept);
         assert!(a.tables[&Table::Nat].len() > 10, "{:?}", collected.nat.chains);
         let order = |h: &Hashed| h.tables[&Table::Nat].ids().map(|i| h.tables[&Table::Nat].name(i).to_string()).collect::<Vec<_>>();

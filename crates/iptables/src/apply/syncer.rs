@@ -29,6 +29,7 @@ use crate::error::Rollback;
 use crate::rendering::{Rendering, RuleCounts};
 use crate::{Error, Table};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// Syncs rulesets of one backend and family, partially when it can (see
 /// the module doc).
@@ -55,6 +56,9 @@ pub struct Synced {
     /// What was rendered: rules and chains per table, services without
     /// local endpoints.
     pub counts: RuleCounts,
+    /// Time spent rendering (and hashing) in the sync's first walk; the
+    /// second walk renders again while it writes.
+    pub render: Duration,
     /// What the restore removed and added (a partial sync adds no
     /// built-in jumps and deletes no jumps).
     pub applied: Applied,
@@ -113,10 +117,10 @@ impl Syncer {
 
     async fn sync_full<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R) -> Result<Synced, Error> {
         let (applied, hashed) = self.iptables.apply_full(rendering).await?;
-        let counts = hashed.counts.clone();
+        let (counts, render) = (hashed.counts.clone(), hashed.took);
         self.applied = Some(AppliedChains::of(hashed.tables));
         let written_rules = [Table::Filter, Table::Mangle, Table::Nat].map(|t| (t, counts.rules(t))).into();
-        Ok(Synced { partial: false, written_chains: applied.written_chains, written_rules, counts, applied })
+        Ok(Synced { partial: false, written_chains: applied.written_chains, written_rules, counts, render, applied })
     }
 
     async fn sync_partial<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R, last: AppliedChains) -> Result<Synced, Error> {
@@ -127,12 +131,12 @@ impl Syncer {
         let inputs = partial_inputs(&hashed, &mut deleted);
         let applied = self.apply_partial(&inputs, &hashed, rendering).await?;
         drop(inputs);
-        let counts = hashed.counts.clone();
+        let (counts, render) = (hashed.counts.clone(), hashed.took);
         self.applied = Some(AppliedChains::of(hashed.tables));
         let written_rules = [Table::Filter, Table::Mangle, Table::Nat]
             .map(|t| (t, applied.written_rules.get(&t).copied().unwrap_or(0)))
             .into();
-        Ok(Synced { partial: true, written_chains: applied.written_chains, written_rules, counts, applied })
+        Ok(Synced { partial: true, written_chains: applied.written_chains, written_rules, counts, render, applied })
     }
 
     /// Runs a partial restore (none when nothing changed); a failure names
