@@ -1,21 +1,33 @@
 //! The applier: the only part of the iptables mode that touches the
-//! kernel. It feeds a [`crate::Ruleset`] to `iptables-restore --noflush`,
+//! kernel. It feeds a [`Rendering`] (a collected [`crate::Ruleset`], or
+//! the streamed render of a snapshot) to `iptables-restore --noflush`,
 //! deleting stale chains of ours and adding the missing jumps from the
 //! built-in chains in the same restore, cleans everything of ours up
 //! (`--cleanup`), and reads the kernel facts the pure renderer needs.
 //!
-//! One sync of [`Iptables::apply_ruleset`]:
-//! 1. `iptables-save` (every table, one process) tells which chains of ours
-//!    exist and which jumps are in the built-in chains;
-//! 2. one `iptables-restore --noflush --counters` writes, per table, the
-//!    `-D` of unwanted jumps of ours, our chains that differ from the saved
-//!    ones ([`unchanged`]; none at all when nothing differs), the missing
-//!    built-in jumps ([`jumps`]), and the flush + `-X` of chains of ours no
-//!    longer rendered ([`stale`]). One `COMMIT` per table with the legacy
+//! One sync of [`Iptables::apply_ruleset`] never holds every rule at once
+//! (10k services are 320k rules, 32 MiB of restore input):
+//! 1. a first walk of the rendering hashes every chain ([`hashed`],
+//!    [`chain_table`]: names and 64-bit hashes, ~40 bytes a chain) and
+//!    keeps the small tables (filter, mangle) whole;
+//! 2. `iptables-save` (every table, one process), read line by line
+//!    ([`saved`]), tells which chains of ours exist with exactly the
+//!    rendered rules (their saved rules hash the same) and which jumps
+//!    are in the built-in chains, keeping only the rules that are not
+//!    rendered (and everything of the tables a rollback may need);
+//! 3. one `iptables-restore --noflush --counters`, its input streamed
+//!    through a bounded buffer ([`input_writer`]; a second walk renders
+//!    the nat rules again as they are written), writes per table the `-D`
+//!    of unwanted jumps of ours, our chains that differ from the saved
+//!    ones (none at all when nothing differs), the missing built-in jumps
+//!    ([`jumps`]), and the flush + `-X` of chains of ours no longer
+//!    rendered ([`stale`]). One `COMMIT` per table with the legacy
 //!    backend (each legacy `COMMIT` copies the whole table), chains
 //!    declared in name order (cheapest for the tool); with nft, a
 //!    big table is split into several ([`blocks`]: top chains last, each
-//!    service switching at once).
+//!    service switching at once; its rules are collected for that).
+//!
+//! Rendering is deterministic, so both walks see the same rules.
 //!
 //! If the restore fails, the failing `COMMIT` is unchanged and whatever
 //! the same input had already committed (earlier tables, earlier blocks
@@ -25,7 +37,8 @@
 //! block of a huge table fails, but correct.)
 //!
 //! [`Syncer`] adds partial syncs on top: only the chains whose rules
-//! changed since the last sync, without `iptables-save`.
+//! changed since the last sync (hashes kept between syncs, [`chains`]),
+//! without `iptables-save`.
 //!
 //! Everything runs the tools as child processes of the calling thread
 //! (`tokio::process`), and the netlink and sysctl calls act on it too, so

@@ -75,8 +75,11 @@ mod tests {
         AppliedChains::of(hash_rendering(ruleset).tables)
     }
 
+    /// Chains written (table and name) and chains deleted per table.
+    type Diff = (Vec<(Table, String)>, BTreeMap<Table, Vec<String>>);
+
     /// The chains written and deleted going from `last` to `now`.
-    fn diff(last: &AppliedChains, now: &Ruleset) -> (Vec<(Table, String)>, BTreeMap<Table, Vec<String>>) {
+    fn diff(last: &AppliedChains, now: &Ruleset) -> Diff {
         let mut tables = hash_rendering(now).tables;
         let deleted = diff_chains(last, &mut tables);
         let written = tables.iter().flat_map(|(t, c)| c.with(WRITE).map(|i| (*t, c.name(i).to_string())).collect::<Vec<_>>()).collect();

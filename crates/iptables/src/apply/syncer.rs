@@ -11,7 +11,7 @@
 //!   tables);
 //! * **partial** otherwise: no `iptables-save`, only the chains whose rules
 //!   changed are rewritten and the chains the last sync wrote that are not
-//!   rendered now are deleted ([`super::chains`], [`super::partial`]), in
+//!   rendered now are deleted ([`super::chains`]), in
 //!   one restore; nothing at all when nothing changed.
 //!
 //! Any failure forgets what was applied, so the next sync is a full one.
