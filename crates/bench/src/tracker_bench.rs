@@ -6,14 +6,14 @@
 //! `iptables-restore`). No manifests file and no polling in the way: this
 //! is the proxy's own event-to-rules latency.
 
-use crate::counting_alloc::live_bytes;
+use crate::counting_alloc::{live_bytes, peak_bytes, reset_peak};
 use crate::generate::{self, Load};
 use crate::namespace::BenchNetns;
 use crate::proxy_process::status_kib;
 use crate::stats::Samples;
 use anyhow::{Context, Result};
-use iptables::apply::{Backend, Iptables};
-use iptables::render::{IpFamily, RenderOptions, render};
+use iptables::apply::{Backend, Iptables, Syncer};
+use iptables::render::{IpFamily, RenderOptions, stream};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 use tracker::{Objects, Tracker};
@@ -135,24 +135,29 @@ struct EventTimes {
     render: Samples,
     apply: Samples,
     total: Samples,
+    /// Live heap a sync added at its peak (render + apply), in MiB.
+    sync_heap: Samples,
 }
 
 impl EventTimes {
     fn report(&self, what: &str) -> String {
         format!(
-            "{what} → rules applied (ms, min / median / max of {}): total {}; tracker + snapshot {}; render {}; apply {}\n",
+            "{what} → rules applied (ms, min / median / max of {}): total {}; tracker + snapshot {}; render {}; apply {}; \
+             peak live heap of the sync (render + apply, MiB) {}\n",
             self.total.len(),
             self.total.summary(1),
             self.tracker_and_snapshot.summary(2),
             self.render.summary(1),
-            self.apply.summary(1)
+            self.apply.summary(1),
+            self.sync_heap.summary(1)
         )
     }
 }
 
-/// A proxy's sync, in-process: the applier and its render options.
+/// A proxy's sync, in-process: the syncer (full, then partial syncs, the
+/// render streamed into it as the proxy does) and its render options.
 struct Sync {
-    iptables: Iptables,
+    syncer: Syncer,
     opts: RenderOptions,
 }
 
@@ -166,20 +171,22 @@ impl Sync {
             node_ips: facts.local_addresses,
             ..RenderOptions::default()
         };
-        Ok(Self { iptables: Iptables::new(backend, IpFamily::V4), opts })
+        Ok(Self { syncer: Syncer::new(Iptables::new(backend, IpFamily::V4)), opts })
     }
 
-    /// Snapshot, render, apply; records each step's time from `start`.
-    async fn sync(&self, tracker: &mut Tracker, start: Instant, times: &mut EventTimes) -> Result<()> {
+    /// Snapshot, render and apply (a full sync first, then partial ones);
+    /// records each step's time from `start` and the sync's peak heap.
+    async fn sync(&mut self, tracker: &mut Tracker, start: Instant, times: &mut EventTimes) -> Result<()> {
         let (snapshot, _) = tracker.snapshot();
         let snapshotted = Instant::now();
-        let ruleset = render(&snapshot, &self.opts).ruleset;
-        let rendered = Instant::now();
-        self.iptables.apply_ruleset(&ruleset).await.context("apply")?;
+        let before = live_bytes();
+        reset_peak();
+        let synced = self.syncer.sync(&stream(&snapshot, &self.opts), false).await.context("apply")?;
         let applied = Instant::now();
+        times.sync_heap.push(mib(peak_bytes().saturating_sub(before) as u64));
         times.tracker_and_snapshot.push(ms(snapshotted - start));
-        times.render.push(ms(rendered - snapshotted));
-        times.apply.push(ms(applied - rendered));
+        times.render.push(ms(synced.render));
+        times.apply.push(ms((applied - snapshotted).saturating_sub(synced.render)));
         times.total.push(ms(applied - start));
         Ok(())
     }
@@ -187,10 +194,13 @@ impl Sync {
 
 async fn measure_applied(setup: &TrackerSetup, backend: Backend, tracker: &mut Tracker) -> Result<String> {
     let load = &setup.load;
-    let sync = Sync::new(backend).await?;
+    let mut sync = Sync::new(backend).await?;
     let mut first = EventTimes::default();
     sync.sync(tracker, Instant::now(), &mut first).await?;
-    let mut out = format!("backend {backend}: first full sync {} ms (render {} ms)\n", first.total, first.render);
+    let mut out = format!(
+        "backend {backend}: first full sync {} ms (render {} ms), peak live heap of the sync {} MiB\n",
+        first.total, first.render, first.sync_heap
+    );
     let mut endpoint = EventTimes::default();
     for k in 0..setup.changes {
         let objects = objects_of(load, 0, load.endpoints + 1 - k % 2)?;

@@ -79,13 +79,13 @@ fn measure(backend: Backend, before: &Snapshot, after: &Snapshot, opts: &RenderO
         let partial = partial?;
         let idle = timed(syncer.sync(&changed, false)).await;
         println!(
-            "{backend:>6}: first full sync {}, full sync {}, one-endpoint partial sync {} (+ render {}; {} chains, {} bytes of input), no-change partial sync {}",
+            "{backend:>6}: first full sync {}, full sync {}, one-endpoint partial sync {} (+ render {}; {} chains, {} rules written), no-change partial sync {}",
             ms(first.1),
             ms(full.1),
             ms(took),
             ms(render_time),
             partial.written_chains,
-            partial.applied.restore_input.len(),
+            partial.applied.written_rules.values().sum::<usize>(),
             ms(idle.1),
         );
         first.0?;

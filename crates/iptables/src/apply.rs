@@ -1,21 +1,33 @@
 //! The applier: the only part of the iptables mode that touches the
-//! kernel. It feeds a [`crate::Ruleset`] to `iptables-restore --noflush`,
+//! kernel. It feeds a [`Rendering`] (a collected [`crate::Ruleset`], or
+//! the streamed render of a snapshot) to `iptables-restore --noflush`,
 //! deleting stale chains of ours and adding the missing jumps from the
 //! built-in chains in the same restore, cleans everything of ours up
 //! (`--cleanup`), and reads the kernel facts the pure renderer needs.
 //!
-//! One sync of [`Iptables::apply_ruleset`]:
-//! 1. `iptables-save` (every table, one process) tells which chains of ours
-//!    exist and which jumps are in the built-in chains;
-//! 2. one `iptables-restore --noflush --counters` writes, per table, the
-//!    `-D` of unwanted jumps of ours, our chains that differ from the saved
-//!    ones ([`unchanged`]; none at all when nothing differs), the missing
-//!    built-in jumps ([`jumps`]), and the flush + `-X` of chains of ours no
-//!    longer rendered ([`stale`]). One `COMMIT` per table with the legacy
+//! One sync of [`Iptables::apply_ruleset`] never holds every rule at once
+//! (10k services are 320k rules, 32 MiB of restore input):
+//! 1. a first walk of the rendering hashes every chain ([`hashed`],
+//!    [`chain_table`]: names and 64-bit hashes, ~40 bytes a chain) and
+//!    keeps the small tables (filter, mangle) whole;
+//! 2. `iptables-save` (every table, one process), read line by line
+//!    ([`saved`]), tells which chains of ours exist with exactly the
+//!    rendered rules (their saved rules hash the same) and which jumps
+//!    are in the built-in chains, keeping only the rules that are not
+//!    rendered (and everything of the tables a rollback may need);
+//! 3. one `iptables-restore --noflush --counters`, its input streamed
+//!    through a bounded buffer ([`input_writer`]; a second walk renders
+//!    the nat rules again as they are written), writes per table the `-D`
+//!    of unwanted jumps of ours, our chains that differ from the saved
+//!    ones (none at all when nothing differs), the missing built-in jumps
+//!    ([`jumps`]), and the flush + `-X` of chains of ours no longer
+//!    rendered ([`stale`]). One `COMMIT` per table with the legacy
 //!    backend (each legacy `COMMIT` copies the whole table), chains
 //!    declared in name order (cheapest for the tool); with nft, a
 //!    big table is split into several ([`blocks`]: top chains last, each
-//!    service switching at once).
+//!    service switching at once; its rules are collected for that).
+//!
+//! Rendering is deterministic, so both walks see the same rules.
 //!
 //! If the restore fails, the failing `COMMIT` is unchanged and whatever
 //! the same input had already committed (earlier tables, earlier blocks
@@ -25,7 +37,8 @@
 //! block of a huge table fails, but correct.)
 //!
 //! [`Syncer`] adds partial syncs on top: only the chains whose rules
-//! changed since the last sync, without `iptables-save`.
+//! changed since the last sync (hashes kept between syncs, [`chains`]),
+//! without `iptables-save`.
 //!
 //! Everything runs the tools as child processes of the calling thread
 //! (`tokio::process`), and the netlink and sysctl calls act on it too, so
@@ -33,20 +46,21 @@
 
 mod backend;
 mod blocks;
+mod chain_table;
 mod chains;
 mod cleanup;
 mod command;
+mod hashed;
+mod input_writer;
 mod jumps;
 mod nfacct;
 mod node;
 mod ownership;
-mod partial;
 mod restore;
 mod rollback;
 mod saved;
 mod stale;
 mod syncer;
-mod unchanged;
 
 pub use crate::error::{RestoreFailure, Rollback};
 pub use backend::{Backend, BackendChoice, detect_backend};
@@ -64,11 +78,14 @@ pub use syncer::{Synced, Syncer};
 
 use crate::chain_name::KUBE_PROXY_CANARY;
 use crate::render::IpFamily;
-use crate::{Error, Ruleset, Table};
+use crate::rendering::Rendering;
+use crate::{Error, Table};
 use backend::{Tool, program};
+use chain_table::{ChainTable, WRITE};
 use command::Invocation;
-use restore::{Layout, TableInput, render_restore_input, restore_invocation, run_restore};
-use saved::{SavedTable, parse_saved};
+use hashed::{Hashed, hash_rendering};
+use restore::{Layout, RestoreInput, TableInput, restore_invocation, run_restore, run_restore_input};
+use saved::{Keep, SaveParser, SavedTable};
 use std::collections::BTreeMap;
 
 /// The iptables tools of one backend and IP family (`iptables-nft`,
@@ -81,6 +98,8 @@ pub struct Iptables {
     /// Services per `COMMIT` of a full sync's big tables (`None`: one
     /// `COMMIT` per table).
     services_per_commit: Option<usize>,
+    /// Keep a copy of each restore input in [`Applied::restore_input`].
+    record_input: bool,
 }
 
 /// Services per `COMMIT` of the nft backend's full syncs: at 1k services
@@ -105,8 +124,13 @@ pub struct TableChanges {
 /// What [`Iptables::apply_ruleset`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Applied {
-    /// The exact input fed to `iptables-restore`.
-    pub restore_input: String,
+    /// The exact input fed to `iptables-restore` (empty when none ran),
+    /// only when the tools record it ([`Iptables::recording_input`]).
+    pub restore_input: Option<String>,
+    /// Chains declared and written whole (stale chains aside).
+    pub written_chains: usize,
+    /// `-A` lines written, per table.
+    pub written_rules: BTreeMap<Table, usize>,
     /// Per table, the stale chains and unwanted jumps removed (tables with
     /// nothing removed are left out).
     pub removed: Vec<TableChanges>,
@@ -114,11 +138,25 @@ pub struct Applied {
     pub added_jumps: Vec<String>,
 }
 
+impl Applied {
+    /// The recorded restore input (empty when not recorded).
+    pub fn input(&self) -> &str {
+        self.restore_input.as_deref().unwrap_or_default()
+    }
+}
+
 impl Iptables {
-    /// The tools of `backend` for `family`.
+/// The tools of `backend` for `family`.
     pub fn new(backend: Backend, family: IpFamily) -> Self {
         let services_per_commit = (backend == Backend::Nft).then_some(NFT_SERVICES_PER_COMMIT);
-        Self { backend, family, services_per_commit }
+        Self { backend, family, services_per_commit, record_input: false }
+    }
+
+    /// The same tools, keeping a copy of every restore input they feed in
+    /// [`Applied::restore_input`] (for tests: a first sync at 10k
+    /// services is 32 MiB of input).
+    pub fn recording_input(self) -> Self {
+        Self { record_input: true, ..self }
     }
 
     /// The same tools with `per` services per `COMMIT` in a full sync's
@@ -139,8 +177,8 @@ impl Iptables {
         self.family
     }
 
-    /// `iptables-save` of every table (the legacy tool prints only tables
-    /// that exist, and creates none).
+    /// `iptables-save` of every table, whole (the legacy tool prints only
+    /// tables that exist, and creates none).
     pub async fn save(&self) -> Result<String, Error> {
         command::output(&self.invocation(Tool::Save, Vec::new())).await
     }
@@ -172,27 +210,46 @@ impl Iptables {
         }
     }
 
-    /// Applies `ruleset`: writes our chains and rules and adds its missing
-    /// built-in jumps in one restore, deleting chains of ours it no longer
-    /// holds (see the module doc). Never touches a chain or rule
+    /// Applies `rendering`: writes our chains and rules and adds its
+    /// missing built-in jumps in one restore, deleting chains of ours it no
+    /// longer holds (see the module doc). Never touches a chain or rule
     /// that is not ours. On a failed restore the previous rules stay and
     /// the error names the failing input line.
-    pub async fn apply_ruleset(&self, ruleset: &Ruleset) -> Result<Applied, Error> {
-        let saved = parse_saved(&self.save().await?);
-        let inputs = plan_tables(ruleset, &saved);
-        let restore_input = render_restore_input(&inputs, self.layout());
-        let restore = restore_invocation(self.backend, self.family, &[]);
-        if !restore_input.is_empty()
-            && let Err(err) = run_restore(&restore, &restore_input).await
-        {
-            return Err(self.roll_back(err, &inputs, &saved).await);
+    pub async fn apply_ruleset<R: Rendering + Sync + ?Sized>(&self, rendering: &R) -> Result<Applied, Error> {
+        Ok(self.apply_full(rendering).await?.0)
+    }
+
+    /// A full sync of `rendering`; also returns the chains it hashed.
+    pub(crate) async fn apply_full<R: Rendering + Sync + ?Sized>(
+        &self,
+        rendering: &R,
+    ) -> Result<(Applied, Hashed), Error> {
+        let mut hashed = hash_rendering(rendering);
+        let saved = self.read_saved(self.keep_before(), Some(&mut hashed.tables)).await?;
+        mark_written(&mut hashed.tables);
+        let inputs = plan_tables(&hashed, &saved);
+        let input = RestoreInput { tables: &inputs, layout: self.layout(), hashed: &hashed, rendering };
+        let mut applied = Applied::default();
+        if input.is_empty() {
+            applied.restore_input = self.record_input.then(String::new);
+        } else {
+            let restore = restore_invocation(self.backend, self.family, &[]);
+            match run_restore_input(&restore, &input, self.record_input).await {
+                Ok(written) => {
+                    applied.restore_input = written.recorded;
+                    applied.written_rules = written.rules;
+                }
+                Err(err) => return Err(self.roll_back(err, &inputs, &saved).await),
+            }
         }
-        let added_jumps = inputs.iter().flat_map(|i| &i.added).map(|j| j.rule_line()).collect();
-        let removed = changes(&inputs);
-        for table in removed.iter().filter(|t| !t.kept_chains.is_empty()) {
+        applied.written_chains = inputs.iter().map(|i| i.written.len()).sum();
+        applied.added_jumps = inputs.iter().flat_map(|i| &i.added).map(|j| j.rule_line()).collect();
+        applied.removed = changes(&inputs);
+        for table in applied.removed.iter().filter(|t| !t.kept_chains.is_empty()) {
             tracing::warn!(table = %table.table, chains = ?table.kept_chains, "stale chains kept: rules that are not ours jump to them");
         }
-        Ok(Applied { removed, restore_input, added_jumps })
+        drop(inputs);
+        Ok((applied, hashed))
     }
 
     /// Removes every chain of ours and every jump of ours from the
@@ -202,11 +259,46 @@ impl Iptables {
         cleanup::apply_cleanup(self).await
     }
 
+    /// `iptables-save` of every table, read as it comes: `keep` says how
+    /// much of each table to keep, and the rendered chains are marked with
+    /// what the kernel holds of them.
+    async fn read_saved(
+        &self,
+        keep: fn(Table) -> Keep,
+        rendered: Option<&mut BTreeMap<Table, ChainTable>>,
+    ) -> Result<BTreeMap<Table, SavedTable>, Error> {
+        let mut parser = SaveParser::new(keep, rendered);
+        command::stream_lines(&self.invocation(Tool::Save, Vec::new()), |line| parser.line(line)).await?;
+        Ok(parser.finish())
+    }
+
+    /// How much of each table a full sync keeps from its `iptables-save`:
+    /// everything of the tables it may have to roll back, i.e. those
+    /// committed before a later `COMMIT` of the same input can fail. With
+    /// one `COMMIT` per table that is filter and mangle (small), never nat
+    /// (restored last); with nft blocks, nat too: a late block of nat can
+    /// fail after earlier ones landed, so nat's rules are kept whole (the
+    /// memory bound of a sync holds for legacy only).
+    fn keep_before(&self) -> fn(Table) -> Keep {
+        match self.layout() {
+            Layout::Blocks(_) => |_| Keep::Everything,
+            Layout::Sorted | Layout::AsRendered => |t| if t == Table::Nat { Keep::Others } else { Keep::Everything },
+        }
+    }
+
+    /// What a rollback reads after a failure: the tables [`Self::keep_before`] kept whole.
+    fn keep_after(&self) -> fn(Table) -> Keep {
+        match self.layout() {
+            Layout::Blocks(_) => |_| Keep::Everything,
+            Layout::Sorted | Layout::AsRendered => |t| if t == Table::Nat { Keep::Nothing } else { Keep::Everything },
+        }
+    }
+
     /// Puts back the tables a failed restore had already committed, and
     /// records in `err` what happened.
     async fn roll_back(&self, mut err: Error, inputs: &[TableInput<'_>], before: &BTreeMap<Table, SavedTable>) -> Error {
-        let outcome = match self.save().await {
-            Ok(text) => self.apply_rollback(inputs, before, &parse_saved(&text)).await,
+        let outcome = match self.read_saved(self.keep_after(), None).await {
+            Ok(now) => self.apply_rollback(inputs, before, &now).await,
             Err(save_err) => Rollback::Failed { tables: inputs.iter().map(|i| i.table).collect(), error: save_err.to_string() },
         };
         if let Error::Restore(failure) = &mut err {
@@ -221,10 +313,10 @@ impl Iptables {
         before: &BTreeMap<Table, SavedTable>,
         now: &BTreeMap<Table, SavedTable>,
     ) -> Rollback {
-        let empty = SavedTable::default();
+        let empty = SavedTable { complete: true, ..SavedTable::default() };
         let mut tables = Vec::new();
         let mut text = String::new();
-        for input in inputs {
+        for input in inputs.iter().filter(|i| self.keep_after()(i.table) == Keep::Everything) {
             let (was, is) = (before.get(&input.table).unwrap_or(&empty), now.get(&input.table).unwrap_or(&empty));
             if let Some(block) = rollback::render_rollback_input(was, is, input) {
                 tables.push(input.table);
@@ -256,16 +348,32 @@ impl Iptables {
     }
 }
 
-/// Per table of `ruleset`, its rules, what must go (see [`stale`]) and
-/// the built-in jumps missing (see [`jumps`]).
-fn plan_tables<'a>(ruleset: &'a Ruleset, saved: &BTreeMap<Table, SavedTable>) -> Vec<TableInput<'a>> {
+/// Flags [`WRITE`] every rendered chain the kernel does not hold with
+/// exactly its rules (missing, or a rule someone added, changed or
+/// deleted): it is declared and rewritten whole. A chain the kernel holds
+/// as rendered is left alone (not declared, so not flushed): a steady full
+/// sync writes little (with legacy, no table copy at all when nothing
+/// differs) and still repairs our chains.
+fn mark_written(tables: &mut BTreeMap<Table, ChainTable>) {
+    for chains in tables.values_mut() {
+        let differ: Vec<u32> = chains.ids().filter(|i| !chains.saved_unchanged(*i)).collect();
+        differ.into_iter().for_each(|i| chains.set(i, WRITE));
+    }
+}
+
+/// Per table (in restore order), the chains to write, what must go (see
+/// [`stale`]) and the built-in jumps missing (see [`jumps`]).
+fn plan_tables<'a>(hashed: &'a Hashed, saved: &BTreeMap<Table, SavedTable>) -> Vec<TableInput<'a>> {
     let empty = SavedTable::default();
-    let tables = ruleset.tables().map(|(table, rules)| {
-        let wanted: Vec<String> =
-            ruleset.builtin_jumps.iter().filter(|j| j.table == table).map(|j| j.rule_line()).collect();
-        let removals = stale::diff_stale(saved.get(&table).unwrap_or(&empty), rules, &wanted);
-        let added = jumps::missing_jumps(&ruleset.builtin_jumps, table, saved.get(&table));
-        TableInput { table, rules: unchanged::diff_written(rules, saved.get(&table)), removals, added }
+    let no_chains = ChainTable::default();
+    let tables = [Table::Filter, Table::Mangle, Table::Nat].map(|table| {
+        let chains = hashed.table(table).unwrap_or(&no_chains);
+        let wanted: Vec<String> = hashed.jumps.iter().filter(|j| j.table == table).map(|j| j.rule_line()).collect();
+        let rendered = |chain: &str| chains.find(chain).is_some();
+        let removals = stale::diff_stale(saved.get(&table).unwrap_or(&empty), &rendered, &wanted);
+        let added = jumps::missing_jumps(&hashed.jumps, table, saved.get(&table));
+        let written = hashed.table(table).map(|c| c.with(WRITE).map(|i| c.name(i)).collect()).unwrap_or_default();
+        TableInput { table, written, removals, added }
     });
     tables.into()
 }

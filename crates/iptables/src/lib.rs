@@ -1,13 +1,16 @@
-//! iptables mode. [`render`] turns a [`model::Snapshot`] into a [`Ruleset`]
-//! (pure: the `iptables-restore` input for our own chains, plus the jumps
-//! from the built-in chains); [`apply`] feeds it to `iptables-restore
+//! iptables mode. [`render`] turns a [`model::Snapshot`] into our chains
+//! and rules (pure: the `iptables-restore` input for our own chains, plus
+//! the jumps from the built-in chains), piece by piece ([`Rendering`]) or
+//! collected in a [`Ruleset`]; [`apply`] feeds it to `iptables-restore
 //! --noflush --wait` and is the only part that touches the kernel.
 
 pub mod apply;
 pub mod chain_name;
 mod error;
 pub mod render;
+pub mod rendering;
 pub mod ruleset;
 
 pub use error::Error;
+pub use rendering::{Piece, Rendering, RuleCounts};
 pub use ruleset::{BuiltinJump, Ruleset, Table, TableRules};

@@ -32,7 +32,9 @@ pub use context::RenderContext;
 pub use family::IpFamily;
 pub use service_port::{ServicePortRules, render_service_port};
 
-use crate::{Ruleset, TableRules};
+use crate::rendering::{Piece, Rendering};
+use crate::{BuiltinJump, Ruleset, TableRules};
+use std::borrow::Cow;
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -111,28 +113,66 @@ pub struct Rendered {
 }
 
 /// Renders every service port of `snapshot` (of `opts.family`) with the
-/// static chains and the jumps from the built-in chains.
+/// static chains and the jumps from the built-in chains, collected in
+/// one [`Ruleset`] (for tests, `--dry-run` and small rule sets; a sync
+/// streams [`stream`] instead).
 pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions) -> Rendered {
-    let ctx = RenderContext::new(snapshot, opts);
-    let mut out = Rendered { ruleset: static_chains::render_static(&ctx), ..Rendered::default() };
-    for (name, svc) in &snapshot.services {
-        if !ctx.family.contains(svc.cluster_ip) {
-            continue;
-        }
-        let port = render_service_port(&ctx, svc, snapshot.endpoints_of(name));
-        add_service_port(&mut out, port);
+    let streamed = stream(snapshot, opts);
+    let mut out = Rendered::default();
+    out.ruleset.builtin_jumps = streamed.builtin_jumps().into_owned();
+    for piece in streamed.pieces() {
+        out.no_local_endpoints.internal += piece.no_local_endpoints.internal;
+        out.no_local_endpoints.external += piece.no_local_endpoints.external;
+        append(&mut out.ruleset, &piece.rules);
     }
-    static_chains::append_tail_rules(&ctx, &mut out.ruleset);
     out
 }
 
-/// Adds one service port's rules to the whole.
-fn add_service_port(out: &mut Rendered, port: ServicePortRules) {
-    out.no_local_endpoints.internal += usize::from(port.no_local_internal);
-    out.no_local_endpoints.external += usize::from(port.no_local_external);
-    out.ruleset.filter.rules.extend(port.filter);
-    let nat: &mut TableRules = &mut out.ruleset.nat;
-    nat.rules.extend(port.nat_entries);
-    nat.chains.extend(port.nat_chains);
+/// The rendering of `snapshot` with `opts`, piece by piece: the static
+/// chains, one piece per service port in name order, then the rules
+/// that end the shared chains. Rendered again on every walk.
+pub fn stream<'a>(snapshot: &'a model::Snapshot, opts: &RenderOptions) -> Streamed<'a> {
+    Streamed { snapshot, ctx: RenderContext::new(snapshot, opts) }
+}
+
+/// A snapshot rendered on demand, piece by piece (see [`stream`]).
+#[derive(Debug, Clone)]
+pub struct Streamed<'a> {
+    snapshot: &'a model::Snapshot,
+    ctx: RenderContext,
+}
+
+impl Rendering for Streamed<'_> {
+    fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + Send + '_> {
+        let ctx = &self.ctx;
+        let shared = Piece { rules: Cow::Owned(static_chains::render_static(ctx)), open: true, no_local_endpoints: NoLocalEndpoints::default() };
+        let ports = self.snapshot.services.iter().filter(|(_, svc)| ctx.family.contains(svc.cluster_ip)).map(|(name, svc)| {
+            port_piece(render_service_port(ctx, svc, self.snapshot.endpoints_of(name)))
+        });
+        let tail = Piece { rules: Cow::Owned(static_chains::render_tail(ctx)), open: false, no_local_endpoints: NoLocalEndpoints::default() };
+        Box::new(std::iter::once(shared).chain(ports).chain(std::iter::once(tail)))
+    }
+
+    fn builtin_jumps(&self) -> Cow<'_, [BuiltinJump]> {
+        Cow::Owned(builtin_jumps::render())
+    }
+}
+
+/// One service port's rules as a piece: its entries in the shared chains,
+/// then its own chains with their rules.
+fn port_piece(port: ServicePortRules) -> Piece<'static> {
+    let no_local_endpoints =
+        NoLocalEndpoints { internal: usize::from(port.no_local_internal), external: usize::from(port.no_local_external) };
+    let mut nat = TableRules { chains: port.nat_chains, rules: port.nat_entries };
     nat.rules.extend(port.nat_rules);
+    let rules = Ruleset { filter: TableRules { chains: Vec::new(), rules: port.filter }, nat, ..Ruleset::default() };
+    Piece { rules: Cow::Owned(rules), open: false, no_local_endpoints }
+}
+
+/// Appends the chains and rules of `piece` to `out`, table by table.
+fn append(out: &mut Ruleset, piece: &Ruleset) {
+    for (into, from) in [(&mut out.filter, &piece.filter), (&mut out.nat, &piece.nat), (&mut out.mangle, &piece.mangle)] {
+        into.chains.extend_from_slice(&from.chains);
+        into.rules.extend_from_slice(&from.rules);
+    }
 }

@@ -94,6 +94,15 @@ impl Ruleset {
         [(Table::Filter, &self.filter), (Table::Mangle, &self.mangle), (Table::Nat, &self.nat)]
     }
 
+    /// The rules of `table`.
+    pub fn table(&self, table: Table) -> &TableRules {
+        match table {
+            Table::Filter => &self.filter,
+            Table::Nat => &self.nat,
+            Table::Mangle => &self.mangle,
+        }
+    }
+
     /// `iptables-restore` input for our chains: one `*table` block per
     /// table with its chain declarations, `-A` rules and `COMMIT`. It
     /// neither flushes nor deletes anything that is not declared here.

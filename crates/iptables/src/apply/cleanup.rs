@@ -5,12 +5,13 @@
 //! so the same rules of ownership apply: foreign chains and rules, and
 //! kubelet's `KUBE-FIREWALL`, are left alone.
 
-use super::restore::{Layout, TableInput, render_restore_input, restore_invocation, run_restore};
+use super::hashed::Hashed;
+use super::restore::{Layout, RestoreInput, TableInput, restore_invocation, run_restore_input};
 use super::saved::parse_saved;
 use super::stale::diff_stale;
 use super::{Backend, Iptables, TableChanges, changes};
 use crate::render::IpFamily;
-use crate::{Error, Table, TableRules};
+use crate::{Error, Ruleset, Table};
 
 /// The cleanup of one backend and family.
 #[derive(Debug)]
@@ -45,17 +46,17 @@ pub async fn apply_cleanup_all() -> Vec<CleanupOutcome> {
 /// See [`Iptables::apply_cleanup`].
 pub(crate) async fn apply_cleanup(ipt: &Iptables) -> Result<Vec<TableChanges>, Error> {
     let saved = parse_saved(&ipt.save().await?);
-    let nothing = TableRules::default();
     let inputs: Vec<TableInput> = [Table::Filter, Table::Mangle, Table::Nat]
         .into_iter()
         .filter_map(|table| {
-            let removals = diff_stale(saved.get(&table)?, &nothing, &[]);
-            (!removals.is_empty()).then_some(TableInput { table, rules: std::borrow::Cow::Borrowed(&nothing), removals, added: Vec::new() })
+            let removals = diff_stale(saved.get(&table)?, &|_| false, &[]);
+            (!removals.is_empty()).then_some(TableInput { table, written: Vec::new(), removals, added: Vec::new() })
         })
         .collect();
-    if !inputs.is_empty() {
-        let input = render_restore_input(&inputs, Layout::AsRendered);
-        run_restore(&restore_invocation(ipt.backend(), ipt.family(), &[]), &input).await?;
+    let (hashed, nothing) = (Hashed::default(), Ruleset::default());
+    let input = RestoreInput { tables: &inputs, layout: Layout::AsRendered, hashed: &hashed, rendering: &nothing };
+    if !input.is_empty() {
+        run_restore_input(&restore_invocation(ipt.backend(), ipt.family(), &[]), &input, false).await?;
     }
     Ok(changes(&inputs))
 }

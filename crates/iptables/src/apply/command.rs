@@ -66,6 +66,65 @@ pub(crate) async fn run(inv: &Invocation, stdin: Option<&str>) -> Result<Output,
     Ok(output)
 }
 
+/// Starts `inv` with its stdin, stdout and stderr piped (killed if
+/// dropped).
+pub(crate) fn spawn_piped(inv: &Invocation) -> Result<tokio::process::Child, Error> {
+    tokio::process::Command::new(&inv.program)
+        .args(&inv.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| Error::Spawn { command: inv.to_string(), source })
+}
+
+/// Runs `inv` and hands each line of its stdout (without the newline) to
+/// `line` as it comes, never holding the whole output; a non-zero exit
+/// is [`Error::Command`].
+pub(crate) async fn stream_lines(inv: &Invocation, mut line: impl FnMut(&str)) -> Result<(), Error> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+    let spawn_error = |source| Error::Spawn { command: inv.to_string(), source };
+    let mut child = tokio::process::Command::new(&inv.program)
+        .args(&inv.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(spawn_error)?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let read_out = async {
+        let Some(stdout) = stdout else { return Ok(()) };
+        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+        let mut buf = Vec::with_capacity(1024);
+        while reader.read_until(b'\n', &mut buf).await? > 0 {
+            let text = String::from_utf8_lossy(&buf);
+            line(text.trim_end_matches(['\n', '\r']));
+            buf.clear();
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    let read_err = async {
+        let mut err = Vec::new();
+        if let Some(mut stderr) = stderr {
+            let _ = stderr.read_to_end(&mut err).await;
+        }
+        err
+    };
+    let (read, err) = tokio::join!(read_out, read_err);
+    if read.is_err() {
+        // Nobody reads its output any more: it must not wait for us.
+        let _ = child.start_kill();
+    }
+    let status = child.wait().await.map_err(spawn_error)?;
+    let output = Output { status, stdout: Vec::new(), stderr: err };
+    if !status.success() {
+        return Err(failed(inv, &output));
+    }
+    read.map_err(spawn_error)
+}
+
 /// Runs `inv` and returns its stdout; a non-zero exit is
 /// [`Error::Command`].
 pub(crate) async fn output(inv: &Invocation) -> Result<String, Error> {

@@ -13,51 +13,31 @@
 //! `COMMIT`s of one nft table ([`super::blocks`]): blocks before the
 //! failing one have landed.
 
-use super::backend::{Tool, program};
-use super::command::{self, Invocation};
-use super::saved::SavedRule;
-use super::stale::Removals;
-use crate::render::IpFamily;
-use super::blocks::{Block, split_blocks, whole};
-use std::borrow::Cow;
-use std::fmt::Write;
 use super::Backend;
+use super::backend::{Tool, program};
+use super::blocks::{Block, split_blocks};
+use super::chain_table::WRITE;
+use super::chains::chain_of;
+use super::command::{self, Invocation};
+use super::hashed::Hashed;
+use super::input_writer::{InputWriter, Written};
+use super::stale::Removals;
 use crate::error::{RestoreFailure, Rollback};
+use crate::render::IpFamily;
+use crate::rendering::Rendering;
 use crate::{BuiltinJump, Error, Table, TableRules};
 
-/// One table's part of a restore: the rules to write, what to remove and
+/// One table's part of a restore: the chains to write, what to remove and
 /// the built-in jumps to add.
 #[derive(Debug, Clone)]
 pub(crate) struct TableInput<'a> {
     pub(crate) table: Table,
-    /// The chains to write (those that differ, on a full sync) and their rules.
-    pub(crate) rules: Cow<'a, TableRules>,
+    /// The chains declared and written whole (those that differ, on a full
+    /// sync), in the order rendered.
+    pub(crate) written: Vec<&'a str>,
     pub(crate) removals: Removals,
     /// Built-in jumps missing from the kernel, added after our chains.
     pub(crate) added: Vec<&'a BuiltinJump>,
-}
-
-/// The restore input: per table, the `-D` of unwanted jumps, our chains
-/// declared and their rules, the missing built-in jumps (`-I CHAIN 1` or
-/// `-A`), stale chains flushed and `-X`ed. With nothing to remove or add
-/// it is exactly [`crate::Ruleset::to_restore`] (tables with nothing to do
-/// are left out). With
-/// `services_per_commit`, a big table is split into several `COMMIT`s
-/// ([`split_blocks`]); the jumps and removals go in its last one.
-pub(crate) fn render_restore_input(tables: &[TableInput], layout: Layout) -> String {
-    let mut out = String::new();
-    for input in tables.iter().filter(|i| !i.is_empty()) {
-        let mut blocks = match layout {
-            Layout::Blocks(per) => split_blocks(&input.rules, per),
-            Layout::AsRendered | Layout::Sorted => vec![whole(&input.rules)],
-        };
-        let top = blocks.pop().unwrap_or_default();
-        for block in &blocks {
-            write_block(&mut out, input.table, block);
-        }
-        write_top_block(&mut out, input, &top, layout == Layout::Sorted);
-    }
-    out
 }
 
 /// How the tables of a restore are laid out.
@@ -75,60 +55,190 @@ pub(crate) enum Layout {
 
 impl TableInput<'_> {
     /// Nothing to write, remove or add: the table is left out.
-    fn is_empty(&self) -> bool {
-        self.rules.chains.is_empty() && self.rules.rules.is_empty() && self.removals.is_empty() && self.added.is_empty()
+    pub(crate) fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.removals.is_empty() && self.added.is_empty()
     }
+}
+
+/// A restore input, written on demand: per table, the `-D` of unwanted
+/// jumps, our chains declared and their rules, the missing built-in
+/// jumps (`-I CHAIN 1` or `-A`), stale chains flushed and `-X`ed; tables
+/// with nothing to do are left out. The rules of the written chains
+/// (those flagged [`WRITE`] in `hashed`) come from the small tables
+/// `hashed` kept, or from a new walk of `rendering` (nat). With
+/// [`Layout::Blocks`], a big table is split into several `COMMIT`s
+/// ([`split_blocks`]; its rules are collected in memory for that), the
+/// jumps and removals in its last one.
+pub(crate) struct RestoreInput<'a, R: ?Sized> {
+    pub(crate) tables: &'a [TableInput<'a>],
+    pub(crate) layout: Layout,
+    pub(crate) hashed: &'a Hashed,
+    pub(crate) rendering: &'a R,
+}
+
+impl<R: Rendering + Sync + ?Sized> RestoreInput<'_, R> {
+    /// Nothing to write at all: no restore runs.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tables.iter().all(TableInput::is_empty)
+    }
+
+    /// Writes the whole input to `out`.
+    pub(crate) async fn write(&self, out: &mut InputWriter) {
+        for input in self.tables.iter().filter(|i| !i.is_empty()) {
+            match self.layout {
+                Layout::Blocks(per) => self.write_blocks(out, input, per).await,
+                Layout::AsRendered | Layout::Sorted => {
+                    write_top_block(out, input, self.layout == Layout::Sorted, Rules::Streamed(self)).await
+                }
+            }
+        }
+    }
+
+    async fn write_blocks(&self, out: &mut InputWriter, input: &TableInput<'_>, per: usize) {
+        let rules = self.collect(input);
+        let mut blocks = split_blocks(&rules, per);
+        let top = blocks.pop().unwrap_or_default();
+        for block in &blocks {
+            write_block(out, input.table, block).await;
+        }
+        let top_input = TableInput { written: top.chains.clone(), ..input.clone() };
+        write_top_block(out, &top_input, false, Rules::<R>::Block(&top.rules)).await;
+    }
+
+    /// Whether `chain` of `table` is written.
+    fn is_written(&self, table: Table, chain: &str) -> bool {
+        self.hashed.table(table).is_some_and(|t| t.find(chain).is_some_and(|i| t.has(i, WRITE)))
+    }
+
+    /// The rules of the written chains of `table`, in render order.
+    async fn write_rules(&self, out: &mut InputWriter, table: Table) {
+        if let Some(kept) = self.hashed.kept.get(&table) {
+            for rule in kept.rules.iter().filter(|r| self.is_written(table, chain_of(r))) {
+                out.line(&["-A ", rule]).await;
+            }
+            return;
+        }
+        for piece in self.rendering.pieces() {
+            for rule in piece.rules.table(table).rules.iter().filter(|r| self.is_written(table, chain_of(r))) {
+                out.line(&["-A ", rule]).await;
+            }
+        }
+    }
+
+    /// The written chains of `input` with their rules, in memory.
+    fn collect(&self, input: &TableInput<'_>) -> TableRules {
+        let mut rules = TableRules { chains: input.written.iter().map(|c| c.to_string()).collect(), rules: Vec::new() };
+        if let Some(kept) = self.hashed.kept.get(&input.table) {
+            rules.rules = kept.rules.iter().filter(|r| self.is_written(input.table, chain_of(r))).cloned().collect();
+            return rules;
+        }
+        for piece in self.rendering.pieces() {
+            let table = piece.rules.table(input.table);
+            rules.rules.extend(table.rules.iter().filter(|r| self.is_written(input.table, chain_of(r))).cloned());
+        }
+        rules
+    }
+}
+
+/// Where the rules of a top block come from.
+enum Rules<'a, 'b, R: ?Sized> {
+    /// The written chains' rules, from the rendering.
+    Streamed(&'a RestoreInput<'b, R>),
+    /// These rules.
+    Block(&'a [&'a str]),
 }
 
 /// One `*table ... COMMIT` of chains and rules only.
-fn write_block(out: &mut String, table: Table, block: &Block) {
-    let _ = writeln!(out, "*{table}");
+async fn write_block(out: &mut InputWriter, table: Table, block: &Block<'_>) {
+    out.line(&["*", table.as_str()]).await;
     for chain in &block.chains {
-        let _ = writeln!(out, ":{chain} - [0:0]");
+        out.line(&[":", chain, " - [0:0]"]).await;
     }
     for rule in &block.rules {
-        let _ = writeln!(out, "-A {rule}");
+        out.line(&["-A ", rule]).await;
     }
-    out.push_str("COMMIT\n");
+    out.line(&["COMMIT"]).await;
 }
 
-/// The last `*table ... COMMIT`: jump deletions, `block`, jump additions,
-/// stale chains.
-fn write_top_block(out: &mut String, input: &TableInput, block: &Block, sorted: bool) {
-    let _ = writeln!(out, "*{}", input.table);
+/// The last `*table ... COMMIT` of a table: jump deletions, chains
+/// declared, their rules, jump additions, stale chains.
+async fn write_top_block<R: Rendering + Sync + ?Sized>(
+    out: &mut InputWriter,
+    input: &TableInput<'_>,
+    sorted: bool,
+    rules: Rules<'_, '_, R>,
+) {
+    out.line(&["*", input.table.as_str()]).await;
     for jump in &input.removals.jumps {
-        out.push_str(&delete_line(jump));
+        out.line(&["-D ", &jump.spec]).await;
     }
-    let mut declared: Vec<&str> = block.chains.iter().copied().chain(input.removals.chains.iter().map(String::as_str)).collect();
+    let mut declared: Vec<&str> = input.written.iter().copied().chain(input.removals.chains.iter().map(String::as_str)).collect();
     if sorted {
         declared.sort_unstable();
     }
     for chain in declared {
-        let _ = writeln!(out, ":{chain} - [0:0]");
+        out.line(&[":", chain, " - [0:0]"]).await;
     }
-    for rule in &block.rules {
-        let _ = writeln!(out, "-A {rule}");
+    match rules {
+        Rules::Streamed(source) => source.write_rules(out, input.table).await,
+        Rules::Block(rules) => {
+            for rule in rules {
+                out.line(&["-A ", rule]).await;
+            }
+        }
     }
     for jump in &input.added {
-        out.push_str(&add_line(jump));
+        out.line(&[&add_line(jump)]).await;
     }
     for chain in &input.removals.chains {
-        let _ = writeln!(out, "-X {chain}");
+        out.line(&["-X ", chain]).await;
     }
-    out.push_str("COMMIT\n");
+    out.line(&["COMMIT"]).await;
 }
 
-/// `-D CHAIN spec`: deletes the first rule matching a saved rule.
-fn delete_line(rule: &SavedRule) -> String {
-    format!("-D {}\n", rule.spec)
+/// Runs `inv` with `input` streamed into its stdin; on failure returns
+/// [`Error::Restore`] naming the failing line (found by writing the input
+/// again), with `rollback` still [`Rollback::NotNeeded`]. With `record`,
+/// what was written holds the whole input.
+pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
+    inv: &Invocation,
+    input: &RestoreInput<'_, R>,
+    record: bool,
+) -> Result<Written, Error> {
+    let mut child = command::spawn_piped(inv)?;
+    let mut out = InputWriter::to_pipe(child.stdin.take(), record);
+    let feed = async {
+        input.write(&mut out).await;
+        out.finish().await
+    };
+    let ((written, fed), output) = tokio::join!(feed, child.wait_with_output());
+    let output = output.map_err(|source| Error::Spawn { command: inv.to_string(), source })?;
+    if output.status.success() {
+        return match fed {
+            Some(source) => Err(Error::Spawn { command: inv.to_string(), source }),
+            None => Ok(written),
+        };
+    }
+    let stderr = command::stderr_of(&output);
+    let line = failed_line(&stderr);
+    let (text, table) = match line {
+        Some(n) => {
+            let mut finder = InputWriter::finding(n);
+            input.write(&mut finder).await;
+            finder.finish().await.0.found.unwrap_or_default()
+        }
+        None => (String::new(), None),
+    };
+    let failure = RestoreFailure { command: inv.to_string(), line, text, table, stderr, rollback: Rollback::NotNeeded };
+    Err(Error::Restore(Box::new(failure)))
 }
 
 /// `-I CHAIN 1 args` (prepend) or `-A CHAIN args`: adds a missing jump.
 pub(crate) fn add_line(jump: &BuiltinJump) -> String {
     let line = jump.rule_line();
     match line.strip_prefix(jump.chain) {
-        Some(rest) if jump.prepend => format!("-I {} 1{rest}\n", jump.chain),
-        _ => format!("-A {line}\n"),
+        Some(rest) if jump.prepend => format!("-I {} 1{rest}", jump.chain),
+        _ => format!("-A {line}"),
     }
 }
 
@@ -179,8 +289,42 @@ fn table_named(name: &str) -> Option<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::saved::parse_saved;
     use crate::Ruleset;
+    use crate::apply::chain_table::WRITE;
+    use crate::apply::hashed::hash_rendering;
+    use crate::apply::saved::parse_saved;
+    use crate::render::{RenderOptions, render, stream};
+
+    /// The input writing every chain of `rendering`, with `removals` and
+    /// `added` in nat.
+    async fn input_text<R: Rendering + Sync + ?Sized>(
+        rendering: &R,
+        layout: Layout,
+        removals: Removals,
+        added: Vec<&BuiltinJump>,
+    ) -> String {
+        let mut hashed = hash_rendering(rendering);
+        for chains in hashed.tables.values_mut() {
+            chains.ids().collect::<Vec<_>>().into_iter().for_each(|i| chains.set(i, WRITE));
+        }
+        let mut nat = Some((removals, added));
+        let tables: Vec<TableInput> = [Table::Filter, Table::Mangle, Table::Nat]
+            .map(|table| {
+                let chains = &hashed.tables[&table];
+                let (removals, added) = if table == Table::Nat { nat.take().unwrap_or_default() } else { Default::default() };
+                TableInput { table, written: chains.ids().map(|i| chains.name(i)).collect(), removals, added }
+            })
+            .into();
+        let input = RestoreInput { tables: &tables, layout, hashed: &hashed, rendering };
+        let mut out = InputWriter::recording();
+        input.write(&mut out).await;
+        out.finish().await.0.recorded.unwrap_or_default()
+    }
+
+    fn nat(chains: &[&str], rules: &[&str]) -> Ruleset {
+        let nat = TableRules { chains: chains.iter().map(|c| c.to_string()).collect(), rules: rules.iter().map(|r| r.to_string()).collect() };
+        Ruleset { nat, ..Ruleset::default() }
+    }
 
     #[test]
     fn all_three_error_spellings_name_the_line() {
@@ -190,11 +334,10 @@ mod tests {
         assert_eq!(failed_line("iptables-restore: unable to initialize table 'nat'"), None);
     }
 
-    #[test]
-    fn sorted_layout_declares_chains_in_name_order() {
-        let rules = TableRules { chains: vec!["KUBE-SVC-B".into(), "KUBE-SVC-A".into()], rules: vec!["KUBE-SVC-B -j RETURN".into()] };
-        let input = TableInput { table: Table::Nat, rules: Cow::Borrowed(&rules), removals: Removals::default(), added: Vec::new() };
-        let text = render_restore_input(&[input], Layout::Sorted);
+    #[tokio::test]
+    async fn sorted_layout_declares_chains_in_name_order() {
+        let ruleset = nat(&["KUBE-SVC-B", "KUBE-SVC-A"], &["KUBE-SVC-B -j RETURN"]);
+        let text = input_text(&ruleset, Layout::Sorted, Removals::default(), Vec::new()).await;
         assert_eq!(text, "*nat\n:KUBE-SVC-A - [0:0]\n:KUBE-SVC-B - [0:0]\n-A KUBE-SVC-B -j RETURN\nCOMMIT\n");
     }
 
@@ -205,28 +348,43 @@ mod tests {
         assert_eq!(table_at(input, 2), Some(Table::Filter));
     }
 
-    #[test]
-    fn input_without_removals_is_the_rulesets_restore_text_without_empty_tables() {
-        let nat = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
-        let canary = TableRules { chains: vec!["KUBE-PROXY-CANARY".into()], rules: Vec::new() };
-        let ruleset = Ruleset { nat, mangle: canary, ..Ruleset::default() };
-        let tables: Vec<_> =
-            ruleset.tables().map(|(table, rules)| TableInput { table, rules: Cow::Borrowed(rules), removals: Removals::default(), added: Vec::new() }).into();
+    #[tokio::test]
+    async fn input_without_removals_is_the_rulesets_restore_text_without_empty_tables() {
+        let mut ruleset = nat(&["KUBE-SERVICES"], &["KUBE-SERVICES -j RETURN"]);
+        ruleset.mangle = TableRules { chains: vec!["KUBE-PROXY-CANARY".into()], rules: Vec::new() };
         let expected = ruleset.to_restore().replacen("*filter\nCOMMIT\n", "", 1);
-        assert_eq!(render_restore_input(&tables, Layout::AsRendered), expected, "an empty table is left out");
+        let text = input_text(&ruleset, Layout::AsRendered, Removals::default(), Vec::new()).await;
+        assert_eq!(text, expected, "an empty table is left out");
     }
 
-    #[test]
-    fn jump_deletions_come_first_then_chains_jump_additions_stale_chains_last() {
+    #[tokio::test]
+    async fn a_streamed_rendering_writes_what_the_collected_one_does() {
+        let snapshot = crate::apply::hashed::tests::sample();
+        let opts = RenderOptions::default();
+        let collected = render(&snapshot, &opts).ruleset;
+        let streamed = stream(&snapshot, &opts);
+        let whole = input_text(&collected, Layout::AsRendered, Removals::default(), Vec::new()).await;
+        assert_eq!(whole, collected.to_restore(), "first sync, as rendered: the ruleset's own text");
+        for layout in [Layout::AsRendered, Layout::Sorted, Layout::Blocks(1)] {
+            let (a, b) = (
+                input_text(&collected, layout, Removals::default(), Vec::new()).await,
+                input_text(&streamed, layout, Removals::default(), Vec::new()).await,
+            );
+            assert_eq!(a, b, "{layout:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn jump_deletions_come_first_then_chains_jump_additions_stale_chains_last() {
         let saved = parse_saved("*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\nCOMMIT\n");
         let removals = Removals {
             chains: vec!["KUBE-SVC-OLD".into()],
             jumps: saved[&Table::Nat].rules.clone(),
             kept: Vec::new(),
         };
-        let rules = TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] };
+        let ruleset = nat(&["KUBE-SERVICES"], &["KUBE-SERVICES -j RETURN"]);
         let jump = BuiltinJump { table: Table::Nat, chain: "OUTPUT", args: vec!["-j".into(), "KUBE-SERVICES".into()], prepend: true };
-        let text = render_restore_input(&[TableInput { table: Table::Nat, rules: Cow::Borrowed(&rules), removals, added: vec![&jump] }], Layout::AsRendered);
+        let text = input_text(&ruleset, Layout::AsRendered, removals, vec![&jump]).await;
         let expected = "*nat\n-D PREROUTING -m comment --comment \"x y\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SERVICES -j RETURN\n-I OUTPUT 1 -j KUBE-SERVICES\n-X KUBE-SVC-OLD\nCOMMIT\n";
         assert_eq!(text, expected);
     }

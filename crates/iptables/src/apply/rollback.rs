@@ -18,7 +18,7 @@ use std::fmt::Write;
 /// `None` when the chains and jumps the sync touches are as they were.
 pub(crate) fn render_rollback_input(before: &SavedTable, now: &SavedTable, applied: &TableInput) -> Option<String> {
     let touched: BTreeSet<&str> =
-        applied.rules.chains.iter().chain(&applied.removals.chains).map(String::as_str).collect();
+        applied.written.iter().copied().chain(applied.removals.chains.iter().map(String::as_str)).collect();
     let (was, is) = (Index::of(before), Index::of(now));
     if !changed(&was, &is, &touched, applied) {
         return None;
@@ -108,7 +108,7 @@ mod tests {
     use super::*;
     use crate::apply::saved::parse_saved;
     use crate::apply::stale::Removals;
-    use crate::{Table, TableRules};
+    use crate::Table;
 
     fn nat(text: &str) -> SavedTable {
         parse_saved(&format!("*nat\n:PREROUTING ACCEPT [0:0]\n{text}COMMIT\n")).remove(&Table::Nat).unwrap_or_default()
@@ -117,17 +117,14 @@ mod tests {
     const BEFORE: &str = ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-OLD - [0:0]\n:OTHER - [0:0]\n-A PREROUTING -j OTHER\n-A PREROUTING -m comment --comment \"old jump\" -j KUBE-SERVICES\n-A KUBE-SERVICES -j KUBE-SVC-OLD\n-A KUBE-SVC-OLD -j RETURN\n-A OTHER -j RETURN\n";
     const AFTER: &str = ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-NEW - [0:0]\n:OTHER - [0:0]\n-A PREROUTING -j OTHER\n-A KUBE-SERVICES -j KUBE-SVC-NEW\n-A OTHER -j RETURN\n";
 
-    fn applied<'a>(before: &SavedTable, rules: &'a TableRules) -> TableInput<'a> {
+    fn applied(before: &SavedTable, written: &[&'static str]) -> TableInput<'static> {
         let removals =
             Removals { chains: vec!["KUBE-SVC-OLD".into()], jumps: vec![before.rules[1].clone()], kept: Vec::new() };
-        TableInput { table: Table::Nat, rules: std::borrow::Cow::Borrowed(rules), removals, added: Vec::new() }
+        TableInput { table: Table::Nat, written: written.to_vec(), removals, added: Vec::new() }
     }
 
-    fn rules() -> TableRules {
-        TableRules {
-            chains: vec!["KUBE-SERVICES".into(), "KUBE-SVC-NEW".into()],
-            rules: vec!["KUBE-SERVICES -j KUBE-SVC-NEW".into()],
-        }
+    fn rules() -> [&'static str; 2] {
+        ["KUBE-SERVICES", "KUBE-SVC-NEW"]
     }
 
     #[test]

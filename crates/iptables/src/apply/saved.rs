@@ -1,18 +1,37 @@
-//! Reading `iptables-save` output back: per table, which chains exist
-//! (built-in or user-defined) and each rule with the chain it jumps to.
+//! Reading `iptables-save` output back, line by line as the tool prints
+//! it (a 10k-service nat table is 32 MiB of text: never held whole).
+//!
+//! Per table it keeps what the sync needs and no more: for each chain the
+//! sync renders, only whether it exists and whether its saved rules hash
+//! as the rendered ones (flags on the rendered [`ChainTable`], hashed as
+//! [`super::chain_table::hash_rule`] hashes rendered rules); and the
+//! chains and rules that are not rendered ([`Keep::Others`]): built-in
+//! chains with all their rules, other chains by name, and the rules that
+//! jump to a chain of ours that is not rendered (what decides which stale
+//! chains can go). A table the sync may have to roll back keeps every
+//! chain and rule ([`Keep::Everything`]).
 
+use super::chain_table::{
+    ChainTable, ContentHasher, SAVED, SAVED_RULES, SAVED_SAME, SAVED_SCATTERED, content_hasher, hash_rule,
+};
+use super::ownership::is_owned_chain;
 use crate::Table;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hasher;
 
-/// One table as `iptables-save` printed it.
+/// One table as `iptables-save` printed it (or the part of it kept).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct SavedTable {
     /// Built-in chains (those with a policy).
     pub(crate) builtin: Vec<String>,
-    /// User-defined chains, in the order printed.
+    /// User-defined chains, in the order printed (with [`Keep::Others`],
+    /// only those not rendered).
     pub(crate) chains: Vec<String>,
-    /// Every rule, in order.
+    /// Rules, in order (with [`Keep::Others`], only those of built-in
+    /// chains and those jumping to a chain of ours not rendered).
     pub(crate) rules: Vec<SavedRule>,
+    /// Every chain and rule was kept.
+    pub(crate) complete: bool,
 }
 
 /// One `-A` line of a saved table.
@@ -24,7 +43,7 @@ pub(crate) struct SavedRule {
     pub(crate) spec: String,
     /// The `-j`/`-g` target, if any.
     pub(crate) target: Option<String>,
-    /// 1-based position in its chain.
+    /// 1-based position in its chain (exact for kept chains).
     pub(crate) position: usize,
 }
 
@@ -40,57 +59,150 @@ impl SavedTable {
     }
 }
 
-/// Splits `iptables-save` output (one or more tables) by table; tables
-/// kube-proxy does not write (raw, security) are skipped.
-pub(crate) fn parse_saved(text: &str) -> BTreeMap<Table, SavedTable> {
-    let mut tables = BTreeMap::new();
-    let mut current: Option<Parsing> = None;
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix('*') {
-            finish(&mut tables, current.take());
-            current = table_named(name.trim()).map(Parsing::new);
-        } else if line.starts_with("COMMIT") {
-            finish(&mut tables, current.take());
-        } else if let Some(parsing) = current.as_mut() {
-            parsing.line(line);
-        }
-    }
-    finish(&mut tables, current);
-    tables
+/// How much of a table [`SaveParser`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Every chain and rule.
+    Everything,
+    /// What is not rendered (see the module doc); rendered chains are
+    /// only compared.
+    Others,
+    /// Nothing: the table is skipped.
+    Nothing,
 }
 
-/// One table being read, with each chain's rule count so far (rules of a
-/// chain are numbered in linear time even with 100k chains).
+/// Splits `iptables-save` output (one or more tables) by table, keeping
+/// everything; tables kube-proxy does not write (raw, security) are skipped.
+pub(crate) fn parse_saved(text: &str) -> BTreeMap<Table, SavedTable> {
+    let mut parser = SaveParser::new(|_| Keep::Everything, None);
+    text.lines().for_each(|line| parser.line(line));
+    parser.finish()
+}
+
+/// Reads `iptables-save` output one line at a time.
+pub(crate) struct SaveParser<'a> {
+    keep: fn(Table) -> Keep,
+    rendered: Option<&'a mut BTreeMap<Table, ChainTable>>,
+    tables: BTreeMap<Table, SavedTable>,
+    current: Option<Parsing>,
+}
+
+impl<'a> SaveParser<'a> {
+    /// A parser keeping `keep(table)` of each table and marking on
+    /// `rendered` (when given) which rendered chains the kernel holds and
+    /// whether their rules are the same.
+    pub(crate) fn new(keep: fn(Table) -> Keep, rendered: Option<&'a mut BTreeMap<Table, ChainTable>>) -> Self {
+        Self { keep, rendered, tables: BTreeMap::new(), current: None }
+    }
+
+    /// Reads one line (without its newline).
+    pub(crate) fn line(&mut self, line: &str) {
+        if let Some(name) = line.strip_prefix('*') {
+            self.end_table();
+            let table = table_named(name.trim());
+            self.current = table.filter(|t| (self.keep)(*t) != Keep::Nothing).map(|t| Parsing::new(t, (self.keep)(t)));
+        } else if line.starts_with("COMMIT") {
+            self.end_table();
+        } else if let Some(parsing) = self.current.as_mut() {
+            let rendered = self.rendered.as_deref_mut().and_then(|r| r.get_mut(&parsing.table));
+            parsing.line(line, rendered);
+        }
+    }
+
+    /// The tables read.
+    pub(crate) fn finish(mut self) -> BTreeMap<Table, SavedTable> {
+        self.end_table();
+        self.tables
+    }
+
+    fn end_table(&mut self) {
+        if let Some(mut parsing) = self.current.take() {
+            let rendered = self.rendered.as_deref_mut().and_then(|r| r.get_mut(&parsing.table));
+            if let Some(chains) = rendered {
+                parsing.end_run(chains);
+            }
+            self.tables.insert(parsing.table, parsing.saved);
+        }
+    }
+}
+
+/// One table being read, with each kept chain's rule count so far (rules
+/// of a chain are numbered in linear time) and the saved rules of the
+/// rendered chain being hashed.
 struct Parsing {
     table: Table,
+    keep: Keep,
     saved: SavedTable,
     counts: HashMap<String, usize>,
+    run: Option<(u32, ContentHasher)>,
 }
 
 impl Parsing {
-    fn new(table: Table) -> Self {
-        Self { table, saved: SavedTable::default(), counts: HashMap::new() }
+    fn new(table: Table, keep: Keep) -> Self {
+        let saved = SavedTable { complete: keep == Keep::Everything, ..SavedTable::default() };
+        Self { table, keep, saved, counts: HashMap::new(), run: None }
     }
 
-    fn line(&mut self, line: &str) {
+    fn line(&mut self, line: &str, mut rendered: Option<&mut ChainTable>) {
         if let Some(decl) = line.strip_prefix(':') {
             let mut words = decl.split_whitespace();
             let (Some(chain), Some(policy)) = (words.next(), words.next()) else { return };
-            let list = if policy == "-" { &mut self.saved.chains } else { &mut self.saved.builtin };
-            list.push(chain.to_string());
+            if policy != "-" {
+                self.saved.builtin.push(chain.to_string());
+                return;
+            }
+            let at = rendered.as_deref().and_then(|r| r.find(chain));
+            if let (Some(i), Some(chains)) = (at, rendered.as_deref_mut()) {
+                chains.set(i, SAVED);
+            }
+            if at.is_none() || self.keep == Keep::Everything {
+                self.saved.chains.push(chain.to_string());
+            }
         } else if let Some(spec) = line.strip_prefix("-A ") {
-            let chain = spec.split_whitespace().next().unwrap_or_default().to_string();
-            let count = self.counts.entry(chain.clone()).or_default();
+            self.rule(spec, rendered);
+        }
+    }
+
+    fn rule(&mut self, spec: &str, rendered: Option<&mut ChainTable>) {
+        let chain = spec.split_whitespace().next().unwrap_or_default();
+        let at = rendered.as_deref().and_then(|r| r.find(chain));
+        if let (Some(i), Some(chains)) = (at, rendered) {
+            self.hash_rendered(chains, i, spec);
+            if self.keep != Keep::Everything {
+                return;
+            }
+        }
+        let target = jump_target(spec);
+        if self.keep == Keep::Everything || self.saved.is_builtin(chain) || target.as_deref().is_some_and(is_owned_chain) {
+            let count = self.counts.entry(chain.to_string()).or_default();
             *count += 1;
-            let rule = SavedRule { target: jump_target(spec), chain, spec: spec.to_string(), position: *count };
+            let rule = SavedRule { target, chain: chain.to_string(), spec: spec.to_string(), position: *count };
             self.saved.rules.push(rule);
         }
     }
-}
 
-fn finish(tables: &mut BTreeMap<Table, SavedTable>, done: Option<Parsing>) {
-    if let Some(parsing) = done {
-        tables.insert(parsing.table, parsing.saved);
+    /// Adds a rule of rendered chain `i` to the run being hashed.
+    fn hash_rendered(&mut self, chains: &mut ChainTable, i: u32, spec: &str) {
+        if self.run.as_ref().is_none_or(|(at, _)| *at != i) {
+            self.end_run(chains);
+            if chains.has(i, SAVED_RULES) {
+                chains.set(i, SAVED_SCATTERED);
+            }
+            self.run = Some((i, content_hasher()));
+        }
+        if let Some((_, hasher)) = self.run.as_mut() {
+            hash_rule(hasher, spec);
+        }
+    }
+
+    /// Compares the run just read with the rendered chain.
+    fn end_run(&mut self, chains: &mut ChainTable) {
+        if let Some((i, hasher)) = self.run.take() {
+            chains.set(i, SAVED_RULES);
+            if hasher.finish() == chains.hash(i) {
+                chains.set(i, SAVED_SAME);
+            }
+        }
     }
 }
 
@@ -145,6 +257,7 @@ mod tests {
         let tables = parse_saved(SAVED);
         assert_eq!(tables.keys().copied().collect::<Vec<_>>(), vec![Table::Nat, Table::Mangle]);
         let nat = &tables[&Table::Nat];
+        assert!(nat.complete);
         assert_eq!(nat.builtin, vec!["PREROUTING"]);
         assert_eq!(nat.chains, vec!["KUBE-SERVICES", "KUBE-SVC-X"]);
         let targets: Vec<_> = nat.rules.iter().map(|r| (r.chain.as_str(), r.target.as_deref(), r.position)).collect();
@@ -157,6 +270,74 @@ mod tests {
             ]
         );
         assert_eq!(tables[&Table::Mangle].chains, vec!["KUBE-PROXY-CANARY"]);
+    }
+
+    /// Reads `text` as a sync does, against the chains `ruleset` renders;
+    /// returns the rendered chains that the kernel holds unchanged, and
+    /// what was kept of nat.
+    fn unchanged_after(ruleset: &crate::Ruleset, text: &str) -> (Vec<String>, SavedTable) {
+        let mut hashed = crate::apply::hashed::hash_rendering(ruleset);
+        let mut parser = SaveParser::new(|t| if t == Table::Nat { Keep::Others } else { Keep::Everything }, Some(&mut hashed.tables));
+        text.lines().for_each(|line| parser.line(line));
+        let nat = parser.finish().remove(&Table::Nat).unwrap_or_default();
+        let chains = &hashed.tables[&Table::Nat];
+        (chains.ids().filter(|i| chains.saved_unchanged(*i)).map(|i| chains.name(i).to_string()).collect(), nat)
+    }
+
+    /// `ruleset` as `iptables-save` prints it: rules grouped by chain.
+    fn as_saved(ruleset: &crate::Ruleset) -> String {
+        let mut out = String::new();
+        for (table, rules) in ruleset.tables() {
+            out.push_str(&format!("*{table}\n"));
+            if table == Table::Nat {
+                out.push_str(":PREROUTING ACCEPT [0:0]\n");
+            }
+            rules.chains.iter().for_each(|c| out.push_str(&format!(":{c} - [0:0]\n")));
+            for chain in &rules.chains {
+                let own = rules.rules.iter().filter(|r| r.split(' ').next() == Some(chain.as_str()));
+                own.for_each(|r| out.push_str(&format!("-A {r}\n")));
+            }
+            out.push_str("COMMIT\n");
+        }
+        out
+    }
+
+    #[test]
+    fn saved_chains_hash_as_rendered_ones() {
+        let snapshot = crate::apply::hashed::tests::sample();
+        let ruleset = crate::render::render(&snapshot, &crate::render::RenderOptions::default()).ruleset;
+        let text = as_saved(&ruleset);
+        let (unchanged, nat) = unchanged_after(&ruleset, &text);
+        assert_eq!(unchanged, ruleset.nat.chains, "the kernel holds every chain as rendered");
+        assert!(!nat.complete && nat.chains.is_empty() && nat.rules.is_empty(), "{nat:?}");
+        // A rule changed, a chain missing, a rule of a foreign chain.
+        let svc = ruleset.nat.chains.iter().find(|c| c.starts_with("KUBE-SVC-")).cloned().unwrap_or_default();
+        let sep = ruleset.nat.chains.iter().find(|c| c.starts_with("KUBE-SEP-")).cloned().unwrap_or_default();
+        let mut text = text
+            .replacen(&format!("-A {svc} "), &format!("-A {svc} -m comment --comment changed "), 1)
+            .replace(&format!(":{sep} - [0:0]\n"), "")
+            .replacen("*nat\n", "*nat\n:OTHER - [0:0]\n", 1);
+        // nat is printed last.
+        text.insert_str(text.rfind("COMMIT").unwrap_or_default(), "-A OTHER -j KUBE-SVC-GONE\n-A OTHER -j RETURN\n");
+        let (unchanged, nat) = unchanged_after(&ruleset, &text);
+        let expected: Vec<&String> = ruleset.nat.chains.iter().filter(|c| **c != svc && **c != sep).collect();
+        assert_eq!(unchanged.iter().collect::<Vec<_>>(), expected);
+        assert_eq!(nat.builtin, vec!["PREROUTING"]);
+        assert_eq!(nat.chains, vec!["OTHER"]);
+        let kept: Vec<&str> = nat.rules.iter().map(|r| r.spec.as_str()).collect();
+        assert_eq!(kept, vec!["OTHER -j KUBE-SVC-GONE"], "only rules jumping to chains of ours not rendered");
+    }
+
+    #[test]
+    fn a_chain_whose_rules_come_apart_is_never_unchanged() {
+        let ruleset = crate::Ruleset {
+            nat: crate::TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] },
+            ..crate::Ruleset::default()
+        };
+        let text = "*nat\n:KUBE-SERVICES - [0:0]\n:X - [0:0]\n-A KUBE-SERVICES -j RETURN\n-A X -j RETURN\nCOMMIT\n";
+        assert_eq!(unchanged_after(&ruleset, text).0, vec!["KUBE-SERVICES"]);
+        let apart = "*nat\n:KUBE-SERVICES - [0:0]\n:X - [0:0]\n-A KUBE-SERVICES -j RETURN\n-A X -j RETURN\n-A KUBE-SERVICES -j RETURN\nCOMMIT\n";
+        assert!(unchanged_after(&ruleset, apart).0.is_empty());
     }
 
     #[test]

@@ -9,7 +9,6 @@
 
 use super::ownership::{is_entry_chain, is_owned_chain};
 use super::saved::{SavedRule, SavedTable};
-use crate::TableRules;
 use std::collections::BTreeSet;
 
 /// The removals for one table.
@@ -32,14 +31,14 @@ impl Removals {
 }
 
 /// Compares `saved` with what will be there after the restore: the chains
-/// and rules in `desired` and the built-in jumps whose rule lines (as
-/// `BuiltinJump::rule_line` prints them) are `wanted_jumps`.
-pub(crate) fn diff_stale(saved: &SavedTable, desired: &TableRules, wanted_jumps: &[String]) -> Removals {
-    let declared: BTreeSet<&str> = desired.chains.iter().map(String::as_str).collect();
+/// `rendered` says are rendered (with their rules) and the built-in jumps
+/// whose rule lines (as `BuiltinJump::rule_line` prints them) are
+/// `wanted_jumps`.
+pub(crate) fn diff_stale(saved: &SavedTable, rendered: &dyn Fn(&str) -> bool, wanted_jumps: &[String]) -> Removals {
     let jumps = unwanted_jumps(saved, wanted_jumps);
     let candidates: BTreeSet<&str> =
-        saved.chains.iter().map(String::as_str).filter(|c| is_owned_chain(c) && !declared.contains(c)).collect();
-    let kept = still_referenced(saved, &declared, &candidates, &jumps);
+        saved.chains.iter().map(String::as_str).filter(|c| is_owned_chain(c) && !rendered(c)).collect();
+    let kept = still_referenced(saved, rendered, &candidates, &jumps);
     Removals {
         chains: saved
             .chains
@@ -73,7 +72,7 @@ fn unwanted_jumps(saved: &SavedTable, wanted: &[String]) -> Vec<SavedRule> {
 /// chain's own rules keep their targets too.
 fn still_referenced<'a>(
     saved: &'a SavedTable,
-    declared: &BTreeSet<&str>,
+    declared: &dyn Fn(&str) -> bool,
     candidates: &BTreeSet<&'a str>,
     removed: &[SavedRule],
 ) -> BTreeSet<&'a str> {
@@ -81,7 +80,7 @@ fn still_referenced<'a>(
     loop {
         let survives = |r: &&SavedRule| {
             let chain = r.chain.as_str();
-            !declared.contains(chain) && (!candidates.contains(chain) || kept.contains(chain)) && !removed.contains(r)
+            !declared(chain) && (!candidates.contains(chain) || kept.contains(chain)) && !removed.contains(r)
         };
         let found: Vec<&str> = saved
             .rules
@@ -101,7 +100,7 @@ fn still_referenced<'a>(
 mod tests {
     use super::*;
     use crate::apply::saved::parse_saved;
-    use crate::{Table, TableRules};
+    use crate::Table;
 
     const PORTALS: &str = "PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES";
 
@@ -112,17 +111,14 @@ mod tests {
         parse_saved(&text).remove(&Table::Nat).unwrap_or_default()
     }
 
-    fn desired() -> TableRules {
-        TableRules {
-            chains: vec!["KUBE-SERVICES".into(), "KUBE-SVC-NEW".into()],
-            rules: vec!["KUBE-SERVICES -j KUBE-SVC-NEW".into()],
-        }
+    fn desired(chain: &str) -> bool {
+        ["KUBE-SERVICES", "KUBE-SVC-NEW"].contains(&chain)
     }
 
     #[test]
     fn unrendered_chains_of_ours_are_deleted_and_foreign_ones_left() {
         let saved = nat("-A KUBE-SERVICES -j KUBE-SVC-OLD\n-A KUBE-SVC-OLD -j KUBE-SEP-OLD\n");
-        let removals = diff_stale(&saved, &desired(), &[]);
+        let removals = diff_stale(&saved, &desired, &[]);
         assert_eq!(removals.chains, vec!["KUBE-SVC-OLD", "KUBE-SEP-OLD"]);
         assert!(removals.kept.is_empty() && removals.jumps.is_empty());
     }
@@ -130,7 +126,7 @@ mod tests {
     #[test]
     fn chains_used_by_foreign_rules_are_kept_with_what_they_use() {
         let saved = nat("-A FOREIGN -j KUBE-SVC-OLD\n-A KUBE-SVC-OLD -j KUBE-SEP-OLD\n");
-        let removals = diff_stale(&saved, &desired(), &[]);
+        let removals = diff_stale(&saved, &desired, &[]);
         assert!(removals.chains.is_empty(), "{removals:?}");
         assert_eq!(removals.kept, vec!["KUBE-SEP-OLD", "KUBE-SVC-OLD"]);
     }
@@ -140,7 +136,7 @@ mod tests {
         let saved = nat(&format!(
             "-A PREROUTING -j ACCEPT\n-A {PORTALS}\n-A {PORTALS}\n-A OUTPUT -m comment --comment old -j KUBE-SERVICES\n-A OUTPUT -j KUBE-SVC-OLD\n"
         ));
-        let removals = diff_stale(&saved, &desired(), &[PORTALS.to_string()]);
+        let removals = diff_stale(&saved, &desired, &[PORTALS.to_string()]);
         let removed: Vec<_> = removals.jumps.iter().map(|r| (r.chain.as_str(), r.position)).collect();
         assert_eq!(removed, vec![("PREROUTING", 3), ("OUTPUT", 1)]);
         // A built-in chain's jump to a service chain is not ours: keep both.
@@ -151,7 +147,7 @@ mod tests {
     #[test]
     fn cleanup_removes_every_jump_into_our_entry_chains() {
         let saved = nat(&format!("-A {PORTALS}\n-A KUBE-SERVICES -j KUBE-SVC-OLD\n"));
-        let removals = diff_stale(&saved, &TableRules::default(), &[]);
+        let removals = diff_stale(&saved, &|_| false, &[]);
         assert_eq!(removals.jumps.len(), 1);
         assert_eq!(removals.chains, vec!["KUBE-SERVICES", "KUBE-SVC-OLD", "KUBE-SEP-OLD", "KUBE-SVC-NEW"]);
     }

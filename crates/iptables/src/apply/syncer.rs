@@ -11,7 +11,7 @@
 //!   tables);
 //! * **partial** otherwise: no `iptables-save`, only the chains whose rules
 //!   changed are rewritten and the chains the last sync wrote that are not
-//!   rendered now are deleted ([`super::chains`], [`super::partial`]), in
+//!   rendered now are deleted ([`super::chains`]), in
 //!   one restore; nothing at all when nothing changed.
 //!
 //! Any failure forgets what was applied, so the next sync is a full one.
@@ -19,13 +19,17 @@
 //! copy of the old rules, so tables committed earlier in the same input
 //! keep their new rules until that full sync ([`Rollback::Skipped`]).
 
-use super::chains::{AppliedChains, ChainDiff, diff_chains};
-use super::partial::render_partial_input;
-use super::restore::{restore_invocation, run_restore};
+use super::chain_table::WRITE;
+use super::chains::{AppliedChains, diff_chains};
+use super::hashed::{Hashed, hash_rendering};
+use super::restore::{Layout, RestoreInput, TableInput, restore_invocation, run_restore_input};
+use super::stale::Removals;
 use super::{Applied, Iptables, TableChanges};
 use crate::error::Rollback;
-use crate::{Error, Ruleset, Table};
+use crate::rendering::{Rendering, RuleCounts};
+use crate::{Error, Table};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// Syncs rulesets of one backend and family, partially when it can (see
 /// the module doc).
@@ -46,9 +50,16 @@ pub struct Synced {
     /// Chains declared and written whole by the restore (on a full sync,
     /// those that differ from the kernel's).
     pub written_chains: usize,
-    /// Rules written by the restore, per table (`sync_proxy_rules_iptables_last`).
+    /// Rules written by the restore, per table (`sync_proxy_rules_iptables_last`;
+    /// on a full sync, every rule rendered, as upstream counts it).
     pub written_rules: BTreeMap<Table, usize>,
-    /// The restore input and what it removed (a partial sync adds no
+    /// What was rendered: rules and chains per table, services without
+    /// local endpoints.
+    pub counts: RuleCounts,
+    /// Time spent rendering (and hashing) in the sync's first walk; the
+    /// second walk renders again while it writes.
+    pub render: Duration,
+    /// What the restore removed and added (a partial sync adds no
     /// built-in jumps and deletes no jumps).
     pub applied: Applied,
 }
@@ -81,15 +92,18 @@ impl Syncer {
         self.applied = None;
     }
 
-    /// Applies `ruleset`: a full sync when `full` is set or one is needed
+    /// Applies `rendering`: a full sync when `full` is set or one is needed
     /// (see the module doc), else a partial one.
-    pub async fn sync(&mut self, ruleset: &Ruleset, full: bool) -> Result<Synced, Error> {
+    pub async fn sync<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R, full: bool) -> Result<Synced, Error> {
         // Taken out so that any error below leaves nothing: next sync full.
         let last = self.applied.take();
         self.last_partial = false;
         match last {
-            Some(last) if !full && self.canary_exists().await? => self.sync_partial(ruleset, last).await,
-            _ => self.sync_full(ruleset).await,
+            Some(last) if !full && self.canary_exists().await? => self.sync_partial(rendering, last).await,
+            _ => {
+                drop(last);
+                self.sync_full(rendering).await
+            }
         }
     }
 
@@ -101,45 +115,64 @@ impl Syncer {
         Ok(exists)
     }
 
-    async fn sync_full(&mut self, ruleset: &Ruleset) -> Result<Synced, Error> {
-        let applied = self.iptables.apply_ruleset(ruleset).await?;
-        let deleted: usize = applied.removed.iter().map(|t| t.deleted_chains.len()).sum();
-        let declared = applied.restore_input.lines().filter(|l| l.starts_with(':')).count();
-        let written_chains = declared.saturating_sub(deleted);
-        self.applied = Some(AppliedChains::of(ruleset));
-        let written_rules = ruleset.tables().into_iter().map(|(table, rules)| (table, rules.rules.len())).collect();
-        Ok(Synced { partial: false, written_chains, written_rules, applied })
+    async fn sync_full<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R) -> Result<Synced, Error> {
+        let (applied, hashed) = self.iptables.apply_full(rendering).await?;
+        let (counts, render) = (hashed.counts.clone(), hashed.took);
+        self.applied = Some(AppliedChains::of(hashed.tables));
+        let written_rules = [Table::Filter, Table::Mangle, Table::Nat].map(|t| (t, counts.rules(t))).into();
+        Ok(Synced { partial: false, written_chains: applied.written_chains, written_rules, counts, render, applied })
     }
 
-    async fn sync_partial(&mut self, ruleset: &Ruleset, mut last: AppliedChains) -> Result<Synced, Error> {
+    async fn sync_partial<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R, last: AppliedChains) -> Result<Synced, Error> {
         self.last_partial = true;
-        let diffs = diff_chains(&last, ruleset);
-        let restore_input = render_partial_input(ruleset, &diffs);
-        if !restore_input.is_empty() {
-            self.apply_partial(&restore_input, &diffs).await?;
-        }
-        last.update(&diffs);
-        self.applied = Some(last);
-        let written_chains = diffs.iter().map(|d| d.written.len()).sum();
-        let removed = removed_chains(&diffs);
-        let written_rules = count_rules(&restore_input);
-        let applied = Applied { restore_input, removed, added_jumps: Vec::new() };
-        Ok(Synced { partial: true, written_chains, written_rules, applied })
+        let mut hashed = hash_rendering(rendering);
+        let mut deleted = diff_chains(&last, &mut hashed.tables);
+        drop(last);
+        let inputs = partial_inputs(&hashed, &mut deleted);
+        let applied = self.apply_partial(&inputs, &hashed, rendering).await?;
+        drop(inputs);
+        let (counts, render) = (hashed.counts.clone(), hashed.took);
+        self.applied = Some(AppliedChains::of(hashed.tables));
+        let written_rules = [Table::Filter, Table::Mangle, Table::Nat]
+            .map(|t| (t, applied.written_rules.get(&t).copied().unwrap_or(0)))
+            .into();
+        Ok(Synced { partial: true, written_chains: applied.written_chains, written_rules, counts, render, applied })
     }
 
-    /// Runs a partial restore; a failure names the tables committed before
-    /// the failing one, which keep their new rules.
-    async fn apply_partial(&self, input: &str, diffs: &[ChainDiff<'_>]) -> Result<(), Error> {
+    /// Runs a partial restore (none when nothing changed); a failure names
+    /// the tables committed before the failing one, which keep their new
+    /// rules.
+    async fn apply_partial<R: Rendering + Sync + ?Sized>(
+        &self,
+        inputs: &[TableInput<'_>],
+        hashed: &Hashed,
+        rendering: &R,
+    ) -> Result<Applied, Error> {
+        let input = RestoreInput { tables: inputs, layout: Layout::AsRendered, hashed, rendering };
+        let record = self.iptables.record_input;
+        let mut applied = Applied {
+            written_chains: inputs.iter().map(|i| i.written.len()).sum(),
+            removed: removed_chains(inputs),
+            restore_input: record.then(String::new),
+            ..Applied::default()
+        };
+        if input.is_empty() {
+            return Ok(applied);
+        }
         let restore = restore_invocation(self.iptables.backend(), self.iptables.family(), &[]);
-        let mut err = match run_restore(&restore, input).await {
-            Ok(()) => return Ok(()),
+        let mut err = match run_restore_input(&restore, &input, record).await {
+            Ok(written) => {
+                applied.restore_input = written.recorded;
+                applied.written_rules = written.rules;
+                return Ok(applied);
+            }
             Err(err) => err,
         };
         if let Error::Restore(failure) = &mut err
             && let Some(failed) = failure.table
         {
             let committed: Vec<Table> =
-                diffs.iter().filter(|d| !d.is_empty()).map(|d| d.table).take_while(|t| *t != failed).collect();
+                inputs.iter().filter(|i| !i.is_empty()).map(|i| i.table).take_while(|t| *t != failed).collect();
             if !committed.is_empty() {
                 failure.rollback = Rollback::Skipped(committed);
             }
@@ -148,42 +181,24 @@ impl Syncer {
     }
 }
 
-/// The `-A` lines of each table of a restore input (every table of ours
-/// counted, written or not).
-fn count_rules(input: &str) -> BTreeMap<Table, usize> {
-    let mut counts: BTreeMap<Table, usize> = [Table::Filter, Table::Mangle, Table::Nat].map(|t| (t, 0)).into();
-    let mut table = None;
-    for line in input.lines() {
-        if let Some(name) = line.strip_prefix('*') {
-            table = [Table::Filter, Table::Mangle, Table::Nat].into_iter().find(|t| t.as_str() == name);
-        } else if line.starts_with("-A ")
-            && let Some(count) = table.and_then(|t| counts.get_mut(&t))
-        {
-            *count += 1;
-        }
-    }
-    counts
+/// Per table (in restore order), the chains a partial sync writes (those
+/// [`diff_chains`] flagged) and deletes.
+fn partial_inputs<'a>(hashed: &'a Hashed, deleted: &mut BTreeMap<Table, Vec<String>>) -> Vec<TableInput<'a>> {
+    let tables = [Table::Filter, Table::Mangle, Table::Nat].map(|table| {
+        let written = hashed.table(table).map(|c| c.with(WRITE).map(|i| c.name(i)).collect()).unwrap_or_default();
+        let removals = Removals { chains: deleted.remove(&table).unwrap_or_default(), ..Removals::default() };
+        TableInput { table, written, removals, added: Vec::new() }
+    });
+    tables.into()
 }
 
 /// The chains a partial sync deleted, as callers see removals.
-fn removed_chains(diffs: &[ChainDiff]) -> Vec<TableChanges> {
-    let changes = diffs.iter().filter(|d| !d.deleted.is_empty()).map(|d| TableChanges {
-        table: d.table,
-        deleted_chains: d.deleted.clone(),
+fn removed_chains(inputs: &[TableInput]) -> Vec<TableChanges> {
+    let changes = inputs.iter().filter(|i| !i.removals.chains.is_empty()).map(|i| TableChanges {
+        table: i.table,
+        deleted_chains: i.removals.chains.clone(),
         deleted_jumps: Vec::new(),
         kept_chains: Vec::new(),
     });
     changes.collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rules_are_counted_per_table() {
-        let input = "*filter\n:A - [0:0]\n-A A -j DROP\nCOMMIT\n*nat\n:B - [0:0]\n-A B -j RETURN\n-A B -j RETURN\n-X C\nCOMMIT\n";
-        let counts = count_rules(input);
-        assert_eq!(counts, [(Table::Filter, 1), (Table::Mangle, 0), (Table::Nat, 2)].into());
-    }
 }

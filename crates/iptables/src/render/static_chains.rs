@@ -14,7 +14,7 @@ use crate::{Ruleset, TableRules};
 const CT_INVALID_COUNTER: &str = "ct_state_invalid_dropped_pkts";
 
 /// A ruleset holding only the static chains and the built-in jumps;
-/// service ports are added after it, [`append_tail_rules`] last.
+/// service ports are added after it, [`render_tail`] last.
 pub(crate) fn render_static(ctx: &RenderContext) -> Ruleset {
     Ruleset {
         filter: TableRules { chains: names(FILTER_CHAINS), rules: firewall_rules(ctx) },
@@ -26,9 +26,12 @@ pub(crate) fn render_static(ctx: &RenderContext) -> Ruleset {
 
 /// The rules that must come after every service's: the NodePort jump at
 /// the end of nat `KUBE-SERVICES`, and filter `KUBE-FORWARD`.
-pub(crate) fn append_tail_rules(ctx: &RenderContext, ruleset: &mut Ruleset) {
-    ruleset.nat.rules.extend(node_ports_jumps(ctx));
-    ruleset.filter.rules.extend(forward_rules(ctx));
+pub(crate) fn render_tail(ctx: &RenderContext) -> Ruleset {
+    Ruleset {
+        nat: TableRules { chains: Vec::new(), rules: node_ports_jumps(ctx) },
+        filter: TableRules { chains: Vec::new(), rules: forward_rules(ctx) },
+        ..Ruleset::default()
+    }
 }
 
 const FILTER_CHAINS: &[&str] = &[

@@ -40,7 +40,8 @@ impl IptablesProxier {
         })
     }
 
-    /// Renders every service of `snapshot` and applies it: in full when
+    /// Renders every service of `snapshot` and applies it (the render
+    /// streamed into the applier): in full when
     /// `full` is asked (initial, periodic, retry), when the last full sync
     /// is `syncPeriod` old, or when the applier needs one (first sync, the
     /// last one failed, our canary chain is gone); else only the chains
@@ -51,22 +52,23 @@ impl IptablesProxier {
         }
         let full = wants_full_sync(full, self.last_full_sync, self.sync_period, Instant::now());
         let started = Instant::now();
-        let rendered = iptables::render::render(snapshot, &self.opts);
-        let render = started.elapsed();
-        let synced = self.syncer.sync(&rendered.ruleset, full).await?;
+        // Rendered piece by piece while applied: never every rule at once.
+        let rendering = iptables::render::stream(snapshot, &self.opts);
+        let synced = self.syncer.sync(&rendering, full).await?;
         if !synced.partial {
             self.last_full_sync = Some(Instant::now());
         }
+        let no_local = synced.counts.no_local_endpoints;
         Ok(SyncReport {
-            render,
-            apply: started.elapsed() - render,
+            render: synced.render,
+            apply: started.elapsed().saturating_sub(synced.render),
             kind: if synced.partial { SyncKind::Partial } else { SyncKind::Full },
             written_chains: Some(synced.written_chains),
             written_rules: synced.written_rules,
-            ruleset: rendered.ruleset,
+            rules: synced.counts,
             virtual_servers: None,
-            no_local_internal: rendered.no_local_endpoints.internal,
-            no_local_external: rendered.no_local_endpoints.external,
+            no_local_internal: no_local.internal,
+            no_local_external: no_local.external,
         })
     }
 

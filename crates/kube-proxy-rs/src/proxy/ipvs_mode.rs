@@ -55,7 +55,7 @@ impl IpvsProxier {
             kind: health::SyncKind::Full,
             written_chains: None,
             written_rules: Default::default(),
-            ruleset: state.ruleset,
+            rules: state.ruleset.counts(),
             virtual_servers: Some(state.services.len()),
             no_local_internal: state.no_local_endpoints.internal.len(),
             no_local_external: state.no_local_endpoints.external.len(),

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 /// The figures of one sync.
 pub struct SyncReport {
-    /// Time spent rendering (pure).
+    /// Time spent rendering (pure; in iptables mode, the applier's first
+    /// walk, which also hashes each chain).
     pub render: Duration,
     /// Time spent applying to the kernel.
     pub apply: Duration,
@@ -18,9 +19,9 @@ pub struct SyncReport {
     /// Rules written by the restore per table (iptables mode only; IPVS
     /// mode writes its companion rules whole).
     pub written_rules: BTreeMap<iptables::Table, usize>,
-    /// The iptables rules written (all of them in iptables mode; the
-    /// companion rules in IPVS mode).
-    pub ruleset: iptables::Ruleset,
+    /// Counts of the iptables rules rendered (all of them in iptables
+    /// mode; the companion rules in IPVS mode).
+    pub rules: iptables::RuleCounts,
     /// IPVS virtual servers programmed (IPVS mode only).
     pub virtual_servers: Option<usize>,
     /// Services with internalTrafficPolicy Local and no local endpoint.

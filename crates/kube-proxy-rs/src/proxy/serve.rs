@@ -9,6 +9,7 @@ use super::sources::{Changes, Source, lock};
 use super::{node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
+use iptables::Table;
 use model::{ChangeSet, Snapshot};
 use runner::{Periods, Runner, Trigger};
 use std::net::{IpAddr, Ipv4Addr};
@@ -94,10 +95,10 @@ impl SyncState {
 
     fn record(&self, report: &SyncReport, changes: &ChangeSet) {
         let family = IpFamily::V4;
-        let ruleset = &report.ruleset;
+        let rules = &report.rules;
         self.metrics.record_sync(family, report.kind, report.render + report.apply);
         for table in [iptables::Table::Filter, iptables::Table::Nat] {
-            let n = ruleset.rule_count(table);
+            let n = rules.rules(table);
             let written = report.written_rules.get(&table).copied().unwrap_or(n);
             self.metrics.set_iptables_rules(family, table.as_str(), n, written);
         }
@@ -109,9 +110,9 @@ impl SyncState {
 
 /// One line per sync; the scale benchmark reads these figures.
 fn log_sync(trigger: Trigger, report: &SyncReport, snapshot: &Snapshot) {
-    let ruleset = &report.ruleset;
+    let rules = &report.rules;
     let (render_ms, apply_ms) = (report.render.as_secs_f64() * 1e3, report.apply.as_secs_f64() * 1e3);
-    let (nat_rules, nat_chains, filter_rules) = (ruleset.nat.rules.len(), ruleset.nat.chains.len(), ruleset.filter.rules.len());
+    let (nat_rules, nat_chains, filter_rules) = (rules.rules(Table::Nat), rules.chains(Table::Nat), rules.rules(Table::Filter));
     let services = snapshot.services.len();
     let partial = report.kind == SyncKind::Partial;
     match report.virtual_servers {

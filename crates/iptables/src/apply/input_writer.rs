@@ -1,0 +1,138 @@
+//! Where a restore input goes, line by line: into the tool's stdin
+//! through a bounded buffer (the input of a first sync at 10k services is
+//! 32 MiB, never held whole), counted per table, optionally recorded
+//! (tests), or only counted to find the text of a line the tool named in
+//! its error (the input is written a second time for that).
+
+use crate::Table;
+use std::collections::BTreeMap;
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+
+/// Bytes buffered before they are written to the pipe.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// Writes restore input lines (see the module doc).
+#[derive(Debug, Default)]
+pub(crate) struct InputWriter {
+    pipe: Option<ChildStdin>,
+    buf: Vec<u8>,
+    written: Written,
+    find: Option<usize>,
+    record: bool,
+    error: Option<std::io::Error>,
+}
+
+/// What was written.
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    /// Lines written.
+    pub(crate) lines: usize,
+    /// `-A` lines per table.
+    pub(crate) rules: BTreeMap<Table, usize>,
+    /// The table of the last `*table` line.
+    table: Option<Table>,
+    /// The line looked for and the table it is in.
+    pub(crate) found: Option<(String, Option<Table>)>,
+    /// The whole input, when recorded.
+    pub(crate) recorded: Option<String>,
+}
+
+impl InputWriter {
+    /// Writes into `pipe`; with `record`, also keeps the whole input.
+    pub(crate) fn to_pipe(pipe: Option<ChildStdin>, record: bool) -> Self {
+        Self { pipe, record, written: Written { recorded: record.then(String::new), ..Written::default() }, ..Self::default() }
+    }
+
+    /// Keeps the whole input (no pipe).
+    #[cfg(test)]
+    pub(crate) fn recording() -> Self {
+        Self::to_pipe(None, true)
+    }
+
+    /// Only looks for line `n` (1-based).
+    pub(crate) fn finding(n: usize) -> Self {
+        Self { find: Some(n), ..Self::default() }
+    }
+
+    /// Writes one line made of `parts`.
+    pub(crate) async fn line(&mut self, parts: &[&str]) {
+        let start = self.buf.len();
+        parts.iter().for_each(|p| self.buf.extend_from_slice(p.as_bytes()));
+        self.note(start);
+        self.buf.push(b'\n');
+        if self.pipe.is_none() && !self.record {
+            self.buf.clear();
+        } else if self.buf.len() >= FLUSH_AT {
+            self.flush().await;
+        }
+    }
+
+    /// Counts the line starting at `start` of the buffer.
+    fn note(&mut self, start: usize) {
+        let line = self.buf.get(start..).unwrap_or_default();
+        let written = &mut self.written;
+        written.lines += 1;
+        if let Some(name) = line.strip_prefix(b"*") {
+            written.table = table_named(name);
+        } else if line.starts_with(b"-A ")
+            && let Some(table) = written.table
+        {
+            *written.rules.entry(table).or_default() += 1;
+        }
+        if self.find == Some(written.lines) {
+            written.found = Some((String::from_utf8_lossy(line).into_owned(), written.table));
+        }
+    }
+
+    async fn flush(&mut self) {
+        if let Some(recorded) = self.written.recorded.as_mut() {
+            recorded.push_str(&String::from_utf8_lossy(&self.buf));
+        }
+        if let Some(pipe) = self.pipe.as_mut()
+            && let Err(err) = pipe.write_all(&self.buf).await
+        {
+            // The tool exited early (bad input): its exit status tells.
+            self.error = Some(err);
+            self.pipe = None;
+        }
+        self.buf.clear();
+    }
+
+    /// Flushes and closes the pipe; returns what was written, or the
+    /// error writing to the pipe.
+    pub(crate) async fn finish(mut self) -> (Written, Option<std::io::Error>) {
+        self.flush().await;
+        if let Some(mut pipe) = self.pipe.take()
+            && let Err(err) = pipe.shutdown().await
+        {
+            self.error.get_or_insert(err);
+        }
+        (self.written, self.error)
+    }
+}
+
+fn table_named(name: &[u8]) -> Option<Table> {
+    [Table::Filter, Table::Nat, Table::Mangle].into_iter().find(|t| t.as_str().as_bytes() == name.trim_ascii())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_counted_per_table_and_found() {
+        let input = ["*filter", ":A - [0:0]", "-A A -j DROP", "COMMIT", "*nat", "-A B -j RETURN", "-A B -j RETURN", "COMMIT"];
+        let mut out = InputWriter::recording();
+        let mut find = InputWriter::finding(6);
+        for line in input {
+            out.line(&[line]).await;
+            find.line(&[line]).await;
+        }
+        let (written, error) = out.finish().await;
+        assert!(error.is_none());
+        assert_eq!(written.rules, [(Table::Filter, 1), (Table::Nat, 2)].into());
+        assert_eq!(written.recorded.as_deref(), Some(input.join("\n") + "\n").as_deref());
+        assert_eq!(find.finish().await.0.found, Some(("-A B -j RETURN".to_string(), Some(Table::Nat))));
+    }
+}
