@@ -5,8 +5,10 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tracker::{ObjectKind, Objects, Tracker};
 
-/// A Service, EndpointSlice or Node read from the file.
+/// A Service, EndpointSlice or Node read from the file. Only one exists at
+/// a time and it is moved once, so its variants are not boxed.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum Object {
     /// A v1 Service.
     Service(Service),
