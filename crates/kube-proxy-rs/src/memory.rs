@@ -28,7 +28,7 @@ pub fn tune() {
 
 /// Hands memory freed since the last call back to the kernel (from every
 /// arena). Call after big transient work: a manifests read ingested, a
-/// full sync. Costs a few milliseconds at 10,000 services.
+/// full sync.
 pub fn release_freed() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only releases free pages; it is thread-safe.
