@@ -209,7 +209,11 @@ async fn broken_rewrite_keeps_the_last_good_state_and_warns_once() {
     .unwrap();
     sleep(QUIET).await;
     w.assert_quiet();
-    assert_eq!(w.services(), ["ns/s0 10.96.0.1"], "a broken file changes nothing");
+    assert_eq!(
+        w.services(),
+        ["ns/s0 10.96.0.1"],
+        "a broken file changes nothing"
+    );
     let warnings = captured.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("not valid YAML"), "{}", warnings[0]);
@@ -295,16 +299,27 @@ async fn a_rewrite_whose_third_document_is_broken_changes_nothing() {
     assert_eq!(w.services(), before, "a broken file changes nothing");
     let warnings = captured.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("cluster.yaml: not valid YAML"), "{}", warnings[0]);
+    assert!(
+        warnings[0].contains("cluster.yaml: not valid YAML"),
+        "{}",
+        warnings[0]
+    );
     assert!(warnings[0].contains("at line 13"), "{}", warnings[0]);
 
     // A document that is plain text is as bad.
-    let not_an_object = broken.replace("metadata: {name: [half-written", "metadata: {name: s9, namespace: ns}\n---\njust text");
+    let not_an_object = broken.replace(
+        "metadata: {name: [half-written",
+        "metadata: {name: s9, namespace: ns}\n---\njust text",
+    );
     std::fs::write(&path, &not_an_object).unwrap();
     sleep(QUIET).await;
     w.assert_quiet();
     assert_eq!(w.services(), before);
     let warnings = captured.warnings();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(warnings[1].contains("document at line 14 is not a Kubernetes object"), "{}", warnings[1]);
+    assert!(
+        warnings[1].contains("document at line 14 is not a Kubernetes object"),
+        "{}",
+        warnings[1]
+    );
 }

@@ -72,10 +72,11 @@ struct Decoded<'a> {
 /// The document read untyped: `None` when it is empty, an error when it
 /// is not YAML or not a mapping.
 fn document_value(origin: &str, doc: &Document<'_>) -> Result<Option<Value>, Error> {
-    let value: Value = serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| Error::NotYaml {
-        origin: origin.to_string(),
-        message: relocated(&e, doc.line),
-    })?;
+    let value: Value =
+        serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| Error::NotYaml {
+            origin: origin.to_string(),
+            message: relocated(&e, doc.line),
+        })?;
     match value {
         Value::Null => Ok(None),
         Value::Object(_) => Ok(Some(value)),
@@ -242,7 +243,11 @@ fn decode_object(
 }
 
 /// Decodes `text` as a `kind` object and hands it on.
-fn decode_typed(kind: ObjectKind, text: &str, out: &mut Decoded<'_>) -> Result<(), serde_saphyr::Error> {
+fn decode_typed(
+    kind: ObjectKind,
+    text: &str,
+    out: &mut Decoded<'_>,
+) -> Result<(), serde_saphyr::Error> {
     let object = match kind {
         ObjectKind::Service => Object::Service(decode_as(text)?),
         ObjectKind::EndpointSlice => Object::EndpointSlice(decode_as(text)?),

@@ -9,8 +9,8 @@
 //! be read, is logged once and the last good state stays (nothing is
 //! touched), so a half-written file never wipes the rules.
 
-use super::replace::{Held, Replaced};
 use super::Checked;
+use super::replace::{Held, Replaced};
 use crate::{Error, SourceEvent};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
@@ -88,7 +88,11 @@ where
         let replaced;
         (held, replaced) = replace(held, checked, &tracker).await;
         tracing::info!(path = %path.display(), "manifests changed: {}", summary(&replaced));
-        if tracker.lock().unwrap_or_else(PoisonError::into_inner).has_changes() {
+        if tracker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .has_changes()
+        {
             on_event(SourceEvent::Changed);
         }
     }
@@ -96,7 +100,11 @@ where
 
 /// Feeds `checked` to the tracker off the async threads (it takes seconds
 /// for a large file), then drops its text.
-async fn replace(mut held: Held, checked: Checked, tracker: &Arc<Mutex<Tracker>>) -> (Held, Replaced) {
+async fn replace(
+    mut held: Held,
+    checked: Checked,
+    tracker: &Arc<Mutex<Tracker>>,
+) -> (Held, Replaced) {
     let tracker = Arc::clone(tracker);
     let work = tokio::task::spawn_blocking(move || {
         let replaced = held.replace(&checked, &tracker);
