@@ -130,6 +130,10 @@ enum Command {
         /// Single changes of each kind to time.
         #[arg(long, default_value_t = 5)]
         changes: usize,
+        /// Load through the manifests source instead (the whole file checked, then
+        /// decoded object by object into the tracker), and time two re-reads.
+        #[arg(long)]
+        manifests: bool,
     },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
@@ -160,10 +164,11 @@ fn main() -> Result<()> {
             println!("{}", run_report::render_report(&setup, &repeats));
         }
         Command::Render { load, repeats } => print!("{}", render_bench::run_render(&load.load(), repeats.max(1))?),
-        Command::Tracker { load, backend, changes } => {
+        Command::Tracker { load, backend, changes, manifests } => {
             interrupt::install()?;
             let backend = parse_backend(&backend)?;
-            print!("{}", tracker_bench::run_tracker(tracker_bench::TrackerSetup { load: load.load(), backend, changes })?);
+            let setup = tracker_bench::TrackerSetup { load: load.load(), backend, changes, manifests };
+            print!("{}", tracker_bench::run_tracker(setup)?);
         }
         Command::XtablesFloor { table, repeats } => print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?),
     }

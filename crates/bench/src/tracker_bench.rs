@@ -27,6 +27,8 @@ pub struct TrackerSetup {
     pub backend: Option<Backend>,
     /// How many single changes of each kind to time.
     pub changes: usize,
+    /// Load through the manifests source (file text, checked, then streamed).
+    pub manifests: bool,
 }
 
 /// Runs the benchmark (inside a new namespace when it applies rules).
@@ -64,6 +66,30 @@ fn load_tracker(tracker: &mut Tracker, load: &Load) -> Result<Duration> {
     Ok(spent)
 }
 
+/// Loads `tracker` as the proxy loads a manifests file, then reads the file
+/// twice more (one endpoint more, then as at first); reports each step.
+fn load_from_manifests(tracker: Tracker, load: &Load, out: &mut String) -> Result<Tracker> {
+    let tracker = std::sync::Mutex::new(tracker);
+    let mut held = source::manifests::Held::default();
+    for (read, extra) in [("first read", 0), ("re-read", 1), ("re-read", 0)] {
+        let text = generate::manifests(load, extra);
+        let start = Instant::now();
+        let checked = source::manifests::Checked::new("<bench>", text)?;
+        let checked_in = start.elapsed();
+        let replaced = held.replace(&checked, &tracker);
+        drop(checked);
+        let _ = writeln!(
+            out,
+            "manifests {read}: check {:.0} ms + decode into the tracker {:.0} ms ({} objects); RSS now {:.1} MiB",
+            ms(checked_in),
+            ms(start.elapsed() - checked_in),
+            replaced.services + replaced.endpoint_slices + replaced.nodes,
+            mib(own_status_kib("VmRSS:") * 1024)
+        );
+    }
+    Ok(tracker.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
 fn feed(tracker: &mut Tracker, objects: &Objects) {
     for svc in &objects.services {
         tracker.upsert_service(svc);
@@ -87,14 +113,18 @@ async fn measure_async(setup: &TrackerSetup) -> Result<String> {
     let mut out = String::new();
     let (rss_before, live_before) = (own_status_kib("VmRSS:"), live_bytes());
     let mut tracker = Tracker::new(generate::NODE);
-    let spent = load_tracker(&mut tracker, load)?;
-    let events = 2 * load.services;
-    let _ = writeln!(
-        out,
-        "{events} events (a Service and an EndpointSlice per service) in {:.1} ms of tracker time: {:.2} µs/event",
-        spent.as_secs_f64() * 1e3,
-        spent.as_secs_f64() * 1e6 / events as f64
-    );
+    if setup.manifests {
+        tracker = load_from_manifests(tracker, load, &mut out)?;
+    } else {
+        let spent = load_tracker(&mut tracker, load)?;
+        let events = 2 * load.services;
+        let _ = writeln!(
+            out,
+            "{events} events (a Service and an EndpointSlice per service) in {:.1} ms of tracker time: {:.2} µs/event",
+            spent.as_secs_f64() * 1e3,
+            spent.as_secs_f64() * 1e6 / events as f64
+        );
+    }
     let start = Instant::now();
     let (snapshot, _) = tracker.snapshot();
     let _ = writeln!(out, "first snapshot: {:.1} ms ({} service ports)", ms(start.elapsed()), snapshot.services.len());

@@ -6,6 +6,7 @@
 mod config;
 mod duration;
 mod flags;
+mod memory;
 mod proxy;
 
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ use config::Config;
 use flags::Flags;
 
 fn main() -> ExitCode {
+    memory::tune();
     let flags = match Flags::parse_from_args(std::env::args_os()) {
         Ok(flags) => flags,
         Err(usage) => usage.exit(),

@@ -33,10 +33,4 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// [`crate::manifests::watch`] was called outside a tokio runtime.
-    #[error("watching {}: no tokio runtime to run the watcher on", path.display())]
-    NoRuntime {
-        /// The file that was to be watched.
-        path: PathBuf,
-    },
 }

@@ -30,7 +30,7 @@
 mod backoff;
 mod connection;
 mod error;
-mod kinds;
+pub(crate) mod kinds;
 mod rate_limit;
 mod relist;
 mod watch;
@@ -38,4 +38,5 @@ mod watch;
 pub use backoff::Backoff;
 pub use connection::{ClientSettings, client, client_from_config, config};
 pub use error::Error;
-pub use watch::{LABEL_SELECTOR, SourceEvent, WatchOptions, run};
+pub use crate::SourceEvent;
+pub use watch::{LABEL_SELECTOR, WatchOptions, run};

@@ -7,7 +7,9 @@
 //! objects into the model.
 
 mod error;
+mod event;
 pub mod kube;
 pub mod manifests;
 
 pub use error::Error;
+pub use event::SourceEvent;

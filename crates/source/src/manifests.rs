@@ -5,10 +5,17 @@
 //! Documents of other kinds (Namespace, ServiceCIDR, ...) are ignored. A
 //! document of one of our kinds that does not decode is skipped with one
 //! warning naming it; the rest is kept. Text that is not YAML at all is an
-//! [`Error`]. What the objects mean is the tracker's business: feed
-//! [`Parsed::objects`] to [`tracker::Tracker::replace_all`].
+//! [`Error`], and then nothing of the file is used.
+//!
+//! Memory: the proxy never holds the decoded file. A read is [`Checked`]
+//! first (every document read and dropped), then its objects are decoded
+//! one at a time and handed to the tracker as they come ([`Held`], driven
+//! by [`run`]), so a read costs the file's text and one object. [`parse`]
+//! and [`load`] collect every object instead: for tests and small files.
 
 mod decode;
+mod object;
+mod replace;
 mod split;
 mod watch;
 
@@ -17,7 +24,9 @@ use std::fmt;
 use std::path::Path;
 use tracker::{ObjectKind, Objects};
 
-pub use watch::{DEFAULT_POLL, Watch, watch};
+pub use object::Object;
+pub use replace::{Held, Replaced};
+pub use watch::{DEFAULT_POLL, Watch, run, watch};
 
 /// One state read from a manifests file.
 #[derive(Debug, Clone, Default)]
@@ -54,17 +63,72 @@ impl fmt::Display for Warning {
     }
 }
 
-/// Parses manifests text. Errors name the origin `<manifests>`.
-pub fn parse(text: &str) -> Result<Parsed, Error> {
-    decode::parse_named("<manifests>", text)
+/// Manifests text known to be a YAML stream of mappings: decoding it can
+/// no longer fail as a whole (a document of our kinds that does not decode
+/// is still skipped with its warning), so handing its objects on one at a
+/// time changes nothing when the file is bad.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    origin: String,
+    text: String,
 }
 
-/// Reads and parses the manifests file at `path`; errors name the path.
+impl Checked {
+    /// Checks `text` read from `origin` (a path, or `<manifests>`).
+    pub fn new(origin: impl Into<String>, text: String) -> Result<Self, Error> {
+        let origin = origin.into();
+        decode::check(&origin, &text)?;
+        Ok(Self { origin, text })
+    }
+
+    /// Where the text came from.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Decodes the Services, EndpointSlices and Nodes one at a time and
+    /// hands each to `emit`, in file order; returns the documents skipped.
+    pub fn for_each_object(&self, mut emit: impl FnMut(Object)) -> Vec<Warning> {
+        decode::decode_each(&self.origin, &self.text, &mut emit)
+    }
+}
+
+/// Parses manifests text into every object at once. Errors name the
+/// origin `<manifests>`.
+pub fn parse(text: &str) -> Result<Parsed, Error> {
+    parse_named("<manifests>", text)
+}
+
+/// Reads and parses the manifests file at `path` into every object at
+/// once; errors name the path.
 pub fn load(path: impl AsRef<Path>) -> Result<Parsed, Error> {
+    let checked = read(path)?;
+    Ok(collect(checked.origin(), checked.text()))
+}
+
+/// Reads the manifests file at `path` and checks it; errors name the path.
+pub fn read(path: impl AsRef<Path>) -> Result<Checked, Error> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    decode::parse_named(&path.display().to_string(), &text)
+    Checked::new(path.display().to_string(), text)
+}
+
+fn parse_named(origin: &str, text: &str) -> Result<Parsed, Error> {
+    decode::check(origin, text)?;
+    Ok(collect(origin, text))
+}
+
+/// Every object of checked `text`.
+fn collect(origin: &str, text: &str) -> Parsed {
+    let mut objects = Objects::default();
+    let warnings = decode::decode_each(origin, text, &mut |object| object.push_to(&mut objects));
+    Parsed { objects, warnings }
 }

@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use source::Error;
-use source::manifests::{load, parse};
+use source::manifests::{Checked, Held, Object, Replaced, load, parse};
+use std::sync::Mutex;
 use tracker::{ObjectKind, Tracker};
 
 const GOOD_SERVICE: &str = "
@@ -253,4 +254,109 @@ fn load_names_the_file_in_errors() {
     let err = load(&missing).unwrap_err();
     assert!(matches!(err, Error::Read { .. }));
     assert!(err.to_string().contains("missing.yaml"), "{err}");
+}
+
+fn name_of(object: &Object) -> String {
+    match object {
+        Object::Service(o) => format!("Service {}", o.metadata.name.clone().unwrap_or_default()),
+        Object::EndpointSlice(o) => format!(
+            "EndpointSlice {}",
+            o.metadata.name.clone().unwrap_or_default()
+        ),
+        Object::Node(o) => format!("Node {}", o.metadata.name.clone().unwrap_or_default()),
+    }
+}
+
+#[test]
+fn objects_are_handed_on_one_at_a_time_in_file_order() {
+    let text = format!(
+        "{GOOD_SLICE}---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-a}}\n---{GOOD_SERVICE}---\napiVersion: v1\nkind: List\nitems:\n{}",
+        indent_item(&GOOD_SERVICE.replace("name: web,", "name: api,"))
+    );
+    let checked = Checked::new("<test>", text).unwrap();
+    let mut order = Vec::new();
+    let skipped = checked.for_each_object(|object| order.push(name_of(&object)));
+    assert!(skipped.is_empty());
+    assert_eq!(
+        order,
+        [
+            "EndpointSlice web-1",
+            "Node node-a",
+            "Service web",
+            "Service api"
+        ]
+    );
+}
+
+#[test]
+fn a_text_with_a_broken_third_document_is_refused_before_anything_is_decoded() {
+    let text = format!(
+        "{GOOD_SERVICE}---{GOOD_SLICE}---\napiVersion: v1\nkind: Service\nmetadata: {{name: [x\n---{GOOD_SERVICE}"
+    );
+    let err = Checked::new("cluster.yaml", text).unwrap_err();
+    let Error::NotYaml { origin, message } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(origin, "cluster.yaml");
+    assert!(message.contains("at line 23,"), "{message}");
+}
+
+#[test]
+fn each_read_replaces_the_whole_state() {
+    let tracker = Mutex::new(Tracker::new("node-a"));
+    let mut held = Held::default();
+    let api = GOOD_SERVICE
+        .replace("name: web,", "name: api,")
+        .replace("10.96.0.10", "10.96.0.11");
+    let first = Checked::new("<test>", format!("{GOOD_SERVICE}---{GOOD_SLICE}---{api}")).unwrap();
+    assert_eq!(
+        held.replace(&first, &tracker),
+        Replaced {
+            services: 2,
+            endpoint_slices: 1,
+            nodes: 0,
+            deleted: 0,
+            skipped: 0
+        }
+    );
+    let snap = tracker.lock().unwrap().snapshot().0;
+    assert_eq!(snap.services.len(), 2);
+    assert_eq!(snap.endpoints.len(), 1);
+
+    // api and the slice are gone; web appears twice and the later copy wins.
+    let moved = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.20");
+    let second = Checked::new("<test>", format!("{GOOD_SERVICE}---{moved}")).unwrap();
+    assert_eq!(
+        held.replace(&second, &tracker),
+        Replaced {
+            services: 2,
+            endpoint_slices: 0,
+            nodes: 0,
+            deleted: 2,
+            skipped: 0
+        }
+    );
+    let snap = tracker.lock().unwrap().snapshot().0;
+    let services: Vec<String> = snap
+        .services
+        .values()
+        .map(|p| format!("{} {}", p.name, p.cluster_ip))
+        .collect();
+    assert_eq!(services, ["shop/web:http 10.96.0.20"]);
+    assert!(snap.endpoints.is_empty());
+}
+
+#[test]
+fn a_document_that_does_not_decode_removes_what_it_held() {
+    let tracker = Mutex::new(Tracker::new("node-a"));
+    let mut held = Held::default();
+    held.replace(
+        &Checked::new("<test>", GOOD_SERVICE.to_string()).unwrap(),
+        &tracker,
+    );
+    assert_eq!(tracker.lock().unwrap().snapshot().0.services.len(), 1);
+    let bad = GOOD_SERVICE.replace("port: 80", "port: abc");
+    let replaced = held.replace(&Checked::new("<test>", bad).unwrap(), &tracker);
+    assert_eq!((replaced.skipped, replaced.deleted), (1, 1));
+    assert!(tracker.lock().unwrap().snapshot().0.services.is_empty());
 }

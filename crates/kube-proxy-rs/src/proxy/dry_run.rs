@@ -11,14 +11,16 @@ use anyhow::Context;
 use iptables::apply::KernelFacts;
 use iptables::render::IpFamily;
 use std::fmt::Write;
+use std::sync::{Mutex, PoisonError};
 
 /// Prints the rules for the manifests file to stdout.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     let path = config.manifests.as_ref().context("--dry-run needs --manifests FILE")?;
-    let parsed = source::manifests::load(path)?;
-    let mut tracker = tracker::Tracker::new(node_name::resolve(config)?);
-    tracker.replace_all(&parsed.objects);
-    let (snapshot, _) = tracker.snapshot();
+    let checked = source::manifests::read(path)?;
+    let tracker = Mutex::new(tracker::Tracker::new(node_name::resolve(config)?));
+    source::manifests::Held::default().replace(&checked, &tracker);
+    drop(checked);
+    let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
     let facts = KernelFacts { local_addresses: iptables::apply::read_local_addresses().await?, ..KernelFacts::default() };
     let opts = iptables_mode::render_options(config, IpFamily::V4, &facts);
     let ruleset = iptables::render::render(&snapshot, &opts).ruleset;

@@ -5,7 +5,8 @@
 
 use crate::config::Config;
 use health::{IpFamily, ProxyHealth};
-use source::kube::{ClientSettings, SourceEvent, WatchOptions};
+use source::SourceEvent;
+use source::kube::{ClientSettings, WatchOptions};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::task::JoinHandle;
 use tracker::Tracker;
@@ -14,7 +15,7 @@ use tracker::Tracker;
 /// or the API client built. Opening comes before anything touches the
 /// kernel, so a bad `--manifests` or kubeconfig changes nothing.
 pub enum Source {
-    /// A manifests file, re-read when it changes.
+    /// A manifests file (read and checked), re-read when it changes.
     Manifests(source::manifests::Watch),
     /// The API server.
     Kube(kube::Client),
@@ -30,6 +31,13 @@ pub struct Changes {
 }
 
 impl Changes {
+    fn tell(&self, event: SourceEvent) {
+        match event {
+            SourceEvent::InitialListDone => self.initial_state_complete(),
+            SourceEvent::Changed => self.changed(),
+        }
+    }
+
     fn changed(&self) {
         self.health.queued_update(IpFamily::V4);
         self.handle.run();
@@ -55,15 +63,16 @@ impl Source {
     /// once the initial state is in.
     pub fn start(self, tracker: Arc<Mutex<Tracker>>, changes: Changes) -> JoinHandle<()> {
         match self {
-            Source::Manifests(watch) => tokio::spawn(follow_manifests(watch, tracker, changes)),
+            Source::Manifests(watch) => tokio::spawn(source::manifests::run(watch, tracker, move |event| {
+                changes.tell(event);
+                // A read of the file leaves its text and decoding scratch freed: give it back.
+                crate::memory::release_freed();
+            })),
             Source::Kube(client) => tokio::spawn(source::kube::run(
                 client,
                 tracker,
                 WatchOptions::default(),
-                move |event| match event {
-                    SourceEvent::InitialListDone => changes.initial_state_complete(),
-                    SourceEvent::Changed => changes.changed(),
-                },
+                move |event| changes.tell(event),
             )),
         }
     }
@@ -77,27 +86,6 @@ fn client_settings(config: &Config) -> ClientSettings {
         burst: config.client.burst,
         content_type: config.client.content_type.clone(),
     }
-}
-
-/// Feeds each state of the file to the tracker. The decoded objects are
-/// dropped once the tracker has taken what it needs from them (at 10,000
-/// services they are about 100 MiB).
-async fn follow_manifests(watch: source::manifests::Watch, tracker: Arc<Mutex<Tracker>>, changes: Changes) {
-    let source::manifests::Watch { initial, mut updates } = watch;
-    lock(&tracker).replace_all(&initial.objects);
-    drop(initial);
-    changes.initial_state_complete();
-    while let Some(parsed) = updates.recv().await {
-        let changed = {
-            let mut tracker = lock(&tracker);
-            tracker.replace_all(&parsed.objects);
-            tracker.has_changes()
-        };
-        if changed {
-            changes.changed();
-        }
-    }
-    tracing::warn!("the manifests watcher stopped; keeping the current rules");
 }
 
 /// Locks the tracker; a panic elsewhere cannot leave it half-updated in a

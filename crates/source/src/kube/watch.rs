@@ -6,6 +6,7 @@
 use super::backoff::{Backoff, Retry};
 use super::kinds::Watched;
 use super::relist::{Known, Step, lock};
+use crate::SourceEvent;
 use ::kube::runtime::WatchStreamExt as _;
 use ::kube::runtime::watcher;
 use ::kube::{Api, Client};
@@ -23,23 +24,6 @@ use tracker::Tracker;
 /// sent to the proxy at all.
 pub const LABEL_SELECTOR: &str =
     "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name";
-
-/// What the watchers tell their owner. Delivered by the `on_event`
-/// callback of [`run`], from the watcher task; the callback must not
-/// block (asking the runner for a sync is the intended use).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceEvent {
-    /// Services and EndpointSlices have both been listed completely once:
-    /// the tracker now holds the whole cluster and the first sync may run.
-    /// Sent exactly once. (The Node is not waited for, as upstream's
-    /// proxier does not wait for it either.)
-    InitialListDone,
-    /// An event left the tracker with changes not yet synced. Sent after
-    /// each such add, update or delete, and once at the end of a re-list
-    /// (not per listed object). Repeats are harmless: treat it as "a sync
-    /// is wanted".
-    Changed,
-}
 
 /// Tuning of the watchers.
 #[derive(Debug, Clone)]

@@ -1,18 +1,20 @@
 //! Decoding documents into k8s-openapi objects, one at a time so a bad one
-//! costs only itself.
+//! costs only itself and only one object is ever held.
 //!
-//! The whole text is first checked to be YAML (a syntax error anywhere is
-//! an [`Error::NotYaml`] with the file's line and column). Then each
-//! document is read twice: once untyped (`serde_json::Value`) for its kind
-//! and name, once typed straight from its YAML text, which keeps YAML's
-//! leniency for string fields (an unquoted `version: 1` label is the string
-//! `"1"`, as kubectl reads it). Items of a `List` are re-read from their
-//! JSON form (JSON is YAML), so there an unquoted `1.10` label becomes
-//! `"1.1"`; `kubectl get -o yaml` quotes such values, so this only touches
-//! hand-written lists.
+//! Two passes over the text. [`check`] reads each document untyped
+//! (`serde_json::Value`, dropped at once) and fails on the first one that
+//! is not YAML ([`Error::NotYaml`] with the file's line and column) or not
+//! a mapping: what makes the whole file unusable. [`decode_each`] then
+//! reads each document again, untyped for its kind and name and typed
+//! straight from its YAML text, which keeps YAML's leniency for string
+//! fields (an unquoted `version: 1` label is the string `"1"`, as kubectl
+//! reads it), and hands each object on as soon as it is decoded. Items of
+//! a `List` are re-read from their JSON form (JSON is YAML), so there an
+//! unquoted `1.10` label becomes `"1.1"`; `kubectl get -o yaml` quotes
+//! such values, so this only touches hand-written lists.
 
 use super::split::{Document, split_documents};
-use super::{Parsed, Warning};
+use super::{Object, Warning};
 use crate::Error;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -35,41 +37,55 @@ fn options() -> serde_saphyr::Options {
     }
 }
 
-/// Parses manifests `text` read from `origin`.
-pub(super) fn parse_named(origin: &str, text: &str) -> Result<Parsed, Error> {
-    check_syntax(origin, text)?;
-    let mut parsed = Parsed::default();
-    for doc in split_documents(text) {
-        let value: Value =
-            serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| {
-                Error::NotYaml {
-                    origin: origin.to_string(),
-                    message: relocated(&e, doc.line),
-                }
-            })?;
-        match value {
-            Value::Null => {}
-            Value::Object(_) => decode_document(&doc, &value, &mut parsed),
-            other => {
-                return Err(Error::NotAnObject {
-                    origin: origin.to_string(),
-                    line: doc.line,
-                    found: what(&other),
-                });
-            }
-        }
-    }
-    Ok(parsed)
+/// Fails when `text` (read from `origin`) is not a stream of YAML
+/// mappings; when it passes, [`decode_each`] cannot fail as a whole.
+pub(super) fn check(origin: &str, text: &str) -> Result<(), Error> {
+    split_documents(text)
+        .iter()
+        .try_for_each(|doc| document_value(origin, doc).map(drop))
 }
 
-/// Fails when `text` is not a YAML stream.
-fn check_syntax(origin: &str, text: &str) -> Result<(), Error> {
-    serde_saphyr::from_multiple_with_options::<serde::de::IgnoredAny>(text, options())
-        .map(drop)
-        .map_err(|e| Error::NotYaml {
+/// Hands each Service, EndpointSlice and Node of `text` to `emit`, in file
+/// order; returns the documents of those kinds that were skipped (each
+/// also logged). A document that fails [`check`] is skipped with an error.
+pub(super) fn decode_each(origin: &str, text: &str, emit: &mut dyn FnMut(Object)) -> Vec<Warning> {
+    let mut out = Decoded {
+        emit,
+        warnings: Vec::new(),
+    };
+    for doc in split_documents(text) {
+        match document_value(origin, &doc) {
+            Ok(Some(value)) => decode_document(&doc, &value, &mut out),
+            Ok(None) => {}
+            Err(err) => tracing::error!("{err}; document skipped"),
+        }
+    }
+    out.warnings
+}
+
+/// Where decoded objects and warnings go.
+struct Decoded<'a> {
+    emit: &'a mut dyn FnMut(Object),
+    warnings: Vec<Warning>,
+}
+
+/// The document read untyped: `None` when it is empty, an error when it
+/// is not YAML or not a mapping.
+fn document_value(origin: &str, doc: &Document<'_>) -> Result<Option<Value>, Error> {
+    let value: Value =
+        serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| Error::NotYaml {
             origin: origin.to_string(),
-            message: relocated(&e, 1),
-        })
+            message: relocated(&e, doc.line),
+        })?;
+    match value {
+        Value::Null => Ok(None),
+        Value::Object(_) => Ok(Some(value)),
+        other => Err(Error::NotAnObject {
+            origin: origin.to_string(),
+            line: doc.line,
+            found: what(&other),
+        }),
+    }
 }
 
 /// The parser's message with its location (relative to the text parsed)
@@ -128,20 +144,20 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
         .unwrap_or("")
 }
 
-fn decode_document(doc: &Document<'_>, value: &Value, parsed: &mut Parsed) {
+fn decode_document(doc: &Document<'_>, value: &Value, out: &mut Decoded<'_>) {
     let kind = str_at(value, &["kind"]);
     let item_kind = kind
         .strip_suffix("List")
         .filter(|k| k.is_empty() || kind_of(k).is_some());
     match item_kind {
-        Some(item_kind) => decode_list(doc, value, item_kind, parsed),
-        None => decode_object(doc, value, kind, Source::Document(doc.text), parsed),
+        Some(item_kind) => decode_list(doc, value, item_kind, out),
+        None => decode_object(doc, value, kind, Source::Document(doc.text), out),
     }
 }
 
 /// Items of a `List` (any kinds) or of a typed list (`ServiceList`, ...,
 /// whose items may omit their own kind).
-fn decode_list(doc: &Document<'_>, value: &Value, item_kind: &str, parsed: &mut Parsed) {
+fn decode_list(doc: &Document<'_>, value: &Value, item_kind: &str, out: &mut Decoded<'_>) {
     let items = value
         .get("items")
         .and_then(Value::as_array)
@@ -158,7 +174,7 @@ fn decode_list(doc: &Document<'_>, value: &Value, item_kind: &str, parsed: &mut 
             &item,
             kind,
             Source::ListItem(index, &item.to_string()),
-            parsed,
+            out,
         );
     }
 }
@@ -189,7 +205,7 @@ fn decode_object(
     value: &Value,
     kind: &str,
     source: Source<'_>,
-    parsed: &mut Parsed,
+    out: &mut Decoded<'_>,
 ) {
     let Some((object_kind, api_version)) = kind_of(kind) else {
         tracing::debug!(
@@ -207,9 +223,9 @@ fn decode_object(
     } else {
         match source {
             Source::Document(text) => {
-                decode_typed(object_kind, text, parsed).map_err(|e| relocated(&e, doc.line))
+                decode_typed(object_kind, text, out).map_err(|e| relocated(&e, doc.line))
             }
-            Source::ListItem(index, text) => decode_typed(object_kind, text, parsed)
+            Source::ListItem(index, text) => decode_typed(object_kind, text, out)
                 .map_err(|e| format!("items[{index}]: {}", split_location(&e).0)),
         }
     };
@@ -222,22 +238,22 @@ fn decode_object(
             message,
         };
         tracing::warn!("{warning}");
-        parsed.warnings.push(warning);
+        out.warnings.push(warning);
     }
 }
 
-/// Decodes `text` as a `kind` object and stores it in `parsed`.
+/// Decodes `text` as a `kind` object and hands it on.
 fn decode_typed(
     kind: ObjectKind,
     text: &str,
-    parsed: &mut Parsed,
+    out: &mut Decoded<'_>,
 ) -> Result<(), serde_saphyr::Error> {
-    let objects = &mut parsed.objects;
-    match kind {
-        ObjectKind::Service => objects.services.push(decode_as(text)?),
-        ObjectKind::EndpointSlice => objects.endpoint_slices.push(decode_as(text)?),
-        ObjectKind::Node => objects.nodes.push(decode_as(text)?),
-    }
+    let object = match kind {
+        ObjectKind::Service => Object::Service(decode_as(text)?),
+        ObjectKind::EndpointSlice => Object::EndpointSlice(decode_as(text)?),
+        ObjectKind::Node => Object::Node(decode_as(text)?),
+    };
+    (out.emit)(object);
     Ok(())
 }
 

@@ -1,21 +1,23 @@
-//! Re-reading the manifests file when it changes.
+//! Re-reading the manifests file when it changes, feeding the tracker.
 //!
 //! A tokio task checks the file every `poll`: when its modification time,
 //! size or inode differ from the last read (or the last read was so soon
 //! after a write that a second write in the same timestamp tick could have
 //! been missed), it reads the file and compares a hash of the content.
-//! Changed content that parses is sent on; content that does not parse, or
-//! a file that cannot be read, is logged once and the last good state
-//! stays (nothing is sent), so a half-written file never wipes the rules.
+//! Changed content that passes the [`Checked`] test replaces the tracker's
+//! state object by object; content that does not, or a file that cannot
+//! be read, is logged once and the last good state stays (nothing is
+//! touched), so a half-written file never wipes the rules.
 
-use super::Parsed;
-use super::decode::parse_named;
-use crate::Error;
+use super::Checked;
+use super::replace::{Held, Replaced};
+use crate::{Error, SourceEvent};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
-use tokio::sync::mpsc;
+use tracker::Tracker;
 
 /// How often the file is checked unless told otherwise.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
@@ -25,28 +27,102 @@ pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
 /// coarse: two writes can share one).
 const RACY_WINDOW: Duration = Duration::from_secs(2);
 
-/// A watched manifests file: the state read at start and the later ones.
+/// A manifests file to watch, read and checked once; [`run`] feeds it to
+/// the tracker.
 #[derive(Debug)]
 pub struct Watch {
-    /// The state when watching started.
-    pub initial: Parsed,
-    /// Every later state: one per content change that parsed. The watcher
-    /// stops when this receiver is dropped.
-    pub updates: mpsc::Receiver<Parsed>,
+    path: PathBuf,
+    poll: Duration,
+    initial: Checked,
+    seen: Seen,
 }
 
-/// Reads `path` now (an error if it cannot be read or is not YAML: the
-/// start-up check) and starts a tokio task that checks it every `poll` and
-/// sends each new good state. Must be called inside a tokio runtime.
+impl Watch {
+    /// The file as read when watching started.
+    pub fn initial(&self) -> &Checked {
+        &self.initial
+    }
+}
+
+/// Reads and checks `path` now (an error if it cannot be read or is not
+/// YAML: the start-up check, before anything is touched); [`run`] checks
+/// it every `poll` afterwards.
 pub fn watch(path: impl Into<PathBuf>, poll: Duration) -> Result<Watch, Error> {
     let path = path.into();
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return Err(Error::NoRuntime { path });
-    };
     let (initial, seen) = read_state(&path)?;
-    let (tx, updates) = mpsc::channel(1);
-    runtime.spawn(poll_file(path, poll, seen, tx));
-    Ok(Watch { initial, updates })
+    Ok(Watch {
+        path,
+        poll,
+        initial,
+        seen,
+    })
+}
+
+/// Makes the file's content the state of `tracker`, then each new good
+/// content it is rewritten with, calling `on_event` as described on
+/// [`SourceEvent`] (once the first read is in; after a re-read that left
+/// changes). Runs until the future is dropped.
+///
+/// Spawn it: `tokio::spawn(source::manifests::run(watch, tracker, on_event))`.
+pub async fn run<F>(watch: Watch, tracker: Arc<Mutex<Tracker>>, on_event: F)
+where
+    F: Fn(SourceEvent) + Send + Sync,
+{
+    let Watch {
+        path,
+        poll,
+        initial,
+        mut seen,
+    } = watch;
+    let (mut held, replaced) = replace(Held::default(), initial, &tracker).await;
+    tracing::info!(path = %path.display(), "manifests read: {}", summary(&replaced));
+    on_event(SourceEvent::InitialListDone);
+    let mut ticker = tokio::time::interval(poll);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        let Some(checked) = check_once(&path, &mut seen).await else {
+            continue;
+        };
+        let replaced;
+        (held, replaced) = replace(held, checked, &tracker).await;
+        tracing::info!(path = %path.display(), "manifests changed: {}", summary(&replaced));
+        if tracker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .has_changes()
+        {
+            on_event(SourceEvent::Changed);
+        }
+    }
+}
+
+/// Feeds `checked` to the tracker off the async threads (it takes seconds
+/// for a large file), then drops its text.
+async fn replace(
+    mut held: Held,
+    checked: Checked,
+    tracker: &Arc<Mutex<Tracker>>,
+) -> (Held, Replaced) {
+    let tracker = Arc::clone(tracker);
+    let work = tokio::task::spawn_blocking(move || {
+        let replaced = held.replace(&checked, &tracker);
+        (held, replaced)
+    });
+    work.await.unwrap_or_else(|join| {
+        // Only a bug gets here; what the next read cannot find to delete
+        // stays until a restart.
+        tracing::error!("applying the manifests failed: {join}");
+        (Held::default(), Replaced::default())
+    })
+}
+
+fn summary(r: &Replaced) -> String {
+    format!(
+        "{} services, {} endpoint slices, {} nodes; {} objects gone; {} documents skipped",
+        r.services, r.endpoint_slices, r.nodes, r.deleted, r.skipped
+    )
 }
 
 /// What the watcher knows of the file as last read.
@@ -90,44 +166,28 @@ fn hash_of(text: &str) -> u64 {
     h.finish()
 }
 
-/// Reads and parses the file, with what the watcher needs to notice the
+/// Reads and checks the file, with what the watcher needs to notice the
 /// next change.
-fn read_state(path: &Path) -> Result<(Parsed, Seen), Error> {
+fn read_state(path: &Path) -> Result<(Checked, Seen), Error> {
     let read_err = |source| Error::Read {
         path: path.to_path_buf(),
         source,
     };
     let stamp = Stamp::of(&std::fs::metadata(path).map_err(read_err)?);
     let text = std::fs::read_to_string(path).map_err(read_err)?;
-    let parsed = parse_named(&path.display().to_string(), &text)?;
+    let hash = hash_of(&text);
+    let checked = Checked::new(path.display().to_string(), text)?;
     let seen = Seen {
         racy: stamp.is_racy(),
         stamp: Some(stamp),
-        hash: hash_of(&text),
+        hash,
         read_failing: None,
     };
-    Ok((parsed, seen))
+    Ok((checked, seen))
 }
 
-async fn poll_file(path: PathBuf, poll: Duration, mut seen: Seen, tx: mpsc::Sender<Parsed>) {
-    let mut ticker = tokio::time::interval(poll);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    ticker.tick().await;
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = tx.closed() => return,
-        }
-        if let Some(parsed) = check_once(&path, &mut seen).await
-            && tx.send(parsed).await.is_err()
-        {
-            return;
-        }
-    }
-}
-
-/// One poll: the new state if the content changed and parses.
-async fn check_once(path: &Path, seen: &mut Seen) -> Option<Parsed> {
+/// One poll: the new content if it changed and passes the check.
+async fn check_once(path: &Path, seen: &mut Seen) -> Option<Checked> {
     let stamp = match tokio::fs::metadata(path).await {
         Ok(meta) => Stamp::of(&meta),
         Err(err) => return read_failed(seen, path, err),
@@ -148,18 +208,14 @@ async fn check_once(path: &Path, seen: &mut Seen) -> Option<Parsed> {
     }
     seen.hash = hash;
     let origin = path.display().to_string();
-    match tokio::task::spawn_blocking(move || parse_named(&origin, &text)).await {
-        Ok(Ok(parsed)) => {
-            tracing::info!(path = %path.display(), "manifests changed: {} services, {} endpoint slices, {} nodes",
-                parsed.objects.services.len(), parsed.objects.endpoint_slices.len(), parsed.objects.nodes.len());
-            Some(parsed)
-        }
+    match tokio::task::spawn_blocking(move || Checked::new(origin, text)).await {
+        Ok(Ok(checked)) => Some(checked),
         Ok(Err(err)) => {
             tracing::warn!("{err}; keeping the last good state");
             None
         }
         Err(join) => {
-            tracing::error!(path = %path.display(), "parsing manifests failed: {join}");
+            tracing::error!(path = %path.display(), "checking the manifests failed: {join}");
             None
         }
     }
@@ -167,7 +223,7 @@ async fn check_once(path: &Path, seen: &mut Seen) -> Option<Parsed> {
 
 /// Logs a read error once (until a read succeeds again) and forgets the
 /// stamp so the file is read again as soon as it is back.
-fn read_failed(seen: &mut Seen, path: &Path, source: std::io::Error) -> Option<Parsed> {
+fn read_failed(seen: &mut Seen, path: &Path, source: std::io::Error) -> Option<Checked> {
     let message = Error::Read {
         path: path.to_path_buf(),
         source,
