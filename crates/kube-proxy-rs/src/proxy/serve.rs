@@ -68,7 +68,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 impl SyncState {
     async fn sync(&mut self, trigger: Trigger) -> anyhow::Result<()> {
         let (snapshot, changes) = lock(&self.tracker).snapshot();
-        let report = match self.proxier.sync(&snapshot, trigger.wants_full_sync()).await {
+        let synced = self.proxier.sync(&snapshot, trigger.wants_full_sync()).await;
+        crate::memory::release_freed();
+        let report = match synced {
             Ok(report) => report,
             Err(err) => {
                 self.metrics.count_iptables_restore_failure(IpFamily::V4);
