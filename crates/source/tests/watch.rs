@@ -176,6 +176,17 @@ impl Write for Captured {
 }
 
 impl Captured {
+    /// Captures this thread's log lines until the guard drops.
+    fn install() -> (Self, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
     fn warnings(&self) -> Vec<String> {
         let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
         text.lines()
@@ -189,13 +200,7 @@ impl Captured {
 // thread-local log subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn broken_rewrite_keeps_the_last_good_state_and_warns_once() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::install();
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cluster.yaml");
@@ -231,13 +236,7 @@ async fn broken_rewrite_keeps_the_last_good_state_and_warns_once() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_vanished_file_keeps_the_state_until_it_is_back() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::install();
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cluster.yaml");
@@ -269,13 +268,7 @@ async fn a_bad_file_at_start_is_an_error() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_rewrite_whose_third_document_is_broken_changes_nothing() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || sink.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::install();
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cluster.yaml");
