@@ -17,7 +17,8 @@
 //! backend's full syncs take minutes at 10k services).
 
 use iptables::apply::{Backend, Iptables, Syncer};
-use iptables::render::{IpFamily, RenderOptions, render};
+use iptables::render::{RenderOptions, render};
+use model::IpFamily;
 use iptables::Ruleset;
 use model::{Endpoint, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::error::Error;

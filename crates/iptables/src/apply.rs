@@ -77,7 +77,7 @@ pub use ownership::is_owned_chain;
 pub use syncer::{Synced, Syncer};
 
 use crate::chain_name::KUBE_PROXY_CANARY;
-use crate::render::IpFamily;
+use model::IpFamily;
 use crate::rendering::Rendering;
 use crate::{Error, Table};
 use backend::{Tool, program};

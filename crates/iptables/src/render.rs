@@ -22,51 +22,34 @@ mod family;
 mod load_balancer;
 mod no_endpoints;
 mod node_port;
-mod plan;
+mod naming;
 pub(crate) mod rule;
 mod service_port;
 mod static_chains;
 
 pub use consistency::consistency_problems;
 pub use context::RenderContext;
-pub use family::IpFamily;
 pub use service_port::{ServicePortRules, render_service_port};
 
 use crate::rendering::{Piece, Rendering};
 use crate::{BuiltinJump, Ruleset, TableRules};
 use std::borrow::Cow;
-use ipnet::IpNet;
+pub use plan::NoLocalEndpoints;
+use plan::Options;
 use std::net::IpAddr;
 
-/// How to render: the proxy's configuration for one IP family. `Default`
-/// is upstream's default configuration for IPv4 on a kernel with nfacct.
+/// How to render: the shared options for one IP family plus iptables
+/// mode's own. `Default` is upstream's default configuration for IPv4 on a
+/// kernel with nfacct.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderOptions {
-    /// The IP family rendered; services and addresses of the other family
-    /// are ignored.
-    pub family: IpFamily,
-    /// `clusterCIDR` for `detectLocalMode: ClusterCIDR` (or the node's pod
-    /// CIDR for `NodeCIDR`): traffic from it counts as pod traffic. `None`
-    /// (or a CIDR of the other family) disables local-traffic detection.
-    pub cluster_cidr: Option<IpNet>,
-    /// `masqueradeAll`: masquerade all traffic to cluster IPs.
-    pub masquerade_all: bool,
-    /// `iptables.masqueradeBit` (0..=31): the mark is `1 << bit`.
-    pub masquerade_bit: u8,
-    /// `nodePortAddresses` CIDRs; none of this family means every local
-    /// address (`--dst-type LOCAL`).
-    pub node_port_addresses: Vec<IpNet>,
-    /// `nodePortAddresses` held upstream's `primary` keyword: the node's
-    /// primary IP of this family (first of `snapshot.node.addresses`) is
-    /// added as a host CIDR.
-    pub node_port_primary: bool,
-    /// The node's local addresses, matched against `node_port_addresses`
-    /// when those are set (upstream reads them from the interfaces). Empty
-    /// means `snapshot.node.addresses`.
-    pub node_ips: Vec<IpAddr>,
-    /// `iptables.localhostNodePorts`: NodePorts answer on 127.0.0.0/8
-    /// (IPv4 only, and only if `node_port_addresses` include loopback).
-    pub localhost_nodeports: bool,
+    /// The options every mode shares (family, local-traffic detection,
+    /// masquerading, NodePort addresses).
+    pub common: Options,
+    /// The node's local addresses, matched against `nodePortAddresses`
+    /// (the host layer reads them from the interfaces). Empty means the
+    /// Node's addresses (`snapshot.node.addresses`).
+    pub local_addresses: Vec<IpAddr>,
     /// The kernel has the nfacct counters: emit `-m nfacct` matches.
     pub nfacct: bool,
     /// `nf_conntrack_tcp_be_liberal` is set: no DROP of INVALID packets.
@@ -78,29 +61,13 @@ pub struct RenderOptions {
 impl Default for RenderOptions {
     fn default() -> Self {
         Self {
-            family: IpFamily::V4,
-            cluster_cidr: None,
-            masquerade_all: false,
-            masquerade_bit: 14,
-            node_port_addresses: Vec::new(),
-            node_port_primary: false,
-            node_ips: Vec::new(),
-            localhost_nodeports: true,
+            common: Options::default(),
+            local_addresses: Vec::new(),
             nfacct: true,
             conntrack_tcp_be_liberal: false,
             random_fully: true,
         }
     }
-}
-
-/// Services whose traffic policy is Local but that have no local endpoint,
-/// for `kubeproxy_sync_proxy_rules_no_local_endpoints_total`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NoLocalEndpoints {
-    /// `traffic_policy="internal"`: internalTrafficPolicy Local.
-    pub internal: usize,
-    /// `traffic_policy="external"`: externalTrafficPolicy Local.
-    pub external: usize,
 }
 
 /// What one render produces: the rules and the figures the metrics need.
@@ -112,7 +79,7 @@ pub struct Rendered {
     pub no_local_endpoints: NoLocalEndpoints,
 }
 
-/// Renders every service port of `snapshot` (of `opts.family`) with the
+/// Renders every service port of `snapshot` (of `opts.common.family`) with the
 /// static chains and the jumps from the built-in chains, collected in
 /// one [`Ruleset`] (for tests, `--dry-run` and small rule sets; a sync
 /// streams [`stream`] instead).
@@ -121,8 +88,7 @@ pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions) -> Rendered {
     let mut out = Rendered::default();
     out.ruleset.builtin_jumps = streamed.builtin_jumps().into_owned();
     for piece in streamed.pieces() {
-        out.no_local_endpoints.internal += piece.no_local_endpoints.internal;
-        out.no_local_endpoints.external += piece.no_local_endpoints.external;
+        out.no_local_endpoints += piece.no_local_endpoints;
         append(&mut out.ruleset, &piece.rules);
     }
     out
@@ -146,7 +112,7 @@ impl Rendering for Streamed<'_> {
     fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + Send + '_> {
         let ctx = &self.ctx;
         let shared = Piece { rules: Cow::Owned(static_chains::render_static(ctx)), open: true, no_local_endpoints: NoLocalEndpoints::default() };
-        let ports = self.snapshot.services.iter().filter(|(_, svc)| ctx.family.contains(svc.cluster_ip)).map(|(name, svc)| {
+        let ports = self.snapshot.services.iter().filter(|(_, svc)| ctx.sync.family.contains(svc.cluster_ip)).map(|(name, svc)| {
             port_piece(render_service_port(ctx, svc, self.snapshot.endpoints_of(name)))
         });
         let tail = Piece { rules: Cow::Owned(static_chains::render_tail(ctx)), open: false, no_local_endpoints: NoLocalEndpoints::default() };
@@ -161,8 +127,7 @@ impl Rendering for Streamed<'_> {
 /// One service port's rules as a piece: its entries in the shared chains,
 /// then its own chains with their rules.
 fn port_piece(port: ServicePortRules) -> Piece<'static> {
-    let no_local_endpoints =
-        NoLocalEndpoints { internal: usize::from(port.no_local_internal), external: usize::from(port.no_local_external) };
+    let no_local_endpoints = port.no_local_endpoints;
     let mut nat = TableRules { chains: port.nat_chains, rules: port.nat_entries };
     nat.rules.extend(port.nat_rules);
     let rules = Ruleset { filter: TableRules { chains: Vec::new(), rules: port.filter }, nat, ..Ruleset::default() };

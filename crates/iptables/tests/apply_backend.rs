@@ -8,7 +8,7 @@
 mod support;
 
 use iptables::apply::{Backend, BackendChoice, Iptables, detect_backend};
-use iptables::render::IpFamily;
+use model::IpFamily;
 use support::*;
 
 async fn auto() -> Backend {

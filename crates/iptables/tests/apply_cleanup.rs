@@ -9,7 +9,7 @@
 mod support;
 
 use iptables::apply::{Backend, Iptables, apply_cleanup_all};
-use iptables::render::IpFamily;
+use model::IpFamily;
 use iptables::{BuiltinJump, Table};
 use support::*;
 

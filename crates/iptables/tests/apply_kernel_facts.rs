@@ -12,7 +12,8 @@ use iptables::apply::{
     Backend, Iptables, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, ROUTE_LOCALNET, apply_kernel_setup,
     apply_nfacct_counters, read_local_addresses, read_nfacct_packets,
 };
-use iptables::render::{IpFamily, RenderOptions, render};
+use iptables::render::{RenderOptions, render};
+use model::IpFamily;
 use iptables::{Error, Table};
 use std::net::IpAddr;
 use support::*;

@@ -12,7 +12,8 @@ mod support;
 
 use iptables::apply::{Backend, Iptables, Rollback, Syncer};
 use iptables::chain_name::{ServiceChains, endpoint_chain};
-use iptables::render::{IpFamily, RenderOptions, render};
+use iptables::render::{RenderOptions, render};
+use model::IpFamily;
 use iptables::{Error, Ruleset, Table};
 use model::{Endpoint, ServicePortName, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};

@@ -9,7 +9,7 @@
 mod support;
 
 use iptables::apply::{Applied, Backend, Iptables, RestoreFailure, Rollback};
-use iptables::render::IpFamily;
+use model::IpFamily;
 use iptables::{Error, Table};
 use support::*;
 

@@ -12,7 +12,8 @@ mod support;
 
 use iptables::Table;
 use iptables::apply::{Backend, Iptables, Syncer};
-use iptables::render::{IpFamily, RenderOptions, render, stream};
+use iptables::render::{RenderOptions, render, stream};
+use model::IpFamily;
 use model::Snapshot;
 use support::*;
 use testkit::builders::*;

@@ -5,7 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use iptables::Ruleset;
-use iptables::render::{IpFamily, RenderOptions, Rendered, consistency_problems, render};
+use iptables::render::{RenderOptions, Rendered, consistency_problems, render};
+use model::IpFamily;
 use model::Snapshot;
 use std::collections::BTreeMap;
 use testkit::builders::*;

@@ -11,7 +11,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use iptables::Ruleset;
-use iptables::render::{IpFamily, RenderOptions, Rendered, consistency_problems, render};
+use iptables::render::{RenderOptions, Rendered, consistency_problems, render};
+use model::IpFamily;
 use model::{Endpoint, NodeInfo, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;

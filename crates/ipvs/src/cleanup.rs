@@ -10,7 +10,7 @@ use crate::ipset::apply::destroy_ipsets;
 use crate::render::rules::{FILTER_CHAINS, NAT_CHAINS};
 use crate::{Error, IpvsSocket, Links};
 use iptables::apply::{Backend, Iptables};
-use iptables::render::IpFamily;
+use model::IpFamily;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 

@@ -20,25 +20,29 @@ mod state;
 
 pub use options::RenderOptions;
 pub use rules::render_rules;
-pub use state::{DesiredService, IpvsState, NoLocalEndpoints};
+pub use plan::NoLocalEndpoints;
+pub use state::{DesiredService, IpvsState};
 
 use builder::Builder;
 use model::Snapshot;
+use plan::PortPlan;
 
-/// Renders `snapshot` for `opts.family`.
+/// Renders `snapshot` for `opts.common.family`.
 pub fn render(snapshot: &Snapshot, opts: &RenderOptions) -> IpvsState {
     let mut b = Builder::new(snapshot, opts);
+    let family = b.ctx.family;
     for (name, svc) in &snapshot.services {
-        if !opts.family.contains(svc.cluster_ip) {
+        if !family.contains(svc.cluster_ip) {
             continue;
         }
-        let eps = snapshot.endpoints_of(name);
-        let cat = model::topology::categorize_endpoints(svc, eps);
-        cluster_ip::render_loopback(&mut b, svc, eps);
-        cluster_ip::render_cluster_ip(&mut b, svc, &cat);
-        external::render_external_ips(&mut b, svc, &cat);
-        external::render_load_balancer_ips(&mut b, svc, &cat);
-        node_port::render_node_port(&mut b, svc, &cat);
+        let eps = plan::upstream_order(snapshot.endpoints_of(name), family);
+        let plan = PortPlan::new(&b.ctx, svc, &eps);
+        b.record_no_local_endpoints(&plan);
+        cluster_ip::render_loopback(&mut b, &plan, &eps);
+        cluster_ip::render_cluster_ip(&mut b, &plan);
+        external::render_external_ips(&mut b, &plan);
+        external::render_load_balancer_ips(&mut b, &plan);
+        node_port::render_node_port(&mut b, &plan);
         node_port::render_health_check_node_port(&mut b, svc);
     }
     b.finish()

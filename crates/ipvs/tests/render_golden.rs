@@ -10,7 +10,8 @@ mod support {
 use ipvs::ipset::KubeSet;
 use ipvs::render::{IpvsState, RenderOptions, render};
 use ipvs::{IpProtocol, Scheduler, ServiceFlags, ServiceKey};
-use iptables::render::{IpFamily, consistency_problems};
+use iptables::render::consistency_problems;
+use model::IpFamily;
 use model::Protocol;
 use support::reference::{ip, net, reference_options, reference_snapshot};
 use testkit::builders::*;

@@ -10,7 +10,6 @@
 //! what is skipped and how much of the object goes with it); nothing
 //! downstream ever sees them. Pure: no I/O, no tokio.
 
-mod family;
 mod merge;
 mod meta;
 mod node;
@@ -21,7 +20,7 @@ mod slices;
 mod tracker;
 mod warning;
 
-pub use family::IpFamily;
+pub use model::IpFamily;
 pub use node::TAINT_TO_BE_DELETED;
 pub use objects::Objects;
 pub use service::{DEFAULT_AFFINITY_SECONDS, LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME};

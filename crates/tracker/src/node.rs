@@ -34,7 +34,7 @@ fn addresses(node: &Node, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<
     for wanted in ["InternalIP", "ExternalIP"] {
         for addr in all.iter().filter(|a| a.type_ == wanted) {
             match addr.address.parse::<IpAddr>() {
-                Ok(ip) if family.matches(&ip) && !out.contains(&ip) => out.push(ip),
+                Ok(ip) if family.contains(ip) && !out.contains(&ip) => out.push(ip),
                 Ok(_) => {}
                 Err(_) => warnings.push(Problem::BadNodeAddress(addr.address.clone())),
             }
@@ -56,7 +56,7 @@ fn pod_cidrs(node: &Node, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<
     let mut out = Vec::new();
     for text in listed {
         match text.parse::<IpNet>() {
-            Ok(net) if family.matches_net(&net) => out.push(net),
+            Ok(net) if family.contains_net(&net) => out.push(net),
             Ok(_) => {}
             Err(_) => warnings.push(Problem::BadPodCidr(text.clone())),
         }

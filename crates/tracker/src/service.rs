@@ -139,7 +139,7 @@ fn cluster_ip(spec: &ServiceSpec, family: IpFamily, warnings: &mut Warnings<'_>)
     let mut chosen = None;
     for text in candidates {
         match text.parse::<IpAddr>() {
-            Ok(ip) if family.matches(&ip) => chosen = chosen.or(Some(ip)),
+            Ok(ip) if family.contains(ip) => chosen = chosen.or(Some(ip)),
             Ok(_) => {}
             Err(_) => {
                 warnings.push(Problem::BadClusterIp(text.to_string()));
@@ -211,7 +211,7 @@ fn external_ips(spec: &ServiceSpec, family: IpFamily, warnings: &mut Warnings<'_
     let mut out = Vec::new();
     for text in spec.external_ips.iter().flatten() {
         match text.parse::<IpAddr>() {
-            Ok(ip) if family.matches(&ip) => push_unique(&mut out, ip),
+            Ok(ip) if family.contains(ip) => push_unique(&mut out, ip),
             Ok(_) => {}
             Err(_) => warnings.push(Problem::BadExternalIp(text.clone())),
         }
@@ -236,7 +236,7 @@ fn load_balancer_ips(svc: &Service, family: IpFamily, warnings: &mut Warnings<'_
             continue;
         }
         match text.parse::<IpAddr>() {
-            Ok(ip) if family.matches(&ip) => push_unique(&mut out, ip),
+            Ok(ip) if family.contains(ip) => push_unique(&mut out, ip),
             Ok(_) => {}
             Err(_) => warnings.push(Problem::BadLoadBalancerIp(text.to_string())),
         }
@@ -251,7 +251,7 @@ fn source_ranges(spec: &ServiceSpec, family: IpFamily, warnings: &mut Warnings<'
     for text in spec.load_balancer_source_ranges.iter().flatten() {
         let stripped: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         match stripped.parse::<IpNet>() {
-            Ok(net) if family.matches_net(&net) => push_unique(&mut out, net.trunc()),
+            Ok(net) if family.contains_net(&net) => push_unique(&mut out, net.trunc()),
             Ok(_) => {}
             Err(_) => warnings.push(Problem::BadSourceRange(text.clone())),
         }

@@ -129,7 +129,7 @@ pub(crate) fn slice_info(
         warnings.push(Problem::SliceWithoutServiceName);
         return (None, warnings.into_vec());
     };
-    if slice.address_type != family.address_type() {
+    if slice.address_type != family.as_str() {
         return (None, warnings.into_vec());
     }
     let ports: Vec<(String, Protocol, u16)> = slice
@@ -194,7 +194,7 @@ fn slice_endpoint(
         return None;
     };
     let ip = match first.parse::<IpAddr>() {
-        Ok(ip) if family.matches(&ip) => ip,
+        Ok(ip) if family.contains(ip) => ip,
         Ok(_) => return None,
         Err(_) => {
             warnings.push(Problem::BadEndpointAddress(first.clone()));

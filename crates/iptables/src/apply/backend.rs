@@ -11,7 +11,7 @@
 
 use super::command::{self, Invocation};
 use crate::Error;
-use crate::render::IpFamily;
+use model::IpFamily;
 use std::fmt;
 use std::str::FromStr;
 

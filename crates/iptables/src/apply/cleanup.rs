@@ -10,7 +10,7 @@ use super::restore::{Layout, RestoreInput, TableInput, restore_invocation, run_r
 use super::saved::parse_saved;
 use super::stale::diff_stale;
 use super::{Backend, Iptables, TableChanges, changes};
-use crate::render::IpFamily;
+use model::IpFamily;
 use crate::{Error, Ruleset, Table};
 
 /// The cleanup of one backend and family.

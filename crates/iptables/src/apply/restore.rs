@@ -23,7 +23,7 @@ use super::hashed::Hashed;
 use super::input_writer::{InputWriter, Written};
 use super::stale::Removals;
 use crate::error::{RestoreFailure, Rollback};
-use crate::render::IpFamily;
+use model::IpFamily;
 use crate::rendering::Rendering;
 use crate::{BuiltinJump, Error, Table, TableRules};
 

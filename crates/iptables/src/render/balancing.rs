@@ -3,7 +3,7 @@
 //! endpoint chosen at random with upstream's probabilities 1/(n-i).
 
 use super::family::FamilyText;
-use super::plan::PortPlan;
+use super::naming::NamedPlan;
 use super::rule::Rule;
 use super::{RenderContext, ServicePortRules};
 use model::Endpoint;
@@ -11,24 +11,24 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// The SVC and SVL chains the port uses.
-pub(crate) fn render(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    if plan.uses_cluster_chain {
-        render_chain(ctx, plan, &plan.chains.svc, &plan.cluster, out);
+pub(crate) fn render(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    if plan.port.uses_cluster_endpoints {
+        render_chain(ctx, plan, &plan.chains.svc, &plan.port.cluster, out);
     }
-    if plan.uses_local_chain {
-        render_chain(ctx, plan, &plan.chains.svl, &plan.local, out);
+    if plan.port.uses_local_endpoints {
+        render_chain(ctx, plan, &plan.chains.svl, &plan.port.local, out);
     }
 }
 
 /// One balancing chain over `endpoints`.
-fn render_chain(ctx: &RenderContext, plan: &PortPlan, chain: &str, endpoints: &[&Endpoint], out: &mut ServicePortRules) {
+fn render_chain(ctx: &RenderContext, plan: &NamedPlan, chain: &str, endpoints: &[&Endpoint], out: &mut ServicePortRules) {
     out.declare(chain);
-    if let Some(seconds) = plan.svc.session_affinity_seconds {
+    if let Some(seconds) = plan.port.svc.session_affinity_seconds {
         for ep in endpoints {
             let sep = plan.sep_chain(ep);
             let recent = format!(
                 "-m recent --rcheck --seconds {seconds} --reap --name {sep} --mask {} --rsource",
-                ctx.family.recent_mask()
+                ctx.sync.family.recent_mask()
             );
             out.nat_rules.push(endpoint_rule(ctx, plan, chain, ep).matching(&recent).jump(sep).build());
         }
@@ -45,9 +45,9 @@ fn render_chain(ctx: &RenderContext, plan: &PortPlan, chain: &str, endpoints: &[
 
 /// A rule in `chain` about `ep`, commented `"<port> -> <ip:port>"` unless
 /// comments are elided for a large cluster.
-fn endpoint_rule(ctx: &RenderContext, plan: &PortPlan, chain: &str, ep: &Endpoint) -> Rule {
+fn endpoint_rule(ctx: &RenderContext, plan: &NamedPlan, chain: &str, ep: &Endpoint) -> Rule {
     let rule = Rule::new(chain);
-    if ctx.large_cluster { rule } else { rule.comment(&format!("{} -> {ep}", plan.name)) }
+    if ctx.sync.large_cluster { rule } else { rule.comment(&format!("{} -> {ep}", plan.name)) }
 }
 
 /// [`probability`] of the first thousand `n`, computed once (upstream

@@ -2,15 +2,15 @@
 //! masquerade rule at the top of the chain it enters (off-cluster sources,
 //! or everything with `masqueradeAll`).
 
-use super::plan::PortPlan;
+use super::naming::NamedPlan;
 use super::rule::{self, Rule};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::{KUBE_MARK_MASQ, KUBE_SERVICES};
 
 /// `KUBE-SERVICES -d <cluster IP> ... -j KUBE-SVC|KUBE-SVL`, when the
 /// cluster IP has endpoints to go to (else the filter table refuses it).
-pub(crate) fn render_entry(_ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    if !plan.has_internal {
+pub(crate) fn render_entry(_ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    if !plan.port.has_internal {
         return;
     }
     let entry = cluster_ip_rule(KUBE_SERVICES, plan).jump(plan.internal_chain()).build();
@@ -20,12 +20,12 @@ pub(crate) fn render_entry(_ctx: &RenderContext, plan: &PortPlan, out: &mut Serv
 /// The masquerade rule of the internal chain: everything with
 /// `masqueradeAll`, else traffic not from the pod network; nothing when
 /// local traffic cannot be detected.
-pub(crate) fn render_masquerade(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    if !plan.has_internal {
+pub(crate) fn render_masquerade(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    if !plan.port.has_internal {
         return;
     }
     let rule = cluster_ip_rule(plan.internal_chain(), plan);
-    let rule = match (&ctx.local_net, ctx.masquerade_all) {
+    let rule = match (&ctx.local_net, ctx.sync.masquerade_all) {
         (_, true) => rule,
         (Some(net), false) => rule.not_src(net),
         (None, false) => return,
@@ -34,9 +34,9 @@ pub(crate) fn render_masquerade(ctx: &RenderContext, plan: &PortPlan, out: &mut 
 }
 
 /// `-d <cluster IP> -p P -m comment "<port> cluster IP" --dport <port>`.
-fn cluster_ip_rule(chain: &str, plan: &PortPlan) -> Rule {
+fn cluster_ip_rule(chain: &str, plan: &NamedPlan) -> Rule {
     Rule::new(chain)
-        .dst(&rule::host(plan.svc.cluster_ip))
+        .dst(&rule::host(plan.port.svc.cluster_ip))
         .comment(&format!("{} cluster IP", plan.name))
-        .dport(plan.proto, plan.svc.port)
+        .dport(plan.proto, plan.port.svc.port)
 }

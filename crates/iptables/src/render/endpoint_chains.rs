@@ -3,30 +3,30 @@
 //! masquerade, records ClientIP affinity, and DNATs to the endpoint.
 
 use super::family::FamilyText;
-use super::plan::PortPlan;
+use super::naming::NamedPlan;
 use super::rule::{self, Rule};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_MARK_MASQ;
 use model::Endpoint;
 
 /// The SEP chains of every endpoint some traffic can reach.
-pub(crate) fn render(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    for ep in &plan.reachable {
+pub(crate) fn render(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    for ep in &plan.port.reachable {
         render_endpoint(ctx, plan, ep, out);
     }
 }
 
-fn render_endpoint(ctx: &RenderContext, plan: &PortPlan, ep: &Endpoint, out: &mut ServicePortRules) {
+fn render_endpoint(ctx: &RenderContext, plan: &NamedPlan, ep: &Endpoint, out: &mut ServicePortRules) {
     let sep = plan.sep_chain(ep);
     out.declare(sep);
     let base = || {
         let rule = Rule::new(sep);
-        if ctx.large_cluster { rule } else { rule.comment(&plan.name) }
+        if ctx.sync.large_cluster { rule } else { rule.comment(&plan.name) }
     };
     out.nat_rules.push(base().src(&rule::host(ep.ip)).jump(KUBE_MARK_MASQ).build());
     let mut dnat = base().proto(plan.proto);
-    if plan.svc.session_affinity_seconds.is_some() {
-        let mask = ctx.family.recent_mask();
+    if plan.port.svc.session_affinity_seconds.is_some() {
+        let mask = ctx.sync.family.recent_mask();
         dnat = dnat.matching(&format!("-m recent --set --name {sep} --mask {mask} --rsource"));
     }
     let dnat = dnat.matching(&format!("-m {}", plan.proto)).jump(&format!("DNAT --to-destination {ep}"));

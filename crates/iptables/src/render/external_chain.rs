@@ -4,32 +4,32 @@
 //! `KUBE-SVC` (node traffic masqueraded) and sends the rest to `KUBE-SVL`,
 //! keeping the client's source IP.
 
-use super::plan::PortPlan;
+use super::naming::NamedPlan;
 use super::rule::Rule;
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_MARK_MASQ;
 
 /// The EXT chain, when the port is externally reachable and has endpoints.
-pub(crate) fn render(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    if !plan.uses_ext_chain {
+pub(crate) fn render(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    if !plan.port.uses_external_path {
         return;
     }
     let ext = &plan.chains.ext;
     out.declare(ext);
-    if plan.external_local {
+    if plan.port.external_local {
         render_short_circuits(ctx, plan, out);
     } else {
         let comment = format!("masquerade traffic for {} external destinations", plan.name);
         out.nat_rules.push(Rule::new(ext).comment(&comment).jump(KUBE_MARK_MASQ).build());
     }
-    if plan.has_external {
+    if plan.port.has_external {
         out.nat_rules.push(Rule::new(ext).jump(plan.external_policy_chain()).build());
     }
 }
 
 /// Pod traffic (when detectable) and node-originated traffic bypass the
 /// Local policy: they go to the cluster-wide chain.
-fn render_short_circuits(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
+fn render_short_circuits(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
     let (ext, svc) = (&plan.chains.ext, &plan.chains.svc);
     if let Some(net) = &ctx.local_net {
         let comment = format!("pod traffic for {} external destinations", plan.name);

@@ -1,21 +1,21 @@
 //! externalIPs: `KUBE-SERVICES` entries sending traffic for each external
 //! IP of the port to its `KUBE-EXT` chain.
 
-use super::plan::PortPlan;
+use super::naming::NamedPlan;
 use super::rule::{self, Rule};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_SERVICES;
 
 /// One entry per external IP, when the port has endpoints anywhere.
-pub(crate) fn render_entries(_ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    if !plan.has_endpoints {
+pub(crate) fn render_entries(_ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    if !plan.port.has_endpoints {
         return;
     }
-    for ip in &plan.external_ips {
+    for ip in &plan.port.external_ips {
         let entry = Rule::new(KUBE_SERVICES)
             .dst(&rule::host(*ip))
             .comment(&format!("{} external IP", plan.name))
-            .dport(plan.proto, plan.svc.port)
+            .dport(plan.proto, plan.port.svc.port)
             .jump(&plan.chains.ext)
             .build();
         out.nat_entries.push(entry);

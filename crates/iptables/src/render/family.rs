@@ -1,6 +1,6 @@
 //! What the rendered text spells differently per IP family.
 
-pub use model::IpFamily;
+use model::IpFamily;
 
 /// Family-specific spellings, as iptables-save prints them.
 pub(crate) trait FamilyText {

@@ -3,27 +3,27 @@
 //! sources on to `KUBE-EXT`, and the filter `KUBE-PROXY-FIREWALL` DROP
 //! that catches whatever `KUBE-FW` did not DNAT.
 
-use super::plan::PortPlan;
+use super::naming::NamedPlan;
 use super::rule::{self, Rule};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::{KUBE_PROXY_FIREWALL, KUBE_SERVICES};
 
 /// Per LB IP: the nat entry (when the port has endpoints) and the
 /// firewall DROP (when source ranges apply).
-pub(crate) fn render_entries(_ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    for ip in &plan.lb_ips {
-        if plan.has_endpoints {
+pub(crate) fn render_entries(_ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    for ip in &plan.port.lb_ips {
+        if plan.port.has_endpoints {
             let entry = lb_ip_rule(KUBE_SERVICES, *ip)
                 .comment(&format!("{} loadbalancer IP", plan.name))
-                .dport(plan.proto, plan.svc.port)
+                .dport(plan.proto, plan.port.svc.port)
                 .jump(plan.load_balancer_chain())
                 .build();
             out.nat_entries.push(entry);
         }
-        if plan.uses_fw_chain {
+        if plan.port.uses_firewall {
             let drop = lb_ip_rule(KUBE_PROXY_FIREWALL, *ip)
                 .comment(&format!("{} traffic not accepted by {}", plan.name, plan.chains.fw))
-                .dport(plan.proto, plan.svc.port)
+                .dport(plan.proto, plan.port.svc.port)
                 .jump("DROP")
                 .build();
             out.filter.push(drop);
@@ -39,20 +39,19 @@ fn lb_ip_rule(chain: &str, ip: std::net::IpAddr) -> Rule {
 /// `KUBE-FW-<hash>`: one accept per source range, one per LB IP as source
 /// when a range holds the node's IP (a node reaching its own LB IP
 /// arrives from that IP), then a comment-only rule.
-pub(crate) fn render_firewall_chain(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    if !plan.uses_fw_chain {
+pub(crate) fn render_firewall_chain(_ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    if !plan.port.uses_firewall {
         return;
     }
     let fw = &plan.chains.fw;
     out.declare(fw);
     let comment = format!("{} loadbalancer IP", plan.name);
     let accept = |src: String| Rule::new(fw).src(&src).comment(&comment).jump(&plan.chains.ext).build();
-    for range in &plan.source_ranges {
+    for range in &plan.port.source_ranges {
         out.nat_rules.push(accept(rule::net(range)));
     }
-    let allow_from_node = ctx.node_ip.is_some_and(|ip| plan.source_ranges.iter().any(|r| r.contains(&ip)));
-    if allow_from_node {
-        for ip in &plan.lb_ips {
+    if plan.port.source_ranges_hold_node {
+        for ip in &plan.port.lb_ips {
             out.nat_rules.push(accept(rule::host(*ip)));
         }
     }

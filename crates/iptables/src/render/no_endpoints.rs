@@ -4,7 +4,8 @@
 //! IPs and the node port in `KUBE-EXTERNAL-SERVICES`.
 
 use super::family::FamilyText;
-use super::plan::{PortPlan, Refusal, Verdict};
+use super::naming::{NamedPlan, Verdict};
+use plan::Refusal;
 use super::rule::{self, Rule};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::{KUBE_EXTERNAL_SERVICES, KUBE_SERVICES};
@@ -19,27 +20,27 @@ enum Dest {
 }
 
 /// Every refusal rule of the port, in upstream's order.
-pub(crate) fn render_filters(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
+pub(crate) fn render_filters(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
     if let Some(verdict) = &plan.internal_verdict {
-        out.filter.push(refuse(ctx, KUBE_SERVICES, plan, Dest::Ip(plan.svc.cluster_ip), verdict));
+        out.filter.push(refuse(ctx, KUBE_SERVICES, plan, Dest::Ip(plan.port.svc.cluster_ip), verdict));
     }
     let Some(verdict) = &plan.external_verdict else { return };
-    for ip in plan.external_ips.iter().chain(&plan.lb_ips) {
+    for ip in plan.port.external_ips.iter().chain(&plan.port.lb_ips) {
         out.filter.push(refuse(ctx, KUBE_EXTERNAL_SERVICES, plan, Dest::Ip(*ip), verdict));
     }
-    if let Some(node_port) = plan.svc.node_port {
+    if let Some(node_port) = plan.port.svc.node_port {
         out.filter.push(refuse(ctx, KUBE_EXTERNAL_SERVICES, plan, Dest::NodePort(node_port), verdict));
     }
 }
 
 /// One refusal rule in `chain`.
-fn refuse(ctx: &RenderContext, chain: &str, plan: &PortPlan, dest: Dest, verdict: &Verdict) -> String {
+fn refuse(ctx: &RenderContext, chain: &str, plan: &NamedPlan, dest: Dest, verdict: &Verdict) -> String {
     let target = match verdict.refusal {
-        Refusal::Reject => ctx.family.reject_target(),
+        Refusal::Reject => ctx.sync.family.reject_target(),
         Refusal::Drop => "DROP",
     };
     let rule = match dest {
-        Dest::Ip(ip) => Rule::new(chain).dst(&rule::host(ip)).comment(&verdict.comment).dport(plan.proto, plan.svc.port),
+        Dest::Ip(ip) => Rule::new(chain).dst(&rule::host(ip)).comment(&verdict.comment).dport(plan.proto, plan.port.svc.port),
         Dest::NodePort(port) => Rule::new(chain)
             .comment(&verdict.comment)
             .matching("-m addrtype --dst-type LOCAL")

@@ -4,7 +4,7 @@
 //! health-check node port.
 
 use super::family::FamilyText;
-use super::plan::PortPlan;
+use super::naming::NamedPlan;
 use super::rule::Rule;
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_NODEPORTS;
@@ -13,15 +13,15 @@ use crate::chain_name::KUBE_NODEPORTS;
 const LOCALHOST_NODEPORTS_COUNTER: &str = "localhost_nps_accepted_pkts";
 
 /// The nat entries of the node port, when the port has endpoints anywhere.
-pub(crate) fn render_entries(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
-    let Some(node_port) = plan.svc.node_port else { return };
-    if !plan.has_endpoints {
+pub(crate) fn render_entries(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
+    let Some(node_port) = plan.port.svc.node_port else { return };
+    if !plan.port.has_endpoints {
         return;
     }
     let entry = || Rule::new(KUBE_NODEPORTS).comment(&plan.name).dport(plan.proto, node_port);
-    if ctx.localhost_nodeports && ctx.nfacct {
+    if ctx.sync.localhost_nodeports && ctx.nfacct {
         let counted = entry()
-            .dst(ctx.family.loopback_net())
+            .dst(ctx.sync.family.loopback_net())
             .matching(&nfacct_match(LOCALHOST_NODEPORTS_COUNTER))
             .jump(&plan.chains.ext)
             .build();
@@ -32,8 +32,8 @@ pub(crate) fn render_entries(ctx: &RenderContext, plan: &PortPlan, out: &mut Ser
 
 /// The filter ACCEPT of `healthCheckNodePort`, whether or not the port has
 /// local endpoints (the health server answers either way).
-pub(crate) fn render_health_check(plan: &PortPlan, out: &mut ServicePortRules) {
-    let Some(port) = plan.svc.health_check_node_port else { return };
+pub(crate) fn render_health_check(plan: &NamedPlan, out: &mut ServicePortRules) {
+    let Some(port) = plan.port.svc.health_check_node_port else { return };
     let accept = Rule::new(KUBE_NODEPORTS)
         .comment(&format!("{} health check node port", plan.name))
         .dport("tcp", port)

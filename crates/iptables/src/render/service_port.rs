@@ -1,12 +1,13 @@
 //! One service port's rules: its entries in the shared chains and its own
 //! chains. The unit a partial sync re-renders.
 
-use super::plan::{self, PortPlan};
+use super::naming::NamedPlan;
 use super::{
     RenderContext, balancing, cluster_ip, endpoint_chains, external_chain, external_ip, load_balancer,
     no_endpoints, node_port,
 };
 use model::{Endpoint, ServicePort};
+use plan::{NoLocalEndpoints, PortPlan};
 
 /// The rules of one service port, split by where they live.
 ///
@@ -26,10 +27,8 @@ pub struct ServicePortRules {
     pub nat_chains: Vec<String>,
     /// The rules of `nat_chains`.
     pub nat_rules: Vec<String>,
-    /// internalTrafficPolicy Local without a local endpoint.
-    pub no_local_internal: bool,
-    /// externalTrafficPolicy Local without a local endpoint.
-    pub no_local_external: bool,
+    /// Local traffic policies of the port without a local endpoint.
+    pub no_local_endpoints: NoLocalEndpoints,
 }
 
 impl ServicePortRules {
@@ -42,20 +41,16 @@ impl ServicePortRules {
 /// Renders `svc` with its `endpoints` (any order, any family: the
 /// renderer keeps those of `ctx`'s family in upstream's order).
 pub fn render_service_port(ctx: &RenderContext, svc: &ServicePort, endpoints: &[Endpoint]) -> ServicePortRules {
-    let endpoints = plan::upstream_order(endpoints, ctx.family);
-    let plan = PortPlan::new(ctx, svc, &endpoints);
-    let mut out = ServicePortRules {
-        no_local_internal: plan.has_endpoints && !plan.has_internal,
-        no_local_external: plan.has_endpoints && !plan.has_external,
-        ..ServicePortRules::default()
-    };
+    let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
+    let plan = NamedPlan::new(PortPlan::new(&ctx.sync, svc, &endpoints));
+    let mut out = ServicePortRules { no_local_endpoints: plan.port.no_local_endpoints(), ..ServicePortRules::default() };
     render_entries(ctx, &plan, &mut out);
     render_own_chains(ctx, &plan, &mut out);
     out
 }
 
 /// Rules in the shared chains that lead to (or stand in for) the port.
-fn render_entries(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
+fn render_entries(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
     cluster_ip::render_entry(ctx, plan, out);
     external_ip::render_entries(ctx, plan, out);
     load_balancer::render_entries(ctx, plan, out);
@@ -65,7 +60,7 @@ fn render_entries(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRul
 }
 
 /// The port's own nat chains, in upstream's order.
-fn render_own_chains(ctx: &RenderContext, plan: &PortPlan, out: &mut ServicePortRules) {
+fn render_own_chains(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
     external_chain::render(ctx, plan, out);
     load_balancer::render_firewall_chain(ctx, plan, out);
     cluster_ip::render_masquerade(ctx, plan, out);

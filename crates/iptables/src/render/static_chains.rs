@@ -6,7 +6,9 @@
 use super::family::FamilyText;
 use super::node_port::nfacct_match;
 use super::rule::{self, Rule};
-use super::{IpFamily, RenderContext, builtin_jumps};
+use super::{RenderContext, builtin_jumps};
+use model::IpFamily;
+use plan::NodePorts;
 use crate::chain_name::*;
 use crate::{Ruleset, TableRules};
 
@@ -65,7 +67,7 @@ fn masquerade_rules(ctx: &RenderContext) -> Vec<String> {
 /// `KUBE-FIREWALL` blocks outside traffic to 127.0.0.0/8, which
 /// `route_localnet` (needed for localhost NodePorts) would let in.
 fn firewall_rules(ctx: &RenderContext) -> Vec<String> {
-    if ctx.family != IpFamily::V4 || !ctx.localhost_nodeports {
+    if ctx.sync.family != IpFamily::V4 || !ctx.sync.localhost_nodeports {
         return Vec::new();
     }
     let localnet = IpFamily::V4.loopback_net();
@@ -113,10 +115,10 @@ fn forward_rules(ctx: &RenderContext) -> Vec<String> {
 fn node_ports_jumps(ctx: &RenderContext) -> Vec<String> {
     let comment = "kubernetes service nodeports; NOTE: this must be the last rule in this chain";
     let base = || Rule::new(KUBE_SERVICES).comment(comment);
-    let Some(ips) = &ctx.node_port_ips else {
+    let NodePorts::Only(ips) = &ctx.sync.node_ports else {
         let mut all = base().matching("-m addrtype --dst-type LOCAL");
-        if ctx.family == IpFamily::V6 || !ctx.localhost_nodeports {
-            all = all.not_dst(ctx.family.loopback_net());
+        if ctx.sync.family == IpFamily::V6 || !ctx.sync.localhost_nodeports {
+            all = all.not_dst(ctx.sync.family.loopback_net());
         }
         return vec![all.jump(KUBE_NODEPORTS).build()];
     };

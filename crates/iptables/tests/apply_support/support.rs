@@ -4,7 +4,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use iptables::render::IpFamily;
+use model::IpFamily;
 use iptables::{BuiltinJump, Ruleset, Table, TableRules};
 use std::future::Future;
 use testkit::netns::Netns;

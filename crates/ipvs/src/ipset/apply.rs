@@ -4,7 +4,7 @@
 use super::{IpSets, KubeSet, render_ipset_restore};
 use crate::Error;
 use crate::command::run;
-use iptables::render::IpFamily;
+use model::IpFamily;
 
 /// Reads the members of our sets of `family` (`ipset save`).
 pub async fn read_ipsets(family: IpFamily) -> Result<IpSets, Error> {

@@ -1,7 +1,7 @@
 //! The ipsets IPVS mode maintains (`ipvs-ipsets.md`), with upstream's
 //! names, types and comments.
 
-use iptables::render::IpFamily;
+use model::IpFamily;
 
 /// The kernel set type of a [`KubeSet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! shows, with entries spelled as `ipset save` prints them.
 
 use super::KubeSet;
-use iptables::render::IpFamily;
+use model::IpFamily;
 use ipnet::IpNet;
 use model::Protocol;
 use std::collections::{BTreeMap, BTreeSet};

@@ -27,7 +27,7 @@ pub fn render_ipset_restore(desired: &IpSets, current: &IpSets) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iptables::render::IpFamily;
+    use model::IpFamily;
 
     #[test]
     fn adds_missing_and_deletes_stale_members_only() {

@@ -1,16 +1,18 @@
-//! NodePort virtual servers (one per node address) and their set members
-//! (`KUBE-NODE-PORT-*`), and the health-check node port member.
+//! NodePort virtual servers (one per NodePort address) and their set
+//! members (`KUBE-NODE-PORT-*`), and the health-check node port member.
 
 use super::builder::Builder;
+use super::endpoints::real_servers;
 use crate::ipset::{KubeSet, members};
-use model::topology::CategorizedEndpoints;
 use model::{Protocol, ServicePort};
+use plan::PortPlan;
 
-/// The node port on every node address: `KUBE-NODE-PORT-<PROTO>`
+/// The node port on every NodePort address: `KUBE-NODE-PORT-<PROTO>`
 /// (masqueraded) and, with externalTrafficPolicy Local, the `-LOCAL-` set
 /// too (which returns before the masquerade). SCTP sets hold
 /// `node ip,sctp:port` instead of the bare port.
-pub(super) fn render_node_port(b: &mut Builder<'_>, svc: &ServicePort, cat: &CategorizedEndpoints<'_>) {
+pub(super) fn render_node_port(b: &mut Builder<'_>, plan: &PortPlan<'_>) {
+    let svc = plan.svc;
     let Some(node_port) = svc.node_port else { return };
     if b.node_port_ips.is_empty() {
         return;
@@ -25,15 +27,15 @@ pub(super) fn render_node_port(b: &mut Builder<'_>, svc: &ServicePort, cat: &Cat
         _ => vec![members::port(node_port)],
     };
     for entry in entries {
-        if svc.external_policy_local {
+        if plan.external_local {
             b.add_member(local_set, entry.clone());
         }
         b.add_member(set, entry);
     }
+    let servers = real_servers(plan, plan.external_local);
     for ip in b.node_port_ips.clone() {
-        let vs = b.virtual_server(svc, ip, node_port);
-        let real_servers = b.real_servers(svc, cat, svc.external_policy_local);
-        b.add_service(svc, vs, real_servers);
+        let vs = b.virtual_server(plan, ip, node_port);
+        b.add_service(svc, vs, servers.clone());
     }
 }
 

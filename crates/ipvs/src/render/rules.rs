@@ -5,8 +5,9 @@
 //! applier.
 
 use super::RenderOptions;
+use plan::SyncContext;
 use crate::ipset::{IpSets, KubeSet};
-use iptables::render::IpFamily;
+use model::IpFamily;
 use iptables::{BuiltinJump, Ruleset, Table};
 use model::Protocol;
 use std::net::IpAddr;
@@ -78,23 +79,24 @@ const SET_JUMPS: [SetJump; 12] = [
 ];
 
 /// Writes the rules for `sets`.
-pub fn render_rules(sets: &IpSets, lb_no_node_access: &[LbNoNodeAccess], opts: &RenderOptions) -> Ruleset {
-    let mut r = Rules { sets, family: opts.family, ruleset: Ruleset::default() };
+pub fn render_rules(sets: &IpSets, lb_no_node_access: &[LbNoNodeAccess], ctx: &SyncContext, opts: &RenderOptions) -> Ruleset {
+    let mut r = Rules { sets, family: ctx.family, ruleset: Ruleset::default() };
     r.declare_chains();
     r.builtin_jumps();
-    let lo = if opts.family == IpFamily::V6 { "::1/128" } else { "127.0.0.0/8" };
+    let lo = if ctx.family == IpFamily::V6 { "::1/128" } else { "127.0.0.0/8" };
     r.nat(format!("KUBE-SERVICES -s {lo} -j RETURN"));
     r.set_jumps();
-    r.cluster_ip_masquerade(opts);
+    r.cluster_ip_masquerade(ctx);
     r.external_ip_rules();
     r.nat("KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT".into());
     r.nat("KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ".into());
     r.filter("KUBE-SOURCE-RANGES-FIREWALL -j DROP".into());
     r.lb_no_node_access(lb_no_node_access);
     r.accept_ipvs_traffic();
-    r.forward_and_health_check(&opts.mark());
+    let mark = ctx.mark.to_string();
+    r.forward_and_health_check(&mark);
     r.ipvs_filter();
-    r.postrouting(&opts.mark(), opts.random_fully);
+    r.postrouting(&mark, opts.random_fully);
     r.ruleset
 }
 
@@ -160,14 +162,13 @@ impl Rules<'_> {
     /// Traffic to a ClusterIP is masqueraded: all of it (masqueradeAll),
     /// what does not come from the cluster CIDR, or (no CIDR known) the
     /// node's own traffic sourced from a service address.
-    fn cluster_ip_masquerade(&mut self, opts: &RenderOptions) {
+    fn cluster_ip_masquerade(&mut self, ctx: &SyncContext) {
         if self.sets.set_is_empty(KubeSet::ClusterIp) {
             return;
         }
-        let cidr = opts.cluster_cidr.filter(|c| self.family.contains_net(c));
-        let rule = if opts.masquerade_all {
+        let rule = if ctx.masquerade_all {
             format!("KUBE-SERVICES {} -j KUBE-MARK-MASQ", self.commented_match(KubeSet::ClusterIp, "dst,dst"))
-        } else if let Some(cidr) = cidr {
+        } else if let Some(cidr) = ctx.local_traffic {
             format!("KUBE-SERVICES ! -s {cidr} {} -j KUBE-MARK-MASQ", self.commented_match(KubeSet::ClusterIp, "dst,dst"))
         } else {
             format!("KUBE-SERVICES {} -j KUBE-MARK-MASQ", self.commented_match(KubeSet::ClusterIp, "src,dst"))

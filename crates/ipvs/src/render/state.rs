@@ -3,8 +3,9 @@
 use crate::ipset::IpSets;
 use crate::{RealServer, ServiceKey, VirtualServer};
 use iptables::Ruleset;
-use iptables::render::IpFamily;
-use model::{ServiceName, ServicePortName};
+use model::IpFamily;
+use model::ServicePortName;
+use plan::NoLocalEndpoints;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
@@ -17,16 +18,6 @@ pub struct DesiredService {
     pub real_servers: Vec<RealServer>,
     /// The service port it belongs to, for logs.
     pub service: ServicePortName,
-}
-
-/// Services whose traffic-policy-Local path has no local endpoint (for the
-/// `sync_proxy_rules_no_local_endpoints_total` metric).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NoLocalEndpoints {
-    /// internalTrafficPolicy Local.
-    pub internal: BTreeSet<ServiceName>,
-    /// externalTrafficPolicy Local.
-    pub external: BTreeSet<ServiceName>,
 }
 
 /// The desired IPVS-mode state of one IP family.
@@ -42,7 +33,8 @@ pub struct IpvsState {
     pub ipsets: IpSets,
     /// The companion iptables rules, for the iptables applier.
     pub ruleset: Ruleset,
-    /// Traffic-policy-Local services without local endpoints.
+    /// Traffic-policy-Local services without local endpoints (services,
+    /// not ports, as upstream's IPVS proxier counts them).
     pub no_local_endpoints: NoLocalEndpoints,
 }
 

@@ -4,7 +4,7 @@
 use super::checks::sh;
 use ipvs::ipset::{IpSets, KubeSet};
 use ipvs::render::{IpvsState, ipvsadm_line};
-use iptables::render::IpFamily;
+use model::IpFamily;
 use std::collections::BTreeMap;
 
 /// `ipvsadm -Ln` as sorted blocks: each service line followed by its

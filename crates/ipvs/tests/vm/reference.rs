@@ -12,7 +12,7 @@ use ipvs::cleanup::{apply_cleanup, leftovers_present};
 use ipvs::render::{IpvsState, RenderOptions, render};
 use ipvs::{Scheduler, Timeouts};
 use iptables::apply::Backend;
-use iptables::render::IpFamily;
+use model::IpFamily;
 use model::{ServicePortName, Snapshot};
 use std::sync::Arc;
 use tokio::runtime::Runtime;

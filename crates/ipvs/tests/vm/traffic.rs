@@ -220,7 +220,7 @@ pub fn dual_stack(rt: &Runtime) {
     let locals = rt.block_on(applier.local_addresses()).unwrap();
     let v4 = RenderOptions { local_addresses: locals.clone(), cluster_cidr: Some(net("10.244.0.0/16")), ..RenderOptions::default() };
     let v6 = RenderOptions {
-        family: iptables::render::IpFamily::V6,
+        family: model::IpFamily::V6,
         local_addresses: locals,
         cluster_cidr: Some(net("fd00:244::/64")),
         ..RenderOptions::default()
@@ -244,7 +244,7 @@ pub fn dual_stack(rt: &Runtime) {
 
     drop(applier);
     let report = rt.block_on(apply_cleanup(&ApplyOptions::default())).unwrap();
-    assert!(report.iptables_cleaned.contains(&(Backend::Nft, iptables::render::IpFamily::V6)), "{report:?}");
+    assert!(report.iptables_cleaned.contains(&(Backend::Nft, model::IpFamily::V6)), "{report:?}");
     super::reference::assert_nothing_left();
     for save in ["ip6tables-legacy-save", "ip6tables-nft-save"] {
         assert!(!sh(save).contains("KUBE-"), "{save} not clean");

@@ -9,7 +9,7 @@ use super::{iptables_mode, node_name};
 use crate::config::Config;
 use anyhow::Context;
 use iptables::apply::KernelFacts;
-use iptables::render::IpFamily;
+use model::IpFamily;
 use std::fmt::Write;
 use std::sync::{Mutex, PoisonError};
 
