@@ -6,6 +6,7 @@
 //! `iptables-restore`). No manifests file and no polling in the way: this
 //! is the proxy's own event-to-rules latency.
 
+use plan::{LocalDetection, Options};
 use crate::counting_alloc::{live_bytes, peak_bytes, reset_peak};
 use crate::generate::{self, Load};
 use crate::namespace::BenchNetns;
@@ -196,10 +197,10 @@ impl Sync {
     async fn new(backend: Backend) -> Result<Self> {
         let facts = iptables::apply::apply_kernel_setup(true).await?;
         let opts = RenderOptions {
-            cluster_cidr: generate::POD_CIDR.parse().ok(),
+            common: Options { local_detection: LocalDetection::ClusterCidr(generate::POD_CIDR.parse().into_iter().collect()), ..Options::default() },
             nfacct: facts.nfacct,
             conntrack_tcp_be_liberal: facts.conntrack_tcp_be_liberal,
-            node_ips: facts.local_addresses,
+            local_addresses: facts.local_addresses,
             ..RenderOptions::default()
         };
         Ok(Self { syncer: Syncer::new(Iptables::new(backend, IpFamily::V4)), opts })

@@ -10,6 +10,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
+use plan::{LocalDetection, Options};
 use iptables::apply::{Backend, Iptables, Rollback, Syncer};
 use iptables::chain_name::{ServiceChains, endpoint_chain};
 use iptables::render::{RenderOptions, render};
@@ -69,7 +70,7 @@ const DB: &[u16] = &[10, 11];
 
 fn options() -> RenderOptions {
     // nfacct objects exist only where the applier made them.
-    RenderOptions { nfacct: false, cluster_cidr: Some(cluster_cidr()), ..RenderOptions::default() }
+    RenderOptions { nfacct: false, common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() }, ..RenderOptions::default() }
 }
 
 fn rules(snapshot: &Snapshot) -> Ruleset {

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use plan::{LocalDetection, NodePortAddresses, Options};
 use iptables::Ruleset;
 use iptables::render::{RenderOptions, Rendered, consistency_problems, render};
 use model::IpFamily;
@@ -13,7 +14,7 @@ use testkit::builders::*;
 
 /// Upstream's test configuration: local traffic detected by 10.0.0.0/8.
 fn opts() -> RenderOptions {
-    RenderOptions { cluster_cidr: Some(cluster_cidr()), ..RenderOptions::default() }
+    RenderOptions { common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() }, ..RenderOptions::default() }
 }
 
 /// Renders, checks consistency and the kernel round trip, and returns the
@@ -33,7 +34,7 @@ fn assert_kernel_round_trip(snapshot: &Snapshot, opts: &RenderOptions) {
         return;
     }
     let ruleset = render(snapshot, &RenderOptions { nfacct: false, ..opts.clone() }).ruleset;
-    let saved = apply_in_fresh_netns(&ruleset, opts.family);
+    let saved = apply_in_fresh_netns(&ruleset, opts.common.family);
     assert_eq!(rules_by_chain(&ruleset), saved_rules_by_chain(&saved), "iptables-save differs from the rendering");
 }
 
@@ -171,7 +172,7 @@ fn client_ip_affinity() {
 fn masquerade_all() {
     let port = tcp_port("ns1", "svc1", "p80", cluster_ip(41), 80);
     let snap = snapshot().service(port, two_endpoints(80)).build();
-    let opts = RenderOptions { masquerade_all: true, ..opts() };
+    let opts = RenderOptions { common: Options { masquerade_all: true, ..opts().common }, ..opts() };
     insta::assert_snapshot!("masquerade_all", golden(&snap, &opts));
 }
 
@@ -179,7 +180,7 @@ fn masquerade_all() {
 fn no_local_traffic_detection() {
     let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3002).etp_local();
     let snap = snapshot().service(port, two_endpoints(80)).build();
-    let opts = RenderOptions { cluster_cidr: None, ..opts() };
+    let opts = RenderOptions::default();
     insta::assert_snapshot!("no_local_detection", golden(&snap, &opts));
 }
 
@@ -282,8 +283,11 @@ fn node_port_addresses_restrict_node_ports() {
     let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001);
     let snap = snapshot().service(port, two_endpoints(80)).build();
     let opts = RenderOptions {
-        node_port_addresses: vec!["192.168.0.0/24".parse().unwrap(), "127.0.0.0/8".parse().unwrap()],
-        node_ips: vec![node_ip(), "127.0.0.1".parse().unwrap(), "10.1.1.1".parse().unwrap()],
+        common: Options {
+            node_port_addresses: NodePortAddresses::Cidrs(vec!["192.168.0.0/24".parse().unwrap(), "127.0.0.0/8".parse().unwrap()]),
+            ..opts().common
+        },
+        local_addresses: vec![node_ip(), "127.0.0.1".parse().unwrap(), "10.1.1.1".parse().unwrap()],
         ..opts()
     };
     insta::assert_snapshot!("node_port_addresses", golden(&snap, &opts));
@@ -293,7 +297,7 @@ fn node_port_addresses_restrict_node_ports() {
 fn node_port_addresses_primary() {
     let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001);
     let snap = snapshot().service(port, two_endpoints(80)).build();
-    let opts = RenderOptions { node_port_primary: true, ..opts() };
+    let opts = RenderOptions { common: Options { node_port_addresses: NodePortAddresses::Primary, ..opts().common }, ..opts() };
     insta::assert_snapshot!("node_port_primary", golden(&snap, &opts));
 }
 
@@ -301,7 +305,7 @@ fn node_port_addresses_primary() {
 fn without_localhost_node_ports_or_nfacct() {
     let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001);
     let snap = snapshot().service(port, two_endpoints(80)).build();
-    let opts = RenderOptions { localhost_nodeports: false, nfacct: false, ..opts() };
+    let opts = RenderOptions { common: Options { localhost_nodeports: false, ..opts().common }, nfacct: false, ..opts() };
     insta::assert_snapshot!("no_localhost_no_nfacct", golden(&snap, &opts));
 }
 
@@ -317,8 +321,11 @@ fn ipv6_family() {
     let v4 = tcp_port("ns2", "v4-only", "p80", cluster_ip(42), 80);
     let snap = snapshot().service(port, eps).service(v4, two_endpoints(80)).build();
     let opts = RenderOptions {
-        family: IpFamily::V6,
-        cluster_cidr: Some("fd00:10::/32".parse().unwrap()),
+        common: Options {
+            family: IpFamily::V6,
+            local_detection: LocalDetection::ClusterCidr(vec!["fd00:10::/32".parse().unwrap()]),
+            ..Options::default()
+        },
         ..RenderOptions::default()
     };
     insta::assert_snapshot!("ipv6", golden(&snap, &opts));

@@ -10,6 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use plan::{LocalDetection, Options};
 use iptables::Ruleset;
 use iptables::render::{RenderOptions, Rendered, consistency_problems, render};
 use model::IpFamily;
@@ -130,11 +131,7 @@ fn ip(s: &str) -> IpAddr {
 fn reference_snapshot(family: IpFamily) -> Snapshot {
     let parsed = source::manifests::parse(CLUSTER_YAML).unwrap();
     assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
-    let tracker_family = match family {
-        IpFamily::V4 => tracker::IpFamily::V4,
-        IpFamily::V6 => tracker::IpFamily::V6,
-    };
-    let mut tracker = tracker::Tracker::with_family("node-a", tracker_family);
+    let mut tracker = tracker::Tracker::with_family("node-a", family);
     let warnings = tracker.replace_all(&parsed.objects);
     assert!(warnings.is_empty(), "{warnings:?}");
     tracker.snapshot().0
@@ -243,7 +240,7 @@ fn reference_services() -> Vec<(ServicePort, Vec<Endpoint>)> {
 /// The corpus's kube-proxy configuration for `family` (its IPv4-only
 /// clusterCIDR leaves the IPv6 proxier without local-traffic detection).
 fn reference_options(family: IpFamily) -> RenderOptions {
-    RenderOptions { family, cluster_cidr: Some("10.244.0.0/16".parse().unwrap()), ..RenderOptions::default() }
+    RenderOptions { common: Options { family, local_detection: LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]), ..Options::default() }, ..RenderOptions::default() }
 }
 
 fn render_reference(family: IpFamily) -> Rendered {

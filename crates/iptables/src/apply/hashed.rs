@@ -103,6 +103,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::Ruleset;
     use crate::render::{RenderOptions, render, stream};
+    use plan::{LocalDetection, Options};
     use testkit::builders::*;
 
     /// Two services with endpoints, one without, one with a NodePort.
@@ -117,7 +118,7 @@ pub(crate) mod tests {
     #[test]
     fn streamed_and_collected_renderings_hash_alike() {
         let snapshot = sample();
-        let opts = RenderOptions { cluster_cidr: Some(cluster_cidr()), ..RenderOptions::default() };
+        let opts = RenderOptions { common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() }, ..RenderOptions::default() };
         let collected = render(&snapshot, &opts).ruleset;
         let (a, b) = (hash_rendering(&collected), hash_rendering(&stream(&snapshot, &opts)));
         assert_eq!(a.tables, b.tables);

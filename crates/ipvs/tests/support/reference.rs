@@ -3,6 +3,7 @@
 //! way the tracker would: headless, ExternalName and `service-proxy-name`
 //! services left out.
 
+use plan::{LocalDetection, Options};
 use ipnet::IpNet;
 use model::{Endpoint, NodeInfo, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::net::IpAddr;
@@ -129,7 +130,7 @@ pub fn reference_services() -> Vec<(ServicePort, Vec<Endpoint>)> {
 /// node-a's address 192.168.86.2 as the only local address.
 pub fn reference_options() -> ipvs::render::RenderOptions {
     ipvs::render::RenderOptions {
-        cluster_cidr: Some(net("10.244.0.0/16")),
+        common: Options { local_detection: LocalDetection::ClusterCidr(vec![net("10.244.0.0/16")]), ..Options::default() },
         local_addresses: vec![ip("192.168.86.2")],
         ..Default::default()
     }

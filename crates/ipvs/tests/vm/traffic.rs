@@ -14,6 +14,7 @@
 //! does not have on a service address (rejected); graceful termination of a
 //! real server with an open connection.
 
+use plan::{LocalDetection, Options};
 use super::checks::sh;
 use super::kernel_view::{ipvsadm_blocks, rendered_chains, saved_chains};
 use crate::support::reference::{eps, ip, lb, net, nodeport, port};
@@ -134,7 +135,7 @@ pub fn traffic(rt: &Runtime) {
     let mut applier = rt.block_on(IpvsApplier::connect(Backend::Nft, opts)).unwrap();
     rt.block_on(apply_kernel_setup(applier.ipvs(), KernelSetup::default())).unwrap();
     let locals = rt.block_on(applier.local_addresses()).unwrap();
-    let render_opts = RenderOptions { local_addresses: locals, cluster_cidr: Some(net("10.244.0.0/16")), ..RenderOptions::default() };
+    let render_opts = RenderOptions { local_addresses: locals, common: Options { local_detection: LocalDetection::ClusterCidr(vec![net("10.244.0.0/16")]), ..Options::default() }, ..RenderOptions::default() };
     let state = render(&scenario(&["10.244.0.11@a"]), &render_opts);
     rt.block_on(applier.apply(&state)).unwrap();
     assert_nft_rules_match(&state);
@@ -218,11 +219,14 @@ pub fn dual_stack(rt: &Runtime) {
 
     let mut applier = rt.block_on(IpvsApplier::connect(Backend::Nft, ApplyOptions::default())).unwrap();
     let locals = rt.block_on(applier.local_addresses()).unwrap();
-    let v4 = RenderOptions { local_addresses: locals.clone(), cluster_cidr: Some(net("10.244.0.0/16")), ..RenderOptions::default() };
+    let v4 = RenderOptions { local_addresses: locals.clone(), common: Options { local_detection: LocalDetection::ClusterCidr(vec![net("10.244.0.0/16")]), ..Options::default() }, ..RenderOptions::default() };
     let v6 = RenderOptions {
-        family: model::IpFamily::V6,
         local_addresses: locals,
-        cluster_cidr: Some(net("fd00:244::/64")),
+        common: Options {
+            family: model::IpFamily::V6,
+            local_detection: LocalDetection::ClusterCidr(vec![net("fd00:244::/64")]),
+            ..Options::default()
+        },
         ..RenderOptions::default()
     };
     let (state4, state6) = (render(&snap, &v4), render(&snap, &v6));

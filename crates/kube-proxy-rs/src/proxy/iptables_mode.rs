@@ -4,12 +4,12 @@
 //! mapping IPVS mode shares (backend, cluster CIDR, NodePort addresses).
 
 use crate::config::{Config, DetectLocal, IptablesBackend, NodePortAddresses};
+use plan::LocalDetection;
 use iptables::apply::{Backend, BackendChoice, Iptables, KernelFacts, Syncer};
 use super::report::SyncReport;
 use health::SyncKind;
 use iptables::render::RenderOptions;
 use model::IpFamily;
-use ipnet::IpNet;
 use model::Snapshot;
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 pub struct IptablesProxier {
     syncer: Syncer,
     opts: RenderOptions,
-    node_cidr_detection: bool,
     /// A full sync runs at least this often (`syncPeriod`).
     sync_period: Duration,
     /// When the last full sync finished.
@@ -35,7 +34,6 @@ impl IptablesProxier {
         Ok(Self {
             syncer: Syncer::new(Iptables::new(backend, family)),
             opts: render_options(config, family, &facts),
-            node_cidr_detection: config.detect_local == DetectLocal::NodeCidr,
             sync_period: config.sync_period,
             last_full_sync: None,
         })
@@ -48,9 +46,6 @@ impl IptablesProxier {
     /// last one failed, our canary chain is gone); else only the chains
     /// that changed.
     pub async fn sync(&mut self, snapshot: &Snapshot, full: bool) -> Result<SyncReport, iptables::Error> {
-        if self.node_cidr_detection {
-            self.opts.cluster_cidr = node_cidr(snapshot, self.opts.family);
-        }
         let full = wants_full_sync(full, self.last_full_sync, self.sync_period, Instant::now());
         let started = Instant::now();
         // Rendered piece by piece while applied: never every rule at once.
@@ -88,25 +83,34 @@ fn wants_full_sync(asked: bool, last_full_sync: Option<Instant>, sync_period: Du
 /// The render options for `config` on this kernel.
 pub fn render_options(config: &Config, family: IpFamily, facts: &KernelFacts) -> RenderOptions {
     RenderOptions {
-        family,
-        cluster_cidr: cluster_cidr(config, family),
-        masquerade_all: config.masquerade_all,
-        masquerade_bit: config.masquerade_bit,
-        node_port_addresses: node_port_cidrs(config),
-        node_port_primary: config.node_port_addresses == NodePortAddresses::Primary,
-        node_ips: facts.local_addresses.clone(),
-        localhost_nodeports: config.localhost_node_ports,
+        common: plan_options(config, family),
+        local_addresses: facts.local_addresses.clone(),
         nfacct: facts.nfacct,
         conntrack_tcp_be_liberal: facts.conntrack_tcp_be_liberal,
         ..RenderOptions::default()
     }
 }
 
-/// `nodePortAddresses` CIDRs (none: every local address, or `primary`).
-pub fn node_port_cidrs(config: &Config) -> Vec<IpNet> {
-    match &config.node_port_addresses {
-        NodePortAddresses::Cidrs(cidrs) => cidrs.clone(),
-        NodePortAddresses::All | NodePortAddresses::Primary => Vec::new(),
+/// The options every mode shares, from `config`.
+pub fn plan_options(config: &Config, family: IpFamily) -> plan::Options {
+    let local_detection = match &config.detect_local {
+        DetectLocal::ClusterCidr(cidrs) => LocalDetection::ClusterCidr(cidrs.clone()),
+        DetectLocal::NodeCidr => LocalDetection::NodeCidr,
+        DetectLocal::BridgeInterface(name) => LocalDetection::BridgeInterface(name.clone()),
+        DetectLocal::InterfaceNamePrefix(prefix) => LocalDetection::InterfaceNamePrefix(prefix.clone()),
+    };
+    let node_port_addresses = match &config.node_port_addresses {
+        NodePortAddresses::All => plan::NodePortAddresses::All,
+        NodePortAddresses::Primary => plan::NodePortAddresses::Primary,
+        NodePortAddresses::Cidrs(cidrs) => plan::NodePortAddresses::Cidrs(cidrs.clone()),
+    };
+    plan::Options {
+        family,
+        local_detection,
+        masquerade_all: config.masquerade_all,
+        masquerade_bit: config.masquerade_bit,
+        node_port_addresses,
+        localhost_nodeports: config.localhost_node_ports,
     }
 }
 
@@ -122,24 +126,6 @@ pub fn backend_choice(flag: IptablesBackend) -> BackendChoice {
 /// Upstream sets `route_localnet` when localhost NodePorts are on (IPv4).
 pub fn wants_route_localnet(config: &Config, family: IpFamily) -> bool {
     family == IpFamily::V4 && config.localhost_node_ports
-}
-
-fn in_family(net: &IpNet, family: IpFamily) -> bool {
-    IpFamily::of(net.addr()) == family
-}
-
-/// The cluster CIDR of this family for `detectLocalMode: ClusterCIDR`.
-pub fn cluster_cidr(config: &Config, family: IpFamily) -> Option<IpNet> {
-    match &config.detect_local {
-        DetectLocal::ClusterCidr(cidrs) => cidrs.iter().find(|net| in_family(net, family)).copied(),
-        DetectLocal::NodeCidr => None,
-        DetectLocal::BridgeInterface(_) | DetectLocal::InterfaceNamePrefix(_) => None,
-    }
-}
-
-/// The node's pod CIDR of this family for `detectLocalMode: NodeCIDR`.
-fn node_cidr(snapshot: &Snapshot, family: IpFamily) -> Option<IpNet> {
-    snapshot.node.pod_cidrs.iter().find(|net| in_family(net, family)).copied()
 }
 
 #[cfg(test)]

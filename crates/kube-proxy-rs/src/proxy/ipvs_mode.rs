@@ -2,7 +2,7 @@
 //! companion rules (pure), then let the IPVS applier diff them against the
 //! kernel and send only the changes.
 
-use super::iptables_mode::{backend_choice, cluster_cidr, node_port_cidrs};
+use super::iptables_mode::{backend_choice, plan_options};
 use super::report::SyncReport;
 use crate::config::Config;
 use ipvs::apply::{ApplyOptions, IpvsApplier};
@@ -30,13 +30,9 @@ impl IpvsProxier {
         ipvs::apply::apply_kernel_setup(applier.ipvs(), setup).await?;
         tracing::info!(%backend, scheduler = %config.ipvs.scheduler, "using IPVS mode");
         let opts = RenderOptions {
-            family,
+            common: plan_options(config, family),
             scheduler: config.ipvs.scheduler,
-            masquerade_all: config.masquerade_all,
-            masquerade_bit: config.masquerade_bit,
-            cluster_cidr: cluster_cidr(config, family),
             local_addresses: Vec::new(),
-            node_port_addresses: node_port_cidrs(config),
             random_fully: true,
         };
         Ok(Self { applier, opts })
@@ -57,8 +53,8 @@ impl IpvsProxier {
             written_rules: Default::default(),
             rules: state.ruleset.counts(),
             virtual_servers: Some(state.services.len()),
-            no_local_internal: state.no_local_endpoints.internal.len(),
-            no_local_external: state.no_local_endpoints.external.len(),
+            no_local_internal: state.no_local_endpoints.internal,
+            no_local_external: state.no_local_endpoints.external,
         })
     }
 }
