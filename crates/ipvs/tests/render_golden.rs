@@ -204,6 +204,22 @@ fn node_ports_go_on_every_local_address_or_the_chosen_ones() {
 }
 
 #[test]
+fn node_port_addresses_primary_means_the_nodes_primary_ip_only() {
+    // Upstream (and iptables mode): `nodePortAddresses: [primary]` puts
+    // NodePorts on the Node's primary IP, not on every local address.
+    let locals = vec![node_ip(), ip("10.0.0.1")];
+    let node_ports = |state: &IpvsState| -> Vec<String> {
+        state.services.keys().filter(|k| k.port == 3001).map(|k| k.address.to_string()).collect()
+    };
+    let all = one_service(&RenderOptions { local_addresses: locals.clone(), ..Default::default() });
+    assert_eq!(node_ports(&all), ["10.0.0.1", "192.168.0.2"]);
+    let common = Options { node_port_addresses: NodePortAddresses::Primary, ..Options::default() };
+    let primary = one_service(&RenderOptions { common, local_addresses: locals, ..Default::default() });
+    assert_eq!(node_ports(&primary), ["192.168.0.2"], "the Node's primary IP only");
+    assert!(primary.ipsets.contains(KubeSet::NodePortTcp, "3001"));
+}
+
+#[test]
 fn udp_and_sctp_node_ports_use_their_sets() {
     let snap = snapshot()
         .service(tcp_port("ns", "dns", "dns", cluster_ip(10), 53).udp().node_port(3053).etp_local(), [endpoint(pod_ip(1), 53).local()])

@@ -19,3 +19,6 @@ pub use no_local::NoLocalEndpoints;
 pub use options::{LocalDetection, NodePortAddresses, Options};
 pub use order::upstream_order;
 pub use port::{PortPlan, Refusal};
+
+#[cfg(test)]
+mod tests;
