@@ -5,7 +5,8 @@
 //!
 //! Layout: [`render`] assembles the static chains ([`static_chains`]) and,
 //! for every service port in name order, [`render_service_port`], which
-//! decides the port's traffic plan once and then renders one traffic kind
+//! takes the port's [`plan::PortPlan`] (the decisions every mode shares),
+//! names its chains once (`naming`) and then renders one traffic kind
 //! per module (cluster IP, external IPs, load-balancer IPs and firewall,
 //! node ports, no-endpoint filter rules, EXT chains, SVC/SVL balancing, SEP
 //! chains). A later partial sync can re-render only the changed ports.

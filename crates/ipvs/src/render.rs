@@ -3,7 +3,8 @@
 //! servers with their real servers, the addresses bound to `kube-ipvs0`,
 //! the members of every ipset, and the companion iptables rules.
 //!
-//! Each service port is rendered by one function per traffic kind
+//! Each service port is planned once ([`plan::PortPlan`], shared with
+//! every mode) and rendered by one function per traffic kind
 //! (`cluster_ip`, `external` for external and load-balancer IPs,
 //! `node_port`), which add virtual servers, bind addresses and ipset
 //! members to a `Builder`; `rules` then writes the iptables rules from
@@ -35,10 +36,12 @@ pub fn render(snapshot: &Snapshot, opts: &RenderOptions) -> IpvsState {
         if !family.contains(svc.cluster_ip) {
             continue;
         }
-        let eps = plan::upstream_order(snapshot.endpoints_of(name), family);
-        let plan = PortPlan::new(&b.ctx, svc, &eps);
+        // Real servers are sorted by address, so upstream's endpoint order
+        // (and its copy) is not needed here.
+        let eps = snapshot.endpoints_of(name);
+        let plan = PortPlan::new(&b.ctx, svc, eps);
         b.record_no_local_endpoints(&plan);
-        cluster_ip::render_loopback(&mut b, &plan, &eps);
+        cluster_ip::render_loopback(&mut b, &plan, eps);
         cluster_ip::render_cluster_ip(&mut b, &plan);
         external::render_external_ips(&mut b, &plan);
         external::render_load_balancer_ips(&mut b, &plan);

@@ -10,8 +10,8 @@ use plan::PortPlan;
 /// the family, so a pod reaching itself through the service is
 /// masqueraded.
 pub(super) fn render_loopback(b: &mut Builder<'_>, plan: &PortPlan<'_>, endpoints: &[Endpoint]) {
-    let proto = plan.svc.name.protocol;
-    for ep in endpoints.iter().filter(|ep| ep.is_local) {
+    let (proto, family) = (plan.svc.name.protocol, b.ctx.family);
+    for ep in endpoints.iter().filter(|ep| ep.is_local && family.contains(ep.ip)) {
         b.add_member(KubeSet::LoopBack, members::ip_port_ip(ep.ip, proto, ep.port, ep.ip));
     }
 }
