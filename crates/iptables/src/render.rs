@@ -29,6 +29,7 @@ mod service_port;
 mod static_chains;
 
 pub use consistency::consistency_problems;
+pub use family::FamilyText;
 pub use context::RenderContext;
 pub use service_port::{ServicePortRules, render_service_port};
 

@@ -2,8 +2,9 @@
 
 use model::IpFamily;
 
-/// Family-specific spellings, as iptables-save prints them.
-pub(crate) trait FamilyText {
+/// Family-specific spellings, as iptables-save prints them (also for
+/// IPVS mode's companion rules).
+pub trait FamilyText {
     /// `REJECT` with the family's port-unreachable (the default
     /// `--reject-with`).
     fn reject_target(self) -> &'static str;

@@ -8,6 +8,7 @@ use super::RenderOptions;
 use plan::SyncContext;
 use crate::ipset::{IpSets, KubeSet};
 use model::IpFamily;
+use iptables::render::FamilyText;
 use iptables::{BuiltinJump, Ruleset, Table};
 use model::Protocol;
 use std::net::IpAddr;
@@ -83,7 +84,7 @@ pub fn render_rules(sets: &IpSets, lb_no_node_access: &[LbNoNodeAccess], ctx: &S
     let mut r = Rules { sets, family: ctx.family, ruleset: Ruleset::default() };
     r.declare_chains();
     r.builtin_jumps();
-    let lo = if ctx.family == IpFamily::V6 { "::1/128" } else { "127.0.0.0/8" };
+    let lo = ctx.family.loopback_net();
     r.nat(format!("KUBE-SERVICES -s {lo} -j RETURN"));
     r.set_jumps();
     r.cluster_ip_masquerade(ctx);
@@ -241,10 +242,7 @@ impl Rules<'_> {
             let name = self.name(set);
             self.filter(format!("KUBE-IPVS-FILTER -m set --match-set {name} {dirs} -j RETURN"));
         }
-        let reject = match self.family {
-            IpFamily::V4 => "REJECT --reject-with icmp-port-unreachable",
-            IpFamily::V6 => "REJECT --reject-with icmp6-port-unreachable",
-        };
+        let reject = self.family.reject_target();
         let ips = self.name(KubeSet::IpvsIps);
         self.filter(format!("KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set {ips} dst -j {reject}"));
     }
