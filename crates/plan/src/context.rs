@@ -3,31 +3,14 @@
 //! where NodePorts answer, and large-cluster mode.
 
 use crate::options::{LocalDetection, Options};
+use crate::{Mark, NodeFacts};
 use ipnet::IpNet;
 use model::{IpFamily, Snapshot};
-use std::fmt;
 use std::net::IpAddr;
 
 /// Above this many endpoints upstream leaves out per-endpoint details
 /// ("large cluster mode").
 const LARGE_CLUSTER_ENDPOINTS: usize = 1000;
-
-/// What the host layer reads about the node on every sync.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeFacts {
-    /// The node's local addresses (from its interfaces), any family.
-    pub local_addresses: Vec<IpAddr>,
-}
-
-/// The masquerade mark, printed as upstream does (`0x4000`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mark(pub u32);
-
-impl fmt::Display for Mark {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#x}", self.0)
-    }
-}
 
 /// Where NodePorts answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,12 +8,16 @@
 //! ipsets). Nothing here does I/O, and nothing here knows a chain name.
 
 mod context;
+mod mark;
 mod no_local;
+mod node_facts;
 mod options;
 mod order;
 mod port;
 
-pub use context::{Mark, NodeFacts, NodePorts, SyncContext};
+pub use context::{NodePorts, SyncContext};
+pub use mark::Mark;
+pub use node_facts::NodeFacts;
 pub use model::IpFamily;
 pub use no_local::NoLocalEndpoints;
 pub use options::{LocalDetection, NodePortAddresses, Options};
