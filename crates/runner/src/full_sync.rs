@@ -118,10 +118,11 @@ impl FullSyncPolicy {
         Ok(SyncScope::Partial)
     }
 
-    /// Records how a sync of `scope` ended at `finished`.
-    pub fn record(&mut self, scope: SyncScope, succeeded: bool, finished: Instant) {
+    /// Records how a sync ended at `finished`: whether it succeeded and
+    /// whether it was a full one (as the proxier reports it did).
+    pub fn record(&mut self, succeeded: bool, full: bool, finished: Instant) {
         self.last_failed = !succeeded;
-        if succeeded && scope.is_full() {
+        if succeeded && full {
             self.last_full = Some(finished);
         }
     }
@@ -146,7 +147,7 @@ mod tests {
 
     fn after_full_sync(at: Instant) -> FullSyncPolicy {
         let mut policy = FullSyncPolicy::new(PERIOD);
-        policy.record(SyncScope::Full(FullSyncReason::Asked(Trigger::Initial)), true, at);
+        policy.record(true, true, at);
         policy
     }
 
@@ -181,7 +182,7 @@ mod tests {
     fn a_partial_sync_does_not_restart_the_sync_period() {
         let at = Instant::now();
         let mut policy = after_full_sync(at);
-        policy.record(SyncScope::Partial, true, at + Duration::from_secs(20));
+        policy.record(true, false, at + Duration::from_secs(20));
         assert!(decide(&policy, Trigger::Requested, at + PERIOD, false).is_full());
     }
 
@@ -189,10 +190,10 @@ mod tests {
     fn a_failure_makes_the_next_sync_full_and_a_success_clears_it() {
         let at = Instant::now();
         let mut policy = after_full_sync(at);
-        policy.record(SyncScope::Partial, false, at + Duration::from_secs(1));
+        policy.record(false, false, at + Duration::from_secs(1));
         let next = at + Duration::from_secs(2);
         assert_eq!(decide(&policy, Trigger::Requested, next, false), SyncScope::Full(FullSyncReason::LastFailed));
-        policy.record(SyncScope::Full(FullSyncReason::LastFailed), true, next);
+        policy.record(true, true, next);
         assert_eq!(decide(&policy, Trigger::Requested, next + Duration::from_secs(1), false), SyncScope::Partial);
     }
 
