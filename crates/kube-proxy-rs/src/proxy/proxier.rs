@@ -11,7 +11,7 @@ use model::IpFamily;
 use proxier::{Cleanup, Proxier};
 
 /// Sets up the configured mode for `family`.
-pub async fn choose(config: &Config, family: IpFamily) -> anyhow::Result<Box<dyn Proxier>> {
+pub async fn choose(config: &Config, family: IpFamily) -> anyhow::Result<Box<dyn Proxier + Send>> {
     if let Some(proxier) = ipvs_if_configured(config, family).await? {
         return Ok(Box::new(proxier));
     }

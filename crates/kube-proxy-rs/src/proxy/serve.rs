@@ -17,7 +17,7 @@ use tracker::Tracker;
 /// Everything one sync touches.
 struct SyncState {
     tracker: Arc<Mutex<Tracker>>,
-    proxier: Box<dyn Proxier>,
+    proxier: Box<dyn Proxier + Send>,
     /// Whether each sync is full or partial.
     policy: FullSyncPolicy,
     service_health: ServiceHealthServers,
