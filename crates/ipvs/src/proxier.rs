@@ -140,3 +140,20 @@ impl Cleanup for IpvsCleanup {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_companion_rule_failures_count_as_failed_restores() {
+        let restore = Error::from(iptables::Error::UnknownBackend { value: "x".to_string() });
+        assert_eq!(sync_error(restore).failure, Failure::IptablesRestore { partial: false });
+        let netlink = Error::Incomplete { errors: vec!["add virtual server: EINVAL".to_string()] };
+        let err = sync_error(netlink);
+        assert_eq!(err.failure, Failure::Other);
+        assert!(err.to_string().contains("add virtual server: EINVAL"), "{err}");
+        let ipset = Error::Ipset { operation: "ipset restore".to_string(), detail: "exit 1".to_string() };
+        assert_eq!(sync_error(ipset).failure, Failure::Other);
+    }
+}
