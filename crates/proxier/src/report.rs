@@ -27,7 +27,7 @@ pub struct SyncReport {
 }
 
 /// One table's rules in a [`SyncReport`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TableRules {
     /// The table's label (`filter`, `nat`).
     pub table: &'static str,

@@ -9,7 +9,7 @@ use crate::config::Config;
 /// not be cleaned.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     let mut failed = Vec::new();
-    for cleanup in super::proxier::cleanups(config) {
+    for cleanup in super::mode::cleanups(config) {
         for cleaned in cleanup.clean_up().await {
             match cleaned.result {
                 Ok(removed) => tracing::info!(what = %cleaned.what, %removed, "cleaned up"),

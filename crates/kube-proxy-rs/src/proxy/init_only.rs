@@ -4,7 +4,7 @@
 //! and no server started.
 
 use super::mode_options::wants_route_localnet;
-use super::proxier::ipvs_if_configured;
+use super::mode::ipvs_if_configured;
 use crate::config::Config;
 use iptables::proxier::IptablesProxier;
 use model::IpFamily;

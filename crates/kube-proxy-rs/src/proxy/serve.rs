@@ -1,12 +1,13 @@
 //! The long-running proxy: a source (the manifests file or the API
-//! server) feeds the tracker; the runner calls the iptables sync within
-//! its bounds (iptables or IPVS mode); every sync updates the health-check
-//! servers, node health and metrics, and removes stale UDP conntrack flows.
+//! server) feeds the tracker; the runner calls the chosen mode's proxier
+//! within its bounds, its full-sync policy deciding how much each sync
+//! writes; every sync's mode-neutral report updates the metrics, and the
+//! health-check servers, node health and stale UDP conntrack flows follow.
 
 use super::sources::{Changes, Source, lock};
-use super::{node_name, proxier, shutdown, stale_flows};
+use super::{mode, node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
-use ::proxier::{Failure, Mode, Proxier, SyncError, SyncReport};
+use proxier::{Failure, Mode, Proxier, SyncError, SyncReport};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
 use model::{ChangeSet, Snapshot};
 use runner::{FullSyncPolicy, Periods, Runner, SyncScope, Trigger};
@@ -31,8 +32,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let tracker = Arc::new(Mutex::new(Tracker::new(node_name::resolve(&config)?)));
 
     super::conntrack_setup::apply(&config);
-    let proxier = proxier::choose(&config, IpFamily::V4).await?;
-    let metrics = Metrics::new(proxier::metrics_mode(proxier.mode()));
+    let proxier = mode::choose(&config, IpFamily::V4).await?;
+    let metrics = Metrics::new(mode::metrics_mode(proxier.mode()));
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
     start_servers(&config, &health, &metrics).await;
 
@@ -129,7 +130,7 @@ impl SyncState {
 
 /// One line per sync; the scale benchmark reads these figures.
 fn log_sync(mode: Mode, trigger: Trigger, report: &SyncReport, snapshot: &Snapshot) {
-    let table = |name: &str| report.table(name).copied().unwrap_or(::proxier::TableRules { table: "", rules: 0, chains: 0, written: 0 });
+    let table = |name: &str| report.table(name).copied().unwrap_or_default();
     let (nat, filter) = (table("nat"), table("filter"));
     let (render_ms, apply_ms) = (report.render.as_secs_f64() * 1e3, report.apply.as_secs_f64() * 1e3);
     let (nat_rules, nat_chains, filter_rules) = (nat.rules, nat.chains, filter.rules);
