@@ -76,7 +76,7 @@ impl SyncState {
         let report = match synced {
             Ok(report) => report,
             Err(err) => {
-                self.count_failure(&err);
+                count_failure(&self.metrics, &err);
                 return Err(err.into());
             }
         };
@@ -99,16 +99,6 @@ impl SyncState {
         self.proxier.sync(snapshot, scope.is_full()).await
     }
 
-    /// Counts a failed sync in its mode's failure counters.
-    fn count_failure(&self, err: &SyncError) {
-        if let Failure::IptablesRestore { partial } = err.failure {
-            self.metrics.count_iptables_restore_failure(IpFamily::V4);
-            if partial {
-                self.metrics.count_iptables_partial_restore_failure(IpFamily::V4);
-            }
-        }
-    }
-
     async fn sync_health_servers(&mut self, snapshot: &Snapshot) {
         // Port problems are logged by the health crate; the other servers keep working.
         let _ = self.service_health.sync_services(health::health_check_ports(snapshot)).await;
@@ -125,6 +115,17 @@ impl SyncState {
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
         self.metrics.count_service_changes(changes.services.len() as u64);
+    }
+}
+
+/// Counts a failed sync in its mode's failure counters: iptables restore
+/// failures (and partial ones); nothing else counts in those.
+fn count_failure(metrics: &Metrics, err: &SyncError) {
+    if let Failure::IptablesRestore { partial } = err.failure {
+        metrics.count_iptables_restore_failure(IpFamily::V4);
+        if partial {
+            metrics.count_iptables_partial_restore_failure(IpFamily::V4);
+        }
     }
 }
 
@@ -186,4 +187,31 @@ async fn health_addresses(config: &Config) -> Vec<IpAddr> {
         return wildcard;
     }
     chosen
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The value of `name{ip_family="IPv4"}` in a scrape (0 when absent).
+    fn value(metrics: &Metrics, name: &str) -> f64 {
+        let text = metrics.render().unwrap();
+        let line = text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'));
+        line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    }
+
+    const RESTORE: &str = "kubeproxy_sync_proxy_rules_iptables_restore_failures_total";
+    const PARTIAL: &str = "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total";
+
+    #[test]
+    fn only_iptables_restore_failures_count_as_such() {
+        let metrics = Metrics::new(health::ProxyMode::Iptables);
+        count_failure(&metrics, &SyncError::new(Failure::Other, "add virtual server: EINVAL"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (0.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::IptablesRestore { partial: false }, "restore failed"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (1.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::IptablesRestore { partial: true }, "restore failed"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (2.0, 1.0));
+    }
 }
