@@ -12,7 +12,11 @@ use std::net::IpAddr;
 /// the kernel lists them, both families (upstream's `GetNodeIPs` for
 /// `nodePortAddresses`).
 pub async fn read_local_addresses() -> Result<Vec<IpAddr>, Error> {
-    Ok(dump_addresses().await?.iter().filter_map(address_of).collect())
+    Ok(dump_addresses()
+        .await?
+        .iter()
+        .filter_map(address_of)
+        .collect())
 }
 
 /// Every address of every link except the one named `except` (IPVS mode's
@@ -36,11 +40,23 @@ pub async fn read_local_addresses_except(except: &str) -> Result<Vec<IpAddr>, Er
 }
 
 /// The index of the link named `name`; `None` when there is none.
-async fn link_index(handle: &rtnetlink::Handle, name: &str) -> Result<Option<u32>, rtnetlink::Error> {
+async fn link_index(
+    handle: &rtnetlink::Handle,
+    name: &str,
+) -> Result<Option<u32>, rtnetlink::Error> {
     const ENODEV: i32 = 19;
-    match handle.link().get().match_name(name.to_string()).execute().try_next().await {
+    match handle
+        .link()
+        .get()
+        .match_name(name.to_string())
+        .execute()
+        .try_next()
+        .await
+    {
         Ok(link) => Ok(link.map(|l| l.header.index)),
-        Err(rtnetlink::Error::NetlinkError(e)) if e.code.is_some_and(|c| c.get() == -ENODEV) => Ok(None),
+        Err(rtnetlink::Error::NetlinkError(e)) if e.code.is_some_and(|c| c.get() == -ENODEV) => {
+            Ok(None)
+        }
         Err(err) => Err(err),
     }
 }
@@ -55,12 +71,17 @@ async fn with_handle<T, F>(requests: impl FnOnce(rtnetlink::Handle) -> F) -> Res
 where
     F: Future<Output = Result<T, rtnetlink::Error>>,
 {
-    let (connection, handle, _) =
-        rtnetlink::new_connection().map_err(|source| Error::Netlink { operation: "address dump".to_string(), source })?;
+    let (connection, handle, _) = rtnetlink::new_connection().map_err(|source| Error::Netlink {
+        operation: "address dump".to_string(),
+        source,
+    })?;
     let task = tokio::spawn(connection);
     let result = requests(handle).await;
     task.abort();
-    result.map_err(|err| Error::Netlink { operation: "address dump".to_string(), source: std::io::Error::other(err.to_string()) })
+    result.map_err(|err| Error::Netlink {
+        operation: "address dump".to_string(),
+        source: std::io::Error::other(err.to_string()),
+    })
 }
 
 /// An address message's own address: `IFA_LOCAL` if present, else `IFA_ADDRESS`.

@@ -22,7 +22,10 @@ pub struct Invocation {
 impl Invocation {
     /// `program` with `args`.
     pub fn new(program: impl Into<String>, args: Vec<String>) -> Self {
-        Self { program: program.into(), args }
+        Self {
+            program: program.into(),
+            args,
+        }
     }
 
     /// `program` with borrowed `args`.
@@ -32,17 +35,29 @@ impl Invocation {
 
     /// [`Error::Spawn`] for this command.
     pub fn spawn_error(&self, source: std::io::Error) -> Error {
-        Error::Spawn { command: self.to_string(), source }
+        Error::Spawn {
+            command: self.to_string(),
+            source,
+        }
     }
 
     /// [`Error::Command`] for this command's finished `out`.
     pub fn failed(&self, out: &Output) -> Error {
-        Error::Command { command: self.to_string(), status: out.status, stderr: stderr_of(out) }
+        Error::Command {
+            command: self.to_string(),
+            status: out.status,
+            stderr: stderr_of(out),
+        }
     }
 
     fn command(&self, stdin: Stdio) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.program);
-        command.args(&self.args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        command
+            .args(&self.args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
         command
     }
 }
@@ -64,7 +79,14 @@ impl fmt::Display for Invocation {
 /// Runs `inv` with `stdin` as its input and returns how it ended; a
 /// non-zero exit is not an error here.
 pub async fn run(inv: &Invocation, stdin: Option<&str>) -> Result<Output, Error> {
-    let mut child = inv.command(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).spawn().map_err(|e| inv.spawn_error(e))?;
+    let mut child = inv
+        .command(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .spawn()
+        .map_err(|e| inv.spawn_error(e))?;
     let pipe = child.stdin.take();
     let feed = async {
         if let (Some(input), Some(mut pipe)) = (stdin, pipe) {
@@ -105,7 +127,9 @@ pub async fn output(inv: &Invocation) -> Result<String, Error> {
 /// Starts `inv` with its stdin, stdout and stderr piped (killed if
 /// dropped), for callers that stream their input.
 pub fn spawn_piped(inv: &Invocation) -> Result<tokio::process::Child, Error> {
-    inv.command(Stdio::piped()).spawn().map_err(|e| inv.spawn_error(e))
+    inv.command(Stdio::piped())
+        .spawn()
+        .map_err(|e| inv.spawn_error(e))
 }
 
 /// Runs `inv` and hands each line of its stdout (without the newline) to
@@ -113,7 +137,10 @@ pub fn spawn_piped(inv: &Invocation) -> Result<tokio::process::Child, Error> {
 /// is [`Error::Command`].
 pub async fn stream_lines(inv: &Invocation, mut line: impl FnMut(&str)) -> Result<(), Error> {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-    let mut child = inv.command(Stdio::null()).spawn().map_err(|e| inv.spawn_error(e))?;
+    let mut child = inv
+        .command(Stdio::null())
+        .spawn()
+        .map_err(|e| inv.spawn_error(e))?;
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let read_out = async {
         let Some(stdout) = stdout else { return Ok(()) };
@@ -139,7 +166,11 @@ pub async fn stream_lines(inv: &Invocation, mut line: impl FnMut(&str)) -> Resul
         let _ = child.start_kill();
     }
     let status = child.wait().await.map_err(|e| inv.spawn_error(e))?;
-    let output = Output { status, stdout: Vec::new(), stderr: err };
+    let output = Output {
+        status,
+        stdout: Vec::new(),
+        stderr: err,
+    };
     if !status.success() {
         return Err(inv.failed(&output));
     }
@@ -172,21 +203,35 @@ mod tests {
     async fn a_failure_names_the_command_and_carries_its_stderr() {
         let inv = Invocation::with_args("sh", &["-c", "echo nope >&2; exit 3"]);
         let err = output(&inv).await.unwrap_err();
-        assert!(matches!(&err, Error::Command { stderr, .. } if stderr == "nope"), "{err}");
-        assert!(err.to_string().starts_with("sh -c \"echo nope >&2; exit 3\" failed (exit status: 3)"), "{err}");
+        assert!(
+            matches!(&err, Error::Command { stderr, .. } if stderr == "nope"),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("sh -c \"echo nope >&2; exit 3\" failed (exit status: 3)"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
     async fn a_missing_program_is_a_spawn_error() {
         let inv = Invocation::with_args("no-such-tool-kprs", &[]);
         let err = output(&inv).await.unwrap_err();
-        assert!(matches!(&err, Error::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound), "{err}");
+        assert!(
+            matches!(&err, Error::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+            "{err}"
+        );
     }
 
     #[tokio::test]
     async fn lines_are_streamed_without_newlines() {
         let mut lines = Vec::new();
-        stream_lines(&Invocation::with_args("printf", &["a\\nb\\r\\n"]), |l| lines.push(l.to_string())).await.unwrap();
+        stream_lines(&Invocation::with_args("printf", &["a\\nb\\r\\n"]), |l| {
+            lines.push(l.to_string())
+        })
+        .await
+        .unwrap();
         assert_eq!(lines, ["a", "b"]);
     }
 }

@@ -34,25 +34,39 @@ pub fn apply_counter(name: &str) -> Result<(), Error> {
         Err(err) if err.raw_os_error() == Some(EEXIST) => Ok(()),
         other => other.map(drop),
     }
-    .map_err(|source| Error::Netlink { operation: format!("nfacct add {name}"), source })
+    .map_err(|source| Error::Netlink {
+        operation: format!("nfacct add {name}"),
+        source,
+    })
 }
 
 /// The packet count of the nfacct counter `name`.
 pub fn read_packets(name: &str) -> Result<u64, Error> {
     let operation = || format!("nfacct get {name}");
-    let replies = request(NFNL_MSG_ACCT_GET, NLM_F_REQUEST | NLM_F_ACK, name)
-        .map_err(|source| Error::Netlink { operation: operation(), source })?;
-    replies.iter().find_map(|payload| packets_attr(payload)).ok_or_else(|| Error::Netlink {
-        operation: operation(),
-        source: io::Error::new(io::ErrorKind::InvalidData, "reply without NFACCT_PKTS"),
-    })
+    let replies =
+        request(NFNL_MSG_ACCT_GET, NLM_F_REQUEST | NLM_F_ACK, name).map_err(|source| {
+            Error::Netlink {
+                operation: operation(),
+                source,
+            }
+        })?;
+    replies
+        .iter()
+        .find_map(|payload| packets_attr(payload))
+        .ok_or_else(|| Error::Netlink {
+            operation: operation(),
+            source: io::Error::new(io::ErrorKind::InvalidData, "reply without NFACCT_PKTS"),
+        })
 }
 
 /// Sends one nfacct request and returns the payloads (after `nfgenmsg`)
 /// of the replies before the kernel's ack; a negative ack is the error.
 fn request(kind: u16, flags: u16, name: &str) -> io::Result<Vec<Vec<u8>>> {
     if name.is_empty() || name.len() >= NFACCT_NAME_MAX {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "nfacct names are 1 to 31 bytes"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nfacct names are 1 to 31 bytes",
+        ));
     }
     let mut socket = Socket::new(NETLINK_NETFILTER)?;
     socket.bind_auto()?;
@@ -99,7 +113,9 @@ fn messages(buf: &[u8]) -> Vec<(u16, &[u8])> {
     while let Some(header) = buf.get(at..at + NLMSG_HDRLEN) {
         let len = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]) as usize;
         let msg_type = u16::from_ne_bytes([header[4], header[5]]);
-        let Some(body) = buf.get(at + NLMSG_HDRLEN..at + len.max(NLMSG_HDRLEN)) else { break };
+        let Some(body) = buf.get(at + NLMSG_HDRLEN..at + len.max(NLMSG_HDRLEN)) else {
+            break;
+        };
         out.push((msg_type, body));
         at += align4(len.max(NLMSG_HDRLEN));
     }
@@ -108,8 +124,15 @@ fn messages(buf: &[u8]) -> Vec<(u16, &[u8])> {
 
 /// An `NLMSG_ERROR` body: errno 0 is the ack, anything else the error.
 fn ack_result(body: &[u8]) -> io::Result<()> {
-    let code = body.get(..4).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]])).unwrap_or(-1);
-    if code == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(-code)) }
+    let code = body
+        .get(..4)
+        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .unwrap_or(-1);
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(-code))
+    }
 }
 
 /// The big-endian `NFACCT_PKTS` attribute of a reply payload.
@@ -138,7 +161,10 @@ mod tests {
     fn request_layout_is_header_nfgenmsg_and_padded_name() {
         let buf = encode(NFNL_MSG_ACCT_NEW, NLM_F_REQUEST | NLM_F_ACK, "abc");
         assert_eq!(buf.len(), 16 + 4 + 8);
-        assert_eq!(u32::from_ne_bytes(buf[0..4].try_into().unwrap_or_default()), 28);
+        assert_eq!(
+            u32::from_ne_bytes(buf[0..4].try_into().unwrap_or_default()),
+            28
+        );
         assert_eq!(u16::from_ne_bytes([buf[4], buf[5]]), 7 << 8);
         assert_eq!(buf[20..28], [8, 0, 1, 0, b'a', b'b', b'c', 0]);
     }
@@ -154,7 +180,9 @@ mod tests {
 
     #[test]
     fn names_longer_than_the_kernel_allows_are_refused_locally() {
-        let err = request(NFNL_MSG_ACCT_GET, NLM_F_REQUEST, &"x".repeat(32)).err().map(|e| e.kind());
+        let err = request(NFNL_MSG_ACCT_GET, NLM_F_REQUEST, &"x".repeat(32))
+            .err()
+            .map(|e| e.kind());
         assert_eq!(err, Some(io::ErrorKind::InvalidInput));
     }
 }

@@ -17,7 +17,9 @@ pub fn path_of(key: &str) -> String {
 /// The trimmed value of `key`.
 pub fn read(key: &str) -> Result<String, Error> {
     let path = path_of(key);
-    std::fs::read_to_string(&path).map(|v| v.trim().to_string()).map_err(|source| Error::Sysctl { path, source })
+    std::fs::read_to_string(&path)
+        .map(|v| v.trim().to_string())
+        .map_err(|source| Error::Sysctl { path, source })
 }
 
 /// Writes `value` to `key`.
@@ -49,10 +51,22 @@ mod tests {
 
     #[test]
     fn keys_map_to_proc_sys_paths() {
-        assert_eq!(path_of("net.ipv4.ip_forward"), "/proc/sys/net/ipv4/ip_forward");
-        assert_eq!(path_of("net/ipv4/vs/conntrack"), "/proc/sys/net/ipv4/vs/conntrack");
-        assert_eq!(path_of("net/ipv4/conf/eth0.100/rp_filter"), "/proc/sys/net/ipv4/conf/eth0.100/rp_filter");
-        assert_eq!(path_of("/sys/module/nf_conntrack/parameters/hashsize"), "/sys/module/nf_conntrack/parameters/hashsize");
+        assert_eq!(
+            path_of("net.ipv4.ip_forward"),
+            "/proc/sys/net/ipv4/ip_forward"
+        );
+        assert_eq!(
+            path_of("net/ipv4/vs/conntrack"),
+            "/proc/sys/net/ipv4/vs/conntrack"
+        );
+        assert_eq!(
+            path_of("net/ipv4/conf/eth0.100/rp_filter"),
+            "/proc/sys/net/ipv4/conf/eth0.100/rp_filter"
+        );
+        assert_eq!(
+            path_of("/sys/module/nf_conntrack/parameters/hashsize"),
+            "/sys/module/nf_conntrack/parameters/hashsize"
+        );
     }
 
     #[test]

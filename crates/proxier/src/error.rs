@@ -25,8 +25,14 @@ pub struct SyncError {
 
 impl SyncError {
     /// `error` counted as `failure`.
-    pub fn new(failure: Failure, error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Self { failure, error: error.into() }
+    pub fn new(
+        failure: Failure,
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self {
+            failure,
+            error: error.into(),
+        }
     }
 
     /// The mode's own error.
@@ -41,7 +47,10 @@ mod tests {
 
     #[test]
     fn shows_the_modes_error_and_keeps_the_kind() {
-        let err = SyncError::new(Failure::IptablesRestore { partial: true }, "iptables-restore failed at line 3");
+        let err = SyncError::new(
+            Failure::IptablesRestore { partial: true },
+            "iptables-restore failed at line 3",
+        );
         assert_eq!(err.to_string(), "iptables-restore failed at line 3");
         assert_eq!(err.failure, Failure::IptablesRestore { partial: true });
     }

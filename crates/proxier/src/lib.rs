@@ -64,5 +64,9 @@ pub trait Proxier {
     /// `full`, else only what changed since the last sync (a mode that
     /// always diffs the kernel may sync everything either way; the report
     /// says which it did).
-    fn sync<'a>(&'a mut self, snapshot: &'a Snapshot, full: bool) -> LocalFuture<'a, Result<SyncReport, SyncError>>;
+    fn sync<'a>(
+        &'a mut self,
+        snapshot: &'a Snapshot,
+        full: bool,
+    ) -> LocalFuture<'a, Result<SyncReport, SyncError>>;
 }

@@ -52,8 +52,16 @@ mod tests {
 
     #[test]
     fn tables_are_found_by_label() {
-        let nat = TableRules { table: "nat", rules: 3, chains: 2, written: 1 };
-        let report = SyncReport { rule_tables: vec![nat], ..SyncReport::default() };
+        let nat = TableRules {
+            table: "nat",
+            rules: 3,
+            chains: 2,
+            written: 1,
+        };
+        let report = SyncReport {
+            rule_tables: vec![nat],
+            ..SyncReport::default()
+        };
         assert_eq!(report.table("nat"), Some(&nat));
         assert_eq!(report.table("filter"), None);
     }

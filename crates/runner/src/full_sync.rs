@@ -76,7 +76,11 @@ impl FullSyncPolicy {
     /// A policy whose first sync is full and which wants a full sync at
     /// least every `sync_period`.
     pub fn new(sync_period: Duration) -> Self {
-        Self { sync_period, last_full: None, last_failed: false }
+        Self {
+            sync_period,
+            last_full: None,
+            last_failed: false,
+        }
     }
 
     /// The reason a sync starting at `now` for `trigger` must be full,
@@ -142,7 +146,10 @@ mod tests {
 
     /// Runs a future that never waits (the policy's, with a ready check).
     fn block_on<T>(fut: impl Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(fut)
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(fut)
     }
 
     fn after_full_sync(at: Instant) -> FullSyncPolicy {
@@ -155,7 +162,10 @@ mod tests {
     fn the_first_sync_is_full_even_when_only_requested() {
         let policy = FullSyncPolicy::new(PERIOD);
         let now = Instant::now();
-        assert_eq!(decide(&policy, Trigger::Requested, now, false), SyncScope::Full(FullSyncReason::NoneYet));
+        assert_eq!(
+            decide(&policy, Trigger::Requested, now, false),
+            SyncScope::Full(FullSyncReason::NoneYet)
+        );
     }
 
     #[test]
@@ -163,7 +173,10 @@ mod tests {
         let at = Instant::now();
         let policy = after_full_sync(at);
         for trigger in [Trigger::Initial, Trigger::Periodic, Trigger::Retry] {
-            assert_eq!(decide(&policy, trigger, at, false), SyncScope::Full(FullSyncReason::Asked(trigger)));
+            assert_eq!(
+                decide(&policy, trigger, at, false),
+                SyncScope::Full(FullSyncReason::Asked(trigger))
+            );
         }
     }
 
@@ -171,7 +184,15 @@ mod tests {
     fn a_request_after_a_full_sync_is_partial_until_the_sync_period_passes() {
         let at = Instant::now();
         let policy = after_full_sync(at);
-        assert_eq!(decide(&policy, Trigger::Requested, at + Duration::from_secs(29), false), SyncScope::Partial);
+        assert_eq!(
+            decide(
+                &policy,
+                Trigger::Requested,
+                at + Duration::from_secs(29),
+                false
+            ),
+            SyncScope::Partial
+        );
         assert_eq!(
             decide(&policy, Trigger::Requested, at + PERIOD, false),
             SyncScope::Full(FullSyncReason::SyncPeriodElapsed)
@@ -192,9 +213,20 @@ mod tests {
         let mut policy = after_full_sync(at);
         policy.record(false, false, at + Duration::from_secs(1));
         let next = at + Duration::from_secs(2);
-        assert_eq!(decide(&policy, Trigger::Requested, next, false), SyncScope::Full(FullSyncReason::LastFailed));
+        assert_eq!(
+            decide(&policy, Trigger::Requested, next, false),
+            SyncScope::Full(FullSyncReason::LastFailed)
+        );
         policy.record(true, true, next);
-        assert_eq!(decide(&policy, Trigger::Requested, next + Duration::from_secs(1), false), SyncScope::Partial);
+        assert_eq!(
+            decide(
+                &policy,
+                Trigger::Requested,
+                next + Duration::from_secs(1),
+                false
+            ),
+            SyncScope::Partial
+        );
     }
 
     #[test]
@@ -202,7 +234,12 @@ mod tests {
         let at = Instant::now();
         let policy = after_full_sync(at);
         assert_eq!(
-            decide(&policy, Trigger::Requested, at + Duration::from_secs(1), true),
+            decide(
+                &policy,
+                Trigger::Requested,
+                at + Duration::from_secs(1),
+                true
+            ),
             SyncScope::Full(FullSyncReason::StateUnknown)
         );
     }
@@ -230,7 +267,8 @@ mod tests {
     fn the_proxiers_error_is_returned() {
         let at = Instant::now();
         let policy = after_full_sync(at);
-        let result = block_on(policy.decide(Trigger::Requested, at, || async { Err::<bool, _>("boom") }));
+        let result =
+            block_on(policy.decide(Trigger::Requested, at, || async { Err::<bool, _>("boom") }));
         assert_eq!(result, Err("boom"));
     }
 }
