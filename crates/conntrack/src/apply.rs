@@ -6,7 +6,6 @@ use crate::flow::{UdpFlow, parse_flows};
 use crate::stale::{Deletion, ServiceTargets, find_stale};
 use model::{IpFamily, Snapshot};
 use std::net::IpAddr;
-use tokio::process::Command;
 
 /// Lists the UDP flows of `family` and deletes the stale ones for
 /// `snapshot` (see [`crate::stale`]); returns the deletions made. Does
@@ -47,17 +46,8 @@ fn family_arg(family: IpFamily) -> &'static str {
     }
 }
 
-/// Runs `conntrack args`; its stdout, or an error with its stderr.
+/// Runs `conntrack args` through the host's tool runner; its stdout, or
+/// an error with its stderr.
 async fn conntrack(args: &[&str]) -> Result<String, Error> {
-    let command = format!("conntrack {}", args.join(" "));
-    let out = Command::new("conntrack")
-        .args(args)
-        .output()
-        .await
-        .map_err(|source| Error::Spawn { command: command.clone(), source })?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(Error::Failed { command, status: out.status, stderr });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(host::command::output(&host::Invocation::with_args("conntrack", args)).await?)
 }

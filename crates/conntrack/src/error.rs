@@ -21,4 +21,17 @@ pub enum Error {
         /// What it printed on stderr.
         stderr: String,
     },
+    /// Anything else the host layer reported.
+    #[error(transparent)]
+    Host(host::Error),
+}
+
+impl From<host::Error> for Error {
+    fn from(err: host::Error) -> Self {
+        match err {
+            host::Error::Spawn { command, source } => Error::Spawn { command, source },
+            host::Error::Command { command, status, stderr } => Error::Failed { command, status, stderr },
+            other => Error::Host(other),
+        }
+    }
 }

@@ -104,9 +104,9 @@ pub fn apply_conntrack_settings(settings: &ConntrackSettings) -> Vec<SysctlProbl
 
 fn apply_one(path: &Path, value: u32, rule: Rule) -> Result<(), SysctlProblem> {
     let problem = |error: String| SysctlProblem { path: path.to_path_buf(), value, error };
-    let current: u32 = std::fs::read_to_string(path)
-        .map_err(|e| problem(e.to_string()))?
-        .trim()
+    let key = path.display().to_string();
+    let current: u32 = host::sysctl::read(&key)
+        .map_err(|e| problem(os_error(e)))?
         .parse()
         .map_err(|e: std::num::ParseIntError| problem(e.to_string()))?;
     let needed = match rule {
@@ -114,10 +114,18 @@ fn apply_one(path: &Path, value: u32, rule: Rule) -> Result<(), SysctlProblem> {
         Rule::AtLeast => current < value,
     };
     if needed {
-        std::fs::write(path, value.to_string()).map_err(|e| problem(e.to_string()))?;
+        host::sysctl::write(&key, &value.to_string()).map_err(|e| problem(os_error(e)))?;
         tracing::info!(path = %path.display(), from = current, to = value, "set conntrack sysctl");
     }
     Ok(())
+}
+
+/// The OS error of a host failure (the problem already names the path).
+fn os_error(err: host::Error) -> String {
+    match err {
+        host::Error::Sysctl { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]

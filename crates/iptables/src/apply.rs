@@ -49,7 +49,6 @@ mod blocks;
 mod chain_table;
 mod chains;
 mod cleanup;
-mod command;
 mod hashed;
 mod input_writer;
 mod jumps;
@@ -82,7 +81,7 @@ use crate::rendering::Rendering;
 use crate::{Error, Table};
 use backend::{Tool, program};
 use chain_table::{ChainTable, WRITE};
-use command::Invocation;
+use host::command::{self, Invocation};
 use hashed::{Hashed, hash_rendering};
 use restore::{Layout, RestoreInput, TableInput, restore_invocation, run_restore, run_restore_input};
 use saved::{Keep, SaveParser, SavedTable};
@@ -180,13 +179,13 @@ impl Iptables {
     /// `iptables-save` of every table, whole (the legacy tool prints only
     /// tables that exist, and creates none).
     pub async fn save(&self) -> Result<String, Error> {
-        command::output(&self.invocation(Tool::Save, Vec::new())).await
+        Ok(command::output(&self.invocation(Tool::Save, Vec::new())).await?)
     }
 
     /// `iptables-save -t TABLE` (with the legacy backend this creates the
     /// table if it did not exist).
     pub async fn saved_rules(&self, table: Table) -> Result<String, Error> {
-        command::output(&self.invocation(Tool::Save, vec!["-t".into(), table.as_str().into()])).await
+        Ok(command::output(&self.invocation(Tool::Save, vec!["-t".into(), table.as_str().into()])).await?)
     }
 
     /// Checks `input` with `iptables-restore --test`: parsed and built, not
@@ -206,7 +205,7 @@ impl Iptables {
         match out.status.code() {
             Some(0) => Ok(true),
             Some(1) => Ok(false),
-            _ => Err(command::failed(&list, &out)),
+            _ => Err(list.failed(&out).into()),
         }
     }
 

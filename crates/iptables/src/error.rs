@@ -123,3 +123,14 @@ impl fmt::Display for Rollback {
         }
     }
 }
+
+impl From<host::Error> for Error {
+    fn from(err: host::Error) -> Self {
+        match err {
+            host::Error::Spawn { command, source } => Error::Spawn { command, source },
+            host::Error::Command { command, status, stderr } => Error::Command { command, status: status.to_string(), stderr },
+            host::Error::Netlink { operation, source } => Error::Netlink { operation, source },
+            host::Error::Sysctl { path, source } => Error::Sysctl { path, source },
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! for both backends: after one endpoint change only that service's chains
 //! change in `iptables-save` and every service's packet flows still hold
 //! (the same as after a full sync of the same state); a vanished canary
-//! makes the next sync full; a failed partial restore keeps the previous
+//! makes the state unknown (the policy then asks for a full sync); a failed partial restore keeps the previous
 //! rules of the failing table and makes the next sync full.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -196,7 +196,7 @@ fn nothing_changed_writes_nothing_and_a_deleted_service_goes() {
 }
 
 #[test]
-fn a_vanished_canary_makes_the_next_sync_full() {
+fn a_vanished_canary_makes_the_state_unknown_and_a_full_sync_repairs_it() {
     for_each_backend("partial-canary", |mut syncer| async move {
         let ipt = syncer.iptables();
         let before = snapshot_with(WEB, DB);
@@ -205,11 +205,13 @@ fn a_vanished_canary_makes_the_next_sync_full() {
         // Someone flushes nat's KUBE-SERVICES and deletes the canary.
         sh(&iptables, &["-w", "5", "-t", "nat", "-F", "KUBE-SERVICES"]);
         sh(&iptables, &["-w", "5", "-t", "mangle", "-X", "KUBE-PROXY-CANARY"]);
-        let synced = syncer.sync(&rules(&before), false).await.unwrap();
+        assert!(syncer.state_unknown().await.unwrap(), "{:?}: canary gone", ipt);
+        let synced = syncer.sync(&rules(&before), true).await.unwrap();
         assert!(!synced.partial, "{:?}: {synced:?}", ipt);
         let save = ipt.save().await.unwrap();
         assert!(has_chain(&ipt.saved_rules(Table::Mangle).await.unwrap(), "KUBE-PROXY-CANARY"));
         assert!(save.contains("-A KUBE-SERVICES -d 172.30.0.1/32"), "{:?}: KUBE-SERVICES not rewritten:\n{save}", ipt);
+        assert!(!syncer.state_unknown().await.unwrap(), "{:?}: canary back", ipt);
         assert!(syncer.sync(&rules(&before), false).await.unwrap().partial, "canary back: partial again");
     });
 }
@@ -236,6 +238,7 @@ fn a_failed_partial_restore_keeps_the_failing_tables_rules_and_the_next_sync_is_
         let nat = |chains: &Chains| chains.iter().filter(|((t, _), _)| t == "nat").map(|(k, v)| (k.clone(), v.clone())).collect::<Chains>();
         assert_eq!(nat(&save_failed), nat(&save_before), "{:?}: the failing table changed", ipt);
         assert!(syncer.needs_full_sync());
+        assert!(syncer.state_unknown().await.unwrap());
 
         let synced = syncer.sync(&rules(&after), false).await.unwrap();
         assert!(!synced.partial, "{:?}: the sync after a failure must be full", ipt);

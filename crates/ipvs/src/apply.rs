@@ -117,7 +117,9 @@ impl IpvsApplier {
     /// The node's addresses outside the dummy interface: the renderer's
     /// [`crate::render::RenderOptions::local_addresses`].
     pub async fn local_addresses(&self) -> Result<Vec<IpAddr>, Error> {
-        self.links.local_addresses_except(&self.opts.dummy_interface).await
+        host::read_local_addresses_except(&self.opts.dummy_interface)
+            .await
+            .map_err(|e| Error::Link { operation: "list addresses".to_string(), detail: e.to_string() })
     }
 
     /// Brings the kernel to `state` (see the module doc).

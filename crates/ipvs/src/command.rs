@@ -1,10 +1,7 @@
-//! Running the userspace tools IPVS mode still needs (`ipset`, and
-//! `iptables-restore` until the iptables applier is shared), with their
-//! input on stdin and their stderr in the error.
-
-use std::process::Stdio;
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+//! The userspace tools IPVS mode still needs (`ipset`, and
+//! `iptables-restore` for the companion rules' cleanup), run through the
+//! host layer's one tool runner; failures keep the shape IPVS mode's
+//! errors report.
 
 /// Why a command failed: it could not start, or it exited non-zero.
 #[derive(Debug)]
@@ -24,24 +21,17 @@ impl std::fmt::Display for CommandFailure {
     }
 }
 
+impl From<host::Error> for CommandFailure {
+    fn from(err: host::Error) -> Self {
+        match err {
+            host::Error::Spawn { source, .. } => CommandFailure::Spawn(source),
+            host::Error::Command { status, stderr, .. } => CommandFailure::Failed(format!("{status}: {stderr}")),
+            other => CommandFailure::Failed(other.to_string()),
+        }
+    }
+}
+
 /// Runs `program args`, feeding `stdin`, and returns its stdout.
 pub(crate) async fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<String, CommandFailure> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(CommandFailure::Spawn)?;
-    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A write error means the tool exited early; its status says why.
-        let _ = pipe.write_all(input.as_bytes()).await;
-        drop(pipe);
-    }
-    let out = child.wait_with_output().await.map_err(CommandFailure::Spawn)?;
-    if !out.status.success() {
-        return Err(CommandFailure::Failed(format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim())));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(host::command::output_with(&host::Invocation::with_args(program, args), stdin).await?)
 }

@@ -97,19 +97,6 @@ impl Links {
         Ok(())
     }
 
-    /// Every address of every link except `except` (the dummy), without
-    /// loopback and IPv6 link-local ones: where NodePorts answer when
-    /// `nodePortAddresses` is unset (upstream's `GetAllLocalAddressesExcept`).
-    pub async fn local_addresses_except(&self, except: &str) -> Result<Vec<IpAddr>, Error> {
-        let skip = self.link_index(except).await?;
-        let all = self.address_messages(None).await?;
-        Ok(all
-            .into_iter()
-            .filter(|(addr, msg)| Some(msg.header.index) != skip && !addr.is_loopback() && !is_ipv6_link_local(addr))
-            .map(|(addr, _)| addr)
-            .collect())
-    }
-
     async fn address_messages(&self, index: Option<u32>) -> Result<BTreeMap<IpAddr, AddressMessage>, Error> {
         let mut req = self.handle.address().get();
         if let Some(i) = index {
@@ -138,11 +125,6 @@ fn address_of(msg: &AddressMessage) -> Option<IpAddr> {
         })
     })
 }
-
-fn is_ipv6_link_local(addr: &IpAddr) -> bool {
-    matches!(addr, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80)
-}
-
 
 fn link_error(operation: String, e: rtnetlink::Error) -> Error {
     Error::Link { operation, detail: e.to_string() }

@@ -90,6 +90,11 @@ pub enum Error {
 }
 
 impl Error {
+    /// The kernel has no IPVS: the proxy falls back to iptables mode.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::IpvsUnavailable(_))
+    }
+
     /// The kernel said the service or real server does not exist
     /// (`ESRCH` / `ENOENT`).
     pub fn is_not_found(&self) -> bool {

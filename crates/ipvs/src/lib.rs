@@ -8,7 +8,8 @@
 //! dummy interface, ipset members and the companion iptables rules — and
 //! [`apply::IpvsApplier::apply`] brings the kernel there, sending only the
 //! differences. [`cleanup::apply_cleanup`] removes everything IPVS mode
-//! made (`--cleanup`, or start-up in another mode).
+//! made (`--cleanup`, or start-up in another mode). [`proxier::IpvsProxier`]
+//! is the mode behind the [`::proxier::Proxier`] seam.
 //!
 //! Underneath: [`netlink`] is the IPVS generic-netlink codec (pure, tested
 //! on bytes captured from `ipvsadm`); [`IpvsSocket`] sends it and reports a
@@ -25,6 +26,7 @@ mod error;
 pub mod ipset;
 mod ipvs_socket;
 pub mod netlink;
+pub mod proxier;
 mod real_server;
 pub mod render;
 mod request;

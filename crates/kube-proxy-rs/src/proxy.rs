@@ -1,16 +1,14 @@
 //! Wiring: turns a validated [`Config`] into a running proxy — source,
-//! tracker, runner, backend, health servers and metrics — or into one of
+//! tracker, runner, the chosen mode's proxier, health servers and metrics — or into one of
 //! the one-shot jobs (`--cleanup`, `--init-only`, `--dry-run`).
 
 mod cleanup;
 mod conntrack_setup;
 mod dry_run;
 mod init_only;
-mod iptables_mode;
-mod ipvs_mode;
+mod mode;
+mod mode_options;
 mod node_name;
-mod proxier;
-mod report;
 mod serve;
 mod shutdown;
 mod sources;

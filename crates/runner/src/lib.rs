@@ -10,14 +10,19 @@
 //! and EndpointSlices is complete: a proxy that synced an empty cache would
 //! wipe a working node's rules on restart.
 //!
+//! [`FullSyncPolicy`] is the one place that decides whether a sync is a
+//! full or a partial one.
+//!
 //! Time is `tokio::time`, so the behaviour is tested under paused time.
 
 mod error;
+mod full_sync;
 mod handle;
 mod periods;
 mod sync_loop;
 
 pub use error::RunnerError;
+pub use full_sync::{FullSyncPolicy, FullSyncReason, SyncScope};
 pub use handle::{Handle, Status};
 pub use periods::Periods;
 pub use sync_loop::{Runner, Trigger};

@@ -9,7 +9,7 @@
 //! Where the wrapper breaks a tie (typically: nothing anywhere) towards nft,
 //! we pick legacy, as the issue asks.
 
-use super::command::{self, Invocation};
+use host::command::{self, Invocation};
 use crate::Error;
 use model::IpFamily;
 use std::fmt;

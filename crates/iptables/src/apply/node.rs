@@ -7,8 +7,6 @@
 
 use super::nfacct::apply_nfacct_counters;
 use crate::Error;
-use futures::TryStreamExt;
-use rtnetlink::packet_route::address::AddressAttribute;
 use std::net::IpAddr;
 
 /// `net.ipv4.conf.all.route_localnet`: lets packets to 127.0.0.0/8 be
@@ -54,48 +52,21 @@ pub async fn apply_kernel_setup(route_localnet: bool) -> Result<KernelFacts, Err
     })
 }
 
-/// Every address on every interface (IFA_LOCAL where present, which is
-/// the local end of point-to-point links, else IFA_ADDRESS), in the order
-/// the kernel lists them, both families.
+/// Every address on every interface, both families (see
+/// [`host::read_local_addresses`]).
 pub async fn read_local_addresses() -> Result<Vec<IpAddr>, Error> {
-    let netlink_error = |err: rtnetlink::Error| Error::Netlink {
-        operation: "address dump".to_string(),
-        source: std::io::Error::other(err.to_string()),
-    };
-    let (connection, handle, _) = rtnetlink::new_connection()
-        .map_err(|source| Error::Netlink { operation: "address dump".to_string(), source })?;
-    let task = tokio::spawn(connection);
-    let messages: Result<Vec<_>, Error> = handle.address().get().execute().try_collect().await.map_err(netlink_error);
-    task.abort();
-    Ok(messages?.iter().filter_map(|msg| address_of(&msg.attributes)).collect())
-}
-
-fn address_of(attributes: &[AddressAttribute]) -> Option<IpAddr> {
-    let local = attributes.iter().find_map(|a| match a {
-        AddressAttribute::Local(ip) => Some(*ip),
-        _ => None,
-    });
-    local.or_else(|| {
-        attributes.iter().find_map(|a| match a {
-            AddressAttribute::Address(ip) => Some(*ip),
-            _ => None,
-        })
-    })
+    Ok(host::read_local_addresses().await?)
 }
 
 /// Sets `route_localnet` to 1 unless it already is (upstream's
 /// `EnsureSysctl`).
 pub fn apply_route_localnet() -> Result<(), Error> {
-    let sysctl_error = |source| Error::Sysctl { path: ROUTE_LOCALNET.to_string(), source };
-    let current = std::fs::read_to_string(ROUTE_LOCALNET).map_err(sysctl_error)?;
-    if current.trim() != "1" {
-        std::fs::write(ROUTE_LOCALNET, "1\n").map_err(sysctl_error)?;
-    }
+    host::sysctl::ensure(ROUTE_LOCALNET, "1")?;
     Ok(())
 }
 
 /// Whether `nf_conntrack_tcp_be_liberal` is set; unreadable (conntrack not
 /// loaded) counts as not set, as upstream.
 pub fn read_conntrack_tcp_be_liberal() -> bool {
-    std::fs::read_to_string(CONNTRACK_TCP_BE_LIBERAL).is_ok_and(|v| v.trim() == "1")
+    host::sysctl::is_set(CONNTRACK_TCP_BE_LIBERAL)
 }

@@ -18,7 +18,7 @@ use super::backend::{Tool, program};
 use super::blocks::{Block, split_blocks};
 use super::chain_table::WRITE;
 use super::chains::chain_of;
-use super::command::{self, Invocation};
+use host::command::{self, Invocation};
 use super::hashed::Hashed;
 use super::input_writer::{InputWriter, Written};
 use super::stale::Removals;

@@ -1,18 +1,22 @@
 //! Full and partial syncs of one backend and family. [`Syncer`] keeps, in
 //! memory, a hash of every chain the last successful sync left
-//! ([`AppliedChains`]) and decides how much the next sync writes:
+//! ([`AppliedChains`]) and writes as much as the caller decided (the
+//! runner's full-sync policy; the syncer does not decide):
 //!
 //! * **full** ([`Iptables::apply_ruleset`]: `iptables-save`, every chain of
 //!   ours that differs from it rewritten, stale ones deleted, built-in
-//!   jumps ensured) when the
-//!   caller asks (first sync, every `syncPeriod`), when nothing is known
-//!   (first sync, or the last sync failed), and when the
-//!   `KUBE-PROXY-CANARY` chain in mangle is gone (someone flushed the
-//!   tables);
+//!   jumps ensured) when asked, and whenever there is nothing a partial
+//!   sync could start from (nothing synced yet, or the last sync failed:
+//!   [`Syncer::state_unknown`] says so beforehand);
 //! * **partial** otherwise: no `iptables-save`, only the chains whose rules
 //!   changed are rewritten and the chains the last sync wrote that are not
 //!   rendered now are deleted ([`super::chains`]), in
 //!   one restore; nothing at all when nothing changed.
+//!
+//! [`Syncer::state_unknown`] tells the policy when the kernel's state is
+//! not what the syncer remembers: nothing applied yet, or the
+//! `KUBE-PROXY-CANARY` chain in mangle is gone (someone flushed the
+//! tables).
 //!
 //! Any failure forgets what was applied, so the next sync is a full one.
 //! The table whose commit failed is unchanged; a partial sync keeps no
@@ -92,27 +96,34 @@ impl Syncer {
         self.applied = None;
     }
 
-    /// Applies `rendering`: a full sync when `full` is set or one is needed
-    /// (see the module doc), else a partial one.
+    /// Whether the kernel's state is unknown to the syncer, so the next
+    /// sync must be a full one: nothing applied yet (or the last sync
+    /// failed), or our canary chain is gone. Runs `iptables -S` for the
+    /// canary only when something was applied.
+    pub async fn state_unknown(&self) -> Result<bool, Error> {
+        if self.needs_full_sync() {
+            return Ok(true);
+        }
+        let exists = self.iptables.canary_exists().await?;
+        if !exists {
+            tracing::info!(backend = %self.iptables.backend(), "KUBE-PROXY-CANARY is gone (tables flushed?): full sync");
+        }
+        Ok(!exists)
+    }
+
+    /// Applies `rendering`: in full when `full` is set (or when nothing
+    /// was applied, the only base a partial sync has), else partially.
     pub async fn sync<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R, full: bool) -> Result<Synced, Error> {
         // Taken out so that any error below leaves nothing: next sync full.
         let last = self.applied.take();
         self.last_partial = false;
         match last {
-            Some(last) if !full && self.canary_exists().await? => self.sync_partial(rendering, last).await,
+            Some(last) if !full => self.sync_partial(rendering, last).await,
             _ => {
                 drop(last);
                 self.sync_full(rendering).await
             }
         }
-    }
-
-    async fn canary_exists(&self) -> Result<bool, Error> {
-        let exists = self.iptables.canary_exists().await?;
-        if !exists {
-            tracing::info!(backend = %self.iptables.backend(), "KUBE-PROXY-CANARY is gone (tables flushed?): full sync");
-        }
-        Ok(exists)
     }
 
     async fn sync_full<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R) -> Result<Synced, Error> {

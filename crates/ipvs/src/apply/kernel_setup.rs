@@ -44,12 +44,12 @@ pub async fn apply_kernel_setup(ipvs: &IpvsSocket, setup: KernelSetup) -> Result
 
 /// Writes `value` to `/proc/sys/<key>` unless it already holds it.
 fn ensure_sysctl(key: &str, value: &str) -> Result<(), Error> {
-    let path = format!("/proc/sys/{key}");
-    let fail = |e: std::io::Error| Error::Sysctl { key: key.replace('/', "."), value: value.to_string(), source: e };
-    if std::fs::read_to_string(&path).map_err(fail)?.trim() == value {
-        return Ok(());
+    let fail = |source| Error::Sysctl { key: key.replace('/', "."), value: value.to_string(), source };
+    match host::sysctl::ensure(key, value) {
+        Ok(_) => Ok(()),
+        Err(host::Error::Sysctl { source, .. }) => Err(fail(source)),
+        Err(other) => Err(fail(std::io::Error::other(other.to_string()))),
     }
-    std::fs::write(&path, value).map_err(fail)
 }
 
 /// Upstream sets `conn_reuse_mode=0` on kernels 4.1 to 5.8: before 4.1 the

@@ -5,10 +5,9 @@
 //! the built-in chains, which the applier ensures one by one, are printed
 //! as comments.
 
-use super::{iptables_mode, node_name};
+use super::{mode_options, node_name};
 use crate::config::Config;
 use anyhow::Context;
-use iptables::apply::KernelFacts;
 use model::IpFamily;
 use std::fmt::Write;
 use std::sync::{Mutex, PoisonError};
@@ -21,8 +20,10 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
     source::manifests::Held::default().replace(&checked, &tracker);
     drop(checked);
     let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
-    let facts = KernelFacts { local_addresses: iptables::apply::read_local_addresses().await?, ..KernelFacts::default() };
-    let opts = iptables_mode::render_options(config, IpFamily::V4, &facts);
+    let opts = iptables::render::RenderOptions {
+        local_addresses: host::read_local_addresses().await?,
+        ..mode_options::iptables_render_options(config, IpFamily::V4)
+    };
     let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
     print!("{}{}", builtin_jumps_as_comments(&ruleset), ruleset.to_restore());
     Ok(())

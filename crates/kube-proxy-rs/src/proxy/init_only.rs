@@ -3,9 +3,10 @@
 //! (the proxy can then run with only CAP_NET_ADMIN). No rule is written
 //! and no server started.
 
-use super::iptables_mode::wants_route_localnet;
-use super::proxier::ipvs_if_configured;
+use super::mode_options::wants_route_localnet;
+use super::mode::ipvs_if_configured;
 use crate::config::Config;
+use iptables::proxier::IptablesProxier;
 use model::IpFamily;
 
 /// Applies the sysctls and kernel objects the mode needs.
@@ -15,7 +16,7 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         tracing::info!("IPVS mode set up; exiting (--init-only)");
         return Ok(());
     }
-    iptables::apply::apply_kernel_setup(wants_route_localnet(config, IpFamily::V4)).await?;
+    IptablesProxier::setup(wants_route_localnet(config, IpFamily::V4)).await?;
     tracing::info!("iptables mode set up; exiting (--init-only)");
     Ok(())
 }

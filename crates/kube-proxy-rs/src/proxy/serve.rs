@@ -1,17 +1,16 @@
 //! The long-running proxy: a source (the manifests file or the API
-//! server) feeds the tracker; the runner calls the iptables sync within
-//! its bounds (iptables or IPVS mode); every sync updates the health-check
-//! servers, node health and metrics, and removes stale UDP conntrack flows.
+//! server) feeds the tracker; the runner calls the chosen mode's proxier
+//! within its bounds, its full-sync policy deciding how much each sync
+//! writes; every sync's mode-neutral report updates the metrics, and the
+//! health-check servers, node health and stale UDP conntrack flows follow.
 
-use super::proxier::Proxier;
-use super::report::SyncReport;
 use super::sources::{Changes, Source, lock};
-use super::{node_name, shutdown, stale_flows};
+use super::{mode, node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
+use proxier::{Failure, Mode, Proxier, SyncError, SyncReport};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
-use iptables::Table;
 use model::{ChangeSet, Snapshot};
-use runner::{Periods, Runner, Trigger};
+use runner::{FullSyncPolicy, Periods, Runner, SyncScope, Trigger};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 use tracker::Tracker;
@@ -19,7 +18,9 @@ use tracker::Tracker;
 /// Everything one sync touches.
 struct SyncState {
     tracker: Arc<Mutex<Tracker>>,
-    proxier: Proxier,
+    proxier: Box<dyn Proxier + Send>,
+    /// Whether each sync is full or partial.
+    policy: FullSyncPolicy,
     service_health: ServiceHealthServers,
     health: ProxyHealth,
     metrics: Metrics,
@@ -31,14 +32,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let tracker = Arc::new(Mutex::new(Tracker::new(node_name::resolve(&config)?)));
 
     super::conntrack_setup::apply(&config);
-    let proxier = Proxier::new(&config, IpFamily::V4).await?;
-    let metrics = Metrics::new(proxier.mode());
+    let proxier = mode::choose(&config, IpFamily::V4).await?;
+    let metrics = Metrics::new(mode::metrics_mode(proxier.mode()));
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
     start_servers(&config, &health, &metrics).await;
 
     let state = SyncState {
         tracker: Arc::clone(&tracker),
         proxier,
+        policy: FullSyncPolicy::new(config.sync_period),
         service_health: ServiceHealthServers::new(health_addresses(&config).await, health.clone()),
         health: health.clone(),
         metrics,
@@ -68,16 +70,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 impl SyncState {
     async fn sync(&mut self, trigger: Trigger) -> anyhow::Result<()> {
         let (snapshot, changes) = lock(&self.tracker).snapshot();
-        let synced = self.proxier.sync(&snapshot, trigger.wants_full_sync()).await;
+        let synced = self.sync_proxier(trigger, &snapshot).await;
         crate::memory::release_freed();
+        self.policy.record(synced.is_ok(), synced.as_ref().is_ok_and(|r| !r.partial), tokio::time::Instant::now());
         let report = match synced {
             Ok(report) => report,
             Err(err) => {
-                self.metrics.count_iptables_restore_failure(IpFamily::V4);
-                if self.proxier.last_sync_partial() {
-                    self.metrics.count_iptables_partial_restore_failure(IpFamily::V4);
-                }
-                return Err(err);
+                count_failure(&self.metrics, &err);
+                return Err(err.into());
             }
         };
         self.health.sync_node(&snapshot.node);
@@ -85,8 +85,18 @@ impl SyncState {
         self.sync_health_servers(&snapshot).await;
         stale_flows::clean_stale_udp_flows(&snapshot).await;
         self.record(&report, &changes);
-        log_sync(trigger, &report, &snapshot);
+        log_sync(self.proxier.mode(), trigger, &report, &snapshot);
         Ok(())
+    }
+
+    /// Asks the policy how much to write, then syncs the proxier.
+    async fn sync_proxier(&mut self, trigger: Trigger, snapshot: &Snapshot) -> Result<SyncReport, SyncError> {
+        let proxier = &mut self.proxier;
+        let scope = self.policy.decide(trigger, tokio::time::Instant::now(), || proxier.state_unknown()).await?;
+        if let SyncScope::Full(reason) = scope {
+            tracing::debug!(%reason, "full sync");
+        }
+        self.proxier.sync(snapshot, scope.is_full()).await
     }
 
     async fn sync_health_servers(&mut self, snapshot: &Snapshot) {
@@ -97,12 +107,10 @@ impl SyncState {
 
     fn record(&self, report: &SyncReport, changes: &ChangeSet) {
         let family = IpFamily::V4;
-        let rules = &report.rules;
-        self.metrics.record_sync(family, report.kind, report.render + report.apply);
-        for table in [iptables::Table::Filter, iptables::Table::Nat] {
-            let n = rules.rules(table);
-            let written = report.written_rules.get(&table).copied().unwrap_or(n);
-            self.metrics.set_iptables_rules(family, table.as_str(), n, written);
+        let kind = if report.partial { SyncKind::Partial } else { SyncKind::Full };
+        self.metrics.record_sync(family, kind, report.render + report.apply);
+        for table in &report.rule_tables {
+            self.metrics.set_iptables_rules(family, table.table, table.rules, table.written);
         }
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
@@ -110,21 +118,33 @@ impl SyncState {
     }
 }
 
+/// Counts a failed sync in its mode's failure counters: iptables restore
+/// failures (and partial ones); nothing else counts in those.
+fn count_failure(metrics: &Metrics, err: &SyncError) {
+    if let Failure::IptablesRestore { partial } = err.failure {
+        metrics.count_iptables_restore_failure(IpFamily::V4);
+        if partial {
+            metrics.count_iptables_partial_restore_failure(IpFamily::V4);
+        }
+    }
+}
+
 /// One line per sync; the scale benchmark reads these figures.
-fn log_sync(trigger: Trigger, report: &SyncReport, snapshot: &Snapshot) {
-    let rules = &report.rules;
+fn log_sync(mode: Mode, trigger: Trigger, report: &SyncReport, snapshot: &Snapshot) {
+    let table = |name: &str| report.table(name).copied().unwrap_or_default();
+    let (nat, filter) = (table("nat"), table("filter"));
     let (render_ms, apply_ms) = (report.render.as_secs_f64() * 1e3, report.apply.as_secs_f64() * 1e3);
-    let (nat_rules, nat_chains, filter_rules) = (rules.rules(Table::Nat), rules.chains(Table::Nat), rules.rules(Table::Filter));
+    let (nat_rules, nat_chains, filter_rules) = (nat.rules, nat.chains, filter.rules);
     let services = snapshot.services.len();
-    let partial = report.kind == SyncKind::Partial;
-    match report.virtual_servers {
-        None => tracing::info!(
+    let partial = report.partial;
+    match mode {
+        Mode::Iptables => tracing::info!(
             ?trigger, partial, services, render_ms, apply_ms, nat_rules, nat_chains, filter_rules,
             written_chains = report.written_chains.unwrap_or_default(), "synced iptables rules"
         ),
-        Some(virtual_servers) => tracing::info!(
-            ?trigger, services, virtual_servers, render_ms, apply_ms, nat_rules, filter_rules,
-            "synced IPVS rules"
+        Mode::Ipvs => tracing::info!(
+            ?trigger, services, virtual_servers = report.virtual_servers.unwrap_or_default(), render_ms, apply_ms,
+            nat_rules, filter_rules, "synced IPVS rules"
         ),
     }
 }
@@ -153,7 +173,7 @@ async fn start_servers(config: &Config, health: &ProxyHealth, metrics: &Metrics)
 async fn health_addresses(config: &Config) -> Vec<IpAddr> {
     let wildcard = vec![IpAddr::V4(Ipv4Addr::UNSPECIFIED)];
     let NodePortAddresses::Cidrs(cidrs) = &config.node_port_addresses else { return wildcard };
-    let local = match iptables::apply::read_local_addresses().await {
+    let local = match host::read_local_addresses().await {
         Ok(local) => local,
         Err(err) => {
             tracing::warn!(%err, "cannot read the node's addresses; health check servers listen on all of them");
@@ -167,4 +187,31 @@ async fn health_addresses(config: &Config) -> Vec<IpAddr> {
         return wildcard;
     }
     chosen
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The value of `name{ip_family="IPv4"}` in a scrape (0 when absent).
+    fn value(metrics: &Metrics, name: &str) -> f64 {
+        let text = metrics.render().unwrap();
+        let line = text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'));
+        line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    }
+
+    const RESTORE: &str = "kubeproxy_sync_proxy_rules_iptables_restore_failures_total";
+    const PARTIAL: &str = "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total";
+
+    #[test]
+    fn only_iptables_restore_failures_count_as_such() {
+        let metrics = Metrics::new(health::ProxyMode::Iptables);
+        count_failure(&metrics, &SyncError::new(Failure::Other, "add virtual server: EINVAL"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (0.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::IptablesRestore { partial: false }, "restore failed"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (1.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::IptablesRestore { partial: true }, "restore failed"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (2.0, 1.0));
+    }
 }
