@@ -2,7 +2,7 @@
 //! step the proxy takes before it touches the kernel — parse the manifests,
 //! tracker, snapshot, render, restore text — the render repeated.
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use crate::counting_alloc::live_bytes;
 use crate::generate::{self, Load};
 use crate::stats::Samples;
@@ -36,7 +36,8 @@ pub fn run_render(load: &Load, repeats: usize) -> Result<String> {
         snapshot.services.len(),
         mib_since(heap)
     );
-    let opts = RenderOptions { common: Options { local_detection: LocalDetection::ClusterCidr(generate::POD_CIDR.parse().into_iter().collect()), ..Options::default() }, ..RenderOptions::default() };
+    let common = generate::POD_CIDR.parse().map(Options::with_cluster_cidr).unwrap_or_default();
+    let opts = RenderOptions { common, ..RenderOptions::default() };
     let (mut render_ms, mut text_ms) = (Samples::default(), Samples::default());
     let mut size = (0, 0, 0, 0);
     let mut heap = (0.0, 0.0);

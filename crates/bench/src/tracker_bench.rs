@@ -6,7 +6,7 @@
 //! `iptables-restore`). No manifests file and no polling in the way: this
 //! is the proxy's own event-to-rules latency.
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use crate::counting_alloc::{live_bytes, peak_bytes, reset_peak};
 use crate::generate::{self, Load};
 use crate::namespace::BenchNetns;
@@ -197,7 +197,7 @@ impl Sync {
     async fn new(backend: Backend) -> Result<Self> {
         let facts = iptables::apply::apply_kernel_setup(true).await?;
         let opts = RenderOptions {
-            common: Options { local_detection: LocalDetection::ClusterCidr(generate::POD_CIDR.parse().into_iter().collect()), ..Options::default() },
+            common: generate::POD_CIDR.parse().map(Options::with_cluster_cidr).unwrap_or_default(),
             nfacct: facts.nfacct,
             conntrack_tcp_be_liberal: facts.conntrack_tcp_be_liberal,
             local_addresses: facts.local_addresses,

@@ -114,7 +114,8 @@ impl Rendering for Streamed<'_> {
     fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + Send + '_> {
         let ctx = &self.ctx;
         let shared = Piece { rules: Cow::Owned(static_chains::render_static(ctx)), open: true, no_local_endpoints: NoLocalEndpoints::default() };
-        let ports = self.snapshot.services.iter().filter(|(_, svc)| ctx.sync.family.contains(svc.cluster_ip)).map(|(name, svc)| {
+        let family = ctx.sync.family;
+        let ports = self.snapshot.services.iter().filter(move |(_, svc)| family.contains(svc.cluster_ip)).map(|(name, svc)| {
             port_piece(render_service_port(ctx, svc, self.snapshot.endpoints_of(name)))
         });
         let tail = Piece { rules: Cow::Owned(static_chains::render_tail(ctx)), open: false, no_local_endpoints: NoLocalEndpoints::default() };

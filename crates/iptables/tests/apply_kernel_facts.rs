@@ -8,7 +8,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use iptables::apply::{
     Backend, Iptables, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, ROUTE_LOCALNET, apply_kernel_setup,
     apply_nfacct_counters, read_local_addresses, read_nfacct_packets,
@@ -92,7 +92,7 @@ fn a_rendered_snapshot_applies_idempotently() {
                 .service(tcp_port("ns1", "svc1", "p80", cluster_ip(41), 80).node_port(3001), [endpoint(pod_ip(1), 80)])
                 .build();
             let opts = RenderOptions {
-                common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() },
+                common: Options::with_cluster_cidr(cluster_cidr()),
                 nfacct: facts.nfacct,
                 conntrack_tcp_be_liberal: facts.conntrack_tcp_be_liberal,
                 local_addresses: facts.local_addresses.clone(),

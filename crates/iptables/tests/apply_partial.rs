@@ -10,7 +10,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use iptables::apply::{Backend, Iptables, Rollback, Syncer};
 use iptables::chain_name::{ServiceChains, endpoint_chain};
 use iptables::render::{RenderOptions, render};
@@ -70,7 +70,7 @@ const DB: &[u16] = &[10, 11];
 
 fn options() -> RenderOptions {
     // nfacct objects exist only where the applier made them.
-    RenderOptions { nfacct: false, common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() }, ..RenderOptions::default() }
+    RenderOptions { nfacct: false, common: Options::with_cluster_cidr(cluster_cidr()), ..RenderOptions::default() }
 }
 
 fn rules(snapshot: &Snapshot) -> Ruleset {

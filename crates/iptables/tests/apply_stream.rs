@@ -10,7 +10,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use iptables::Table;
 use iptables::apply::{Backend, Iptables, Syncer};
 use iptables::render::{RenderOptions, render, stream};
@@ -33,7 +33,7 @@ fn cluster(services: u16, endpoints: u16, shift: u16) -> Snapshot {
 }
 
 fn opts() -> RenderOptions {
-    RenderOptions { common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() }, nfacct: false, ..RenderOptions::default() }
+    RenderOptions { common: Options::with_cluster_cidr(cluster_cidr()), nfacct: false, ..RenderOptions::default() }
 }
 
 /// The rules of every table of the collected rendering of `snapshot`, as

@@ -14,7 +14,7 @@ use testkit::builders::*;
 
 /// Upstream's test configuration: local traffic detected by 10.0.0.0/8.
 fn opts() -> RenderOptions {
-    RenderOptions { common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() }, ..RenderOptions::default() }
+    RenderOptions { common: Options::with_cluster_cidr(cluster_cidr()), ..RenderOptions::default() }
 }
 
 /// Renders, checks consistency and the kernel round trip, and returns the
@@ -284,7 +284,10 @@ fn node_port_addresses_restrict_node_ports() {
     let snap = snapshot().service(port, two_endpoints(80)).build();
     let opts = RenderOptions {
         common: Options {
-            node_port_addresses: NodePortAddresses::Cidrs(vec!["192.168.0.0/24".parse().unwrap(), "127.0.0.0/8".parse().unwrap()]),
+            node_port_addresses: NodePortAddresses::Cidrs(vec![
+                "192.168.0.0/24".parse().unwrap(),
+                "127.0.0.0/8".parse().unwrap(),
+            ]),
             ..opts().common
         },
         local_addresses: vec![node_ip(), "127.0.0.1".parse().unwrap(), "10.1.1.1".parse().unwrap()],
@@ -297,7 +300,8 @@ fn node_port_addresses_restrict_node_ports() {
 fn node_port_addresses_primary() {
     let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3001);
     let snap = snapshot().service(port, two_endpoints(80)).build();
-    let opts = RenderOptions { common: Options { node_port_addresses: NodePortAddresses::Primary, ..opts().common }, ..opts() };
+    let common = Options { node_port_addresses: NodePortAddresses::Primary, ..opts().common };
+    let opts = RenderOptions { common, ..opts() };
     insta::assert_snapshot!("node_port_primary", golden(&snap, &opts));
 }
 

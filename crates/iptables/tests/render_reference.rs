@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use iptables::Ruleset;
 use iptables::render::{RenderOptions, Rendered, consistency_problems, render};
 use model::IpFamily;
@@ -240,7 +240,8 @@ fn reference_services() -> Vec<(ServicePort, Vec<Endpoint>)> {
 /// The corpus's kube-proxy configuration for `family` (its IPv4-only
 /// clusterCIDR leaves the IPv6 proxier without local-traffic detection).
 fn reference_options(family: IpFamily) -> RenderOptions {
-    RenderOptions { common: Options { family, local_detection: LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]), ..Options::default() }, ..RenderOptions::default() }
+    let common = Options { family, ..Options::with_cluster_cidr("10.244.0.0/16".parse().unwrap()) };
+    RenderOptions { common, ..RenderOptions::default() }
 }
 
 fn render_reference(family: IpFamily) -> Rendered {

@@ -23,12 +23,12 @@ pub use kernel_setup::{KernelSetup, apply_kernel_setup};
 
 use crate::ipset::apply::sync_ipsets;
 use crate::render::{DesiredService, IpvsState};
-use model::IpFamily;
 use crate::{Error, IpProtocol, IpvsSocket, Links, RealServer, ServiceKey, VirtualServer};
 use futures::StreamExt;
 use diff::{Graceful, RealServerChange, diff_addresses, diff_real_servers, diff_virtual_servers, is_excluded};
 use ipnet::IpNet;
 use iptables::apply::{Applied, Backend, Iptables};
+use model::IpFamily;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};

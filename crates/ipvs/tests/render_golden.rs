@@ -159,7 +159,8 @@ fn one_service(opts: &RenderOptions) -> IpvsState {
 
 #[test]
 fn masquerade_all_and_no_cluster_cidr_variants() {
-    let all = one_service(&RenderOptions { common: Options { masquerade_all: true, ..Options::default() }, ..Default::default() });
+    let common = Options { masquerade_all: true, ..Options::default() };
+    let all = one_service(&RenderOptions { common, ..Default::default() });
     assert!(nat_rules(&all).iter().any(|r| r.starts_with("KUBE-SERVICES -m comment") && r.ends_with("KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ")));
     let none = one_service(&RenderOptions::default());
     assert!(nat_rules(&none).iter().any(|r| r.ends_with("--match-set KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ")));
@@ -280,7 +281,8 @@ fn ipv6_renders_its_own_family_only() {
         .service(tcp_port("ns", "v4", "http", cluster_ip(1), 80), [endpoint(pod_ip(1), 80)])
         .service(tcp_port("ns", "v6", "http", ip("fd00:96::1"), 80), [endpoint(ip("fd00:244::1"), 8080).local()])
         .build();
-    let state = render(&snap, &RenderOptions { common: Options { family: IpFamily::V6, ..Options::default() }, ..Default::default() });
+    let common = Options { family: IpFamily::V6, ..Options::default() };
+    let state = render(&snap, &RenderOptions { common, ..Default::default() });
     assert_eq!(state.services.len(), 1);
     assert_eq!(state.services.values().next().unwrap().virtual_server.netmask, 128);
     assert!(state.ipsets.contains(KubeSet::ClusterIp, "fd00:96::1,tcp:80"));

@@ -75,6 +75,12 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Upstream's defaults with local traffic detected by `cidr`
+    /// (`detectLocalMode: ClusterCIDR`).
+    pub fn with_cluster_cidr(cidr: IpNet) -> Self {
+        Self { local_detection: LocalDetection::ClusterCidr(vec![cidr]), ..Self::default() }
+    }
+
     /// The `nodePortAddresses` CIDRs of this family, with `primary`
     /// resolved to `node_ip`; `None` when NodePorts answer on every local
     /// address (nothing of this family given, or a `/0`).

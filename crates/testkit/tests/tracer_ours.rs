@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use iptables::Ruleset;
 use iptables::render::{RenderOptions, consistency_problems, render};
 use ipnet::IpNet;
@@ -25,7 +25,7 @@ fn our_ruleset() -> Ruleset {
     let mut tracker = Tracker::new("node-a");
     tracker.replace_all(&parsed.objects);
     let (snapshot, _) = tracker.snapshot();
-    let opts = RenderOptions { common: Options { local_detection: LocalDetection::ClusterCidr(vec![IpNet::V4(POD_CIDR)]), ..Options::default() }, ..RenderOptions::default() };
+    let opts = RenderOptions { common: Options::with_cluster_cidr(IpNet::V4(POD_CIDR)), ..RenderOptions::default() };
     let ruleset = render(&snapshot, &opts).ruleset;
     let problems = consistency_problems(&ruleset);
     assert!(problems.is_empty(), "{problems:?}");

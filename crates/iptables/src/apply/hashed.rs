@@ -103,7 +103,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::Ruleset;
     use crate::render::{RenderOptions, render, stream};
-    use plan::{LocalDetection, Options};
+    use plan::Options;
     use testkit::builders::*;
 
     /// Two services with endpoints, one without, one with a NodePort.
@@ -118,7 +118,8 @@ pub(crate) mod tests {
     #[test]
     fn streamed_and_collected_renderings_hash_alike() {
         let snapshot = sample();
-        let opts = RenderOptions { common: Options { local_detection: LocalDetection::ClusterCidr(vec![cluster_cidr()]), ..Options::default() }, ..RenderOptions::default() };
+        let common = Options::with_cluster_cidr(cluster_cidr());
+        let opts = RenderOptions { common, ..RenderOptions::default() };
         let collected = render(&snapshot, &opts).ruleset;
         let (a, b) = (hash_rendering(&collected), hash_rendering(&stream(&snapshot, &opts)));
         assert_eq!(a.tables, b.tables);

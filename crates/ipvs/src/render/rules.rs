@@ -80,7 +80,12 @@ const SET_JUMPS: [SetJump; 12] = [
 ];
 
 /// Writes the rules for `sets`.
-pub fn render_rules(sets: &IpSets, lb_no_node_access: &[LbNoNodeAccess], ctx: &SyncContext, opts: &RenderOptions) -> Ruleset {
+pub fn render_rules(
+    sets: &IpSets,
+    lb_no_node_access: &[LbNoNodeAccess],
+    ctx: &SyncContext,
+    opts: &RenderOptions,
+) -> Ruleset {
     let mut r = Rules { sets, family: ctx.family, ruleset: Ruleset::default() };
     r.declare_chains();
     r.builtin_jumps();

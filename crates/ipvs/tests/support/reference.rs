@@ -3,7 +3,7 @@
 //! way the tracker would: headless, ExternalName and `service-proxy-name`
 //! services left out.
 
-use plan::{LocalDetection, Options};
+use plan::Options;
 use ipnet::IpNet;
 use model::{Endpoint, NodeInfo, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::net::IpAddr;
@@ -130,7 +130,7 @@ pub fn reference_services() -> Vec<(ServicePort, Vec<Endpoint>)> {
 /// node-a's address 192.168.86.2 as the only local address.
 pub fn reference_options() -> ipvs::render::RenderOptions {
     ipvs::render::RenderOptions {
-        common: Options { local_detection: LocalDetection::ClusterCidr(vec![net("10.244.0.0/16")]), ..Options::default() },
+        common: Options::with_cluster_cidr(net("10.244.0.0/16")),
         local_addresses: vec![ip("192.168.86.2")],
         ..Default::default()
     }

@@ -135,7 +135,8 @@ pub fn traffic(rt: &Runtime) {
     let mut applier = rt.block_on(IpvsApplier::connect(Backend::Nft, opts)).unwrap();
     rt.block_on(apply_kernel_setup(applier.ipvs(), KernelSetup::default())).unwrap();
     let locals = rt.block_on(applier.local_addresses()).unwrap();
-    let render_opts = RenderOptions { local_addresses: locals, common: Options { local_detection: LocalDetection::ClusterCidr(vec![net("10.244.0.0/16")]), ..Options::default() }, ..RenderOptions::default() };
+    let common = Options::with_cluster_cidr(net("10.244.0.0/16"));
+    let render_opts = RenderOptions { local_addresses: locals, common, ..RenderOptions::default() };
     let state = render(&scenario(&["10.244.0.11@a"]), &render_opts);
     rt.block_on(applier.apply(&state)).unwrap();
     assert_nft_rules_match(&state);
@@ -219,7 +220,8 @@ pub fn dual_stack(rt: &Runtime) {
 
     let mut applier = rt.block_on(IpvsApplier::connect(Backend::Nft, ApplyOptions::default())).unwrap();
     let locals = rt.block_on(applier.local_addresses()).unwrap();
-    let v4 = RenderOptions { local_addresses: locals.clone(), common: Options { local_detection: LocalDetection::ClusterCidr(vec![net("10.244.0.0/16")]), ..Options::default() }, ..RenderOptions::default() };
+    let common = Options::with_cluster_cidr(net("10.244.0.0/16"));
+    let v4 = RenderOptions { local_addresses: locals.clone(), common, ..RenderOptions::default() };
     let v6 = RenderOptions {
         local_addresses: locals,
         common: Options {
