@@ -6,6 +6,7 @@ mod refresh;
 mod replace;
 
 use crate::IpFamily;
+use crate::counts::{ChangeCounter, ChangeCounts};
 use crate::meta::name_of;
 use crate::node::node_info;
 use crate::service::{service_name, service_ports};
@@ -45,6 +46,7 @@ pub struct Tracker {
     node: NodeInfo,
     current: Snapshot,
     changes: ChangeSet,
+    counts: ChangeCounter,
 }
 
 impl Tracker {
@@ -74,6 +76,7 @@ impl Tracker {
             node_names: NodeNames::default(),
             node,
             changes: ChangeSet::default(),
+            counts: ChangeCounter::default(),
         }
     }
 
@@ -96,26 +99,35 @@ impl Tracker {
     pub fn upsert_service(&mut self, svc: &Service) -> Vec<Warning> {
         let name = self.shared_name(service_name(svc));
         let (ports, warnings) = service_ports(svc, &name, self.family);
-        self.set_service(name, ports);
+        self.apply_service_event(name, ports);
         warnings
     }
 
     /// A Service was deleted.
     pub fn delete_service(&mut self, svc: &Service) {
-        self.set_service(service_name(svc), Vec::new());
+        self.apply_service_event(service_name(svc), Vec::new());
     }
 
     /// An EndpointSlice was added or updated.
     pub fn upsert_endpoint_slice(&mut self, slice: &EndpointSlice) -> Vec<Warning> {
         let (info, warnings) = self.read_slice(slice);
-        self.set_slice(SliceKey::of(slice), info);
+        self.apply_slice_event(SliceKey::of(slice), info);
         self.node_names.prune_unused();
         warnings
     }
 
     /// An EndpointSlice was deleted.
     pub fn delete_endpoint_slice(&mut self, slice: &EndpointSlice) {
-        self.set_slice(SliceKey::of(slice), None);
+        self.apply_slice_event(SliceKey::of(slice), None);
+    }
+
+    /// The Service and EndpointSlice events accepted since the last call
+    /// (counted as upstream's change trackers count them: every event
+    /// for a service or slice the proxy handles, changed or not; a file
+    /// re-read counts the objects it changed) and the changes pending
+    /// until the next [`Tracker::snapshot`].
+    pub fn take_change_counts(&mut self) -> ChangeCounts {
+        self.counts.take()
     }
 
     /// A Node was added or updated; only this tracker's node matters.
@@ -143,6 +155,7 @@ impl Tracker {
     /// rest of the snapshot shares its data with the previous one.
     pub fn snapshot(&mut self) -> (Snapshot, ChangeSet) {
         let changes = std::mem::take(&mut self.changes);
+        self.counts.snapshot_taken();
         for name in &changes.services {
             self.refresh(name);
         }
@@ -172,13 +185,35 @@ impl Tracker {
         slice_info(slice, &mut reader)
     }
 
+    /// One Service event: stores its ports and counts the event when the
+    /// service is handled now or was before (an ignored service's events
+    /// do not reach upstream's tracker either).
+    fn apply_service_event(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
+        let accepted = !ports.is_empty() || self.services.contains_key(&name);
+        let counted = accepted.then(|| name.clone());
+        let changed = self.set_service(name, ports);
+        if let Some(name) = counted {
+            self.counts.service_event(&name, changed);
+        }
+    }
+
+    /// One EndpointSlice event: stores it and counts the event when the
+    /// slice is usable now or was held before.
+    fn apply_slice_event(&mut self, key: SliceKey, info: Option<(ServiceName, SliceInfo)>) {
+        let accepted = info.is_some() || self.slice_owners.contains_key(&key);
+        let changed = self.set_slice(key, info);
+        if accepted {
+            self.counts.slice_event(changed);
+        }
+    }
+
     /// Stores the ports of `name` (empty: the service is gone or ignored),
     /// marking it changed if they differ from what was held. Unchanged
-    /// ports keep their shared `Arc`.
-    fn set_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
+    /// ports keep their shared `Arc`. Returns whether it changed.
+    fn set_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) -> bool {
         let old = self.services.get(&name).map(|p| &**p).unwrap_or(&[]);
         if old.len() == ports.len() && old.iter().zip(&ports).all(|(a, b)| **a == *b) {
-            return;
+            return false;
         }
         if ports.is_empty() {
             self.services.remove(&name);
@@ -195,21 +230,25 @@ impl Tracker {
             self.services.insert(name.clone(), shared);
         }
         self.changes.services.insert(name);
+        true
     }
 
     /// Stores (or, with `None`, forgets) one slice, marking its old and new
-    /// owner services changed if anything differs.
-    fn set_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) {
+    /// owner services changed if anything differs. Returns whether
+    /// anything did.
+    fn set_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) -> bool {
+        let mut changed = false;
         let old_owner = self.slice_owners.get(&key).cloned();
         if let Some(old_owner) =
             old_owner.filter(|o| new.as_ref().is_none_or(|(owner, _)| owner != o))
         {
             self.forget_slice(&old_owner, &key.name);
             self.changes.services.insert(old_owner);
+            changed = true;
         }
         let Some((owner, mut info)) = new else {
             self.slice_owners.remove(&key);
-            return;
+            return changed;
         };
         let owner = self.shared_name(owner);
         let of_owner = self.slices.entry(owner.clone()).or_default();
@@ -221,9 +260,11 @@ impl Tracker {
                 }
                 of_owner.insert(&key.name, info);
                 self.changes.services.insert(owner.clone());
+                changed = true;
             }
         }
         self.slice_owners.insert(key, owner);
+        changed
     }
 
     fn forget_slice(&mut self, owner: &ServiceName, slice_name: &str) {
