@@ -8,6 +8,7 @@ mod dry_run;
 mod init_only;
 mod iptables_mode;
 mod ipvs_mode;
+mod nfacct_metrics;
 mod node_name;
 mod proxier;
 mod report;

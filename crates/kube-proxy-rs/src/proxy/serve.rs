@@ -5,12 +5,12 @@
 
 use super::proxier::Proxier;
 use super::report::SyncReport;
-use super::sources::{Changes, Source, lock};
-use super::{node_name, shutdown, stale_flows};
+use super::sources::{Changes, Source, take_snapshot};
+use super::{nfacct_metrics, node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
 use iptables::Table;
-use model::{ChangeSet, Snapshot};
+use model::Snapshot;
 use runner::{Periods, Runner, Trigger};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
@@ -33,6 +33,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     super::conntrack_setup::apply(&config);
     let proxier = Proxier::new(&config, IpFamily::V4).await?;
     let metrics = Metrics::new(proxier.mode());
+    nfacct_metrics::read_nfacct_at_scrape(&metrics);
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
     start_servers(&config, &health, &metrics).await;
 
@@ -41,7 +42,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         proxier,
         service_health: ServiceHealthServers::new(health_addresses(&config).await, health.clone()),
         health: health.clone(),
-        metrics,
+        metrics: metrics.clone(),
     };
     let state = Arc::new(tokio::sync::Mutex::new(state));
     let periods = Periods::new(config.min_sync_period, config.sync_period)?;
@@ -49,7 +50,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let state = Arc::clone(&state);
         async move { state.lock().await.sync(trigger).await }
     });
-    let feed = source.start(tracker, Changes { health, handle: handle.clone() });
+    let feed = source.start(tracker, Changes { health, handle: handle.clone(), metrics });
     // The sync loop runs on this task (IPVS mode's netlink futures are not
     // Send), finishing the sync in progress when told to stop.
     let syncs = runner.run_loop();
@@ -67,7 +68,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
 impl SyncState {
     async fn sync(&mut self, trigger: Trigger) -> anyhow::Result<()> {
-        let (snapshot, changes) = lock(&self.tracker).snapshot();
+        let (snapshot, _changes) = take_snapshot(&self.tracker, &self.metrics);
         let synced = self.proxier.sync(&snapshot, trigger.wants_full_sync()).await;
         crate::memory::release_freed();
         let report = match synced {
@@ -83,8 +84,8 @@ impl SyncState {
         self.health.sync_node(&snapshot.node);
         self.health.updated(IpFamily::V4);
         self.sync_health_servers(&snapshot).await;
-        stale_flows::clean_stale_udp_flows(&snapshot).await;
-        self.record(&report, &changes);
+        stale_flows::reconcile_stale_udp_flows(&snapshot, &self.metrics).await;
+        self.record(&report);
         log_sync(trigger, &report, &snapshot);
         Ok(())
     }
@@ -95,7 +96,7 @@ impl SyncState {
         self.service_health.sync_endpoints(health::local_ready_endpoints(snapshot));
     }
 
-    fn record(&self, report: &SyncReport, changes: &ChangeSet) {
+    fn record(&self, report: &SyncReport) {
         let family = IpFamily::V4;
         let rules = &report.rules;
         self.metrics.record_sync(family, report.kind, report.render + report.apply);
@@ -106,7 +107,6 @@ impl SyncState {
         }
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
-        self.metrics.count_service_changes(changes.services.len() as u64);
     }
 }
 
