@@ -28,10 +28,7 @@ fn ipvs_mode_in_a_vm() {
         vm::checks::run_all();
         return;
     }
-    if let Some(why) = testkit::netns::unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/ipvs-vm.sh");
     assert!(script.exists(), "{} not found: the VM tests need the shared tools next to the workspace", script.display());
     let exe = std::env::current_exe().unwrap();

@@ -53,10 +53,7 @@ fn e2e_ipvs_in_a_vm() {
         println!("{PASSED}");
         return;
     }
-    if let Some(why) = testkit::netns::unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     boot_vm();
 }
 
