@@ -1,7 +1,12 @@
 //! What upstream's change trackers count for the
 //! `sync_proxy_rules_{service,endpoint}_changes_{total,pending}` metrics:
-//! every Service and EndpointSlice event the tracker accepts, and the
-//! changes waiting for the next snapshot.
+//! the Service and EndpointSlice events that changed what the proxy uses,
+//! and the changes waiting for the next snapshot.
+//!
+//! Upstream also counts updates that change nothing the proxy uses; here
+//! they are not counted, because sources that deliver whole states (the
+//! manifests file re-read, a re-list) hand the tracker every object again,
+//! and counting those would add every object on every read.
 
 use model::ServiceName;
 use std::collections::HashSet;
@@ -10,11 +15,11 @@ use std::collections::HashSet;
 /// ([`crate::Tracker::take_change_counts`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChangeCounts {
-    /// Service events accepted since the counts were last taken: what
-    /// `sync_proxy_rules_service_changes_total` grows by.
+    /// Service events that changed something since the counts were last
+    /// taken: what `sync_proxy_rules_service_changes_total` grows by.
     pub service_changes: u64,
-    /// EndpointSlice events accepted since the counts were last taken:
-    /// what `sync_proxy_rules_endpoint_changes_total` grows by.
+    /// EndpointSlice events that changed something since the counts were
+    /// last taken: what `sync_proxy_rules_endpoint_changes_total` grows by.
     pub endpoint_changes: u64,
     /// Services whose Service object changed something the proxy uses
     /// since the last snapshot (`sync_proxy_rules_service_changes_pending`).
@@ -34,21 +39,16 @@ pub(crate) struct ChangeCounter {
 }
 
 impl ChangeCounter {
-    /// One Service event was accepted; `changed` when it changed `name`.
-    pub(crate) fn service_event(&mut self, name: &ServiceName, changed: bool) {
+    /// A Service event changed the service `name`.
+    pub(crate) fn service_changed(&mut self, name: &ServiceName) {
         self.service_events += 1;
-        if changed {
-            self.pending_services.insert(name.clone());
-        }
+        self.pending_services.insert(name.clone());
     }
 
-    /// One EndpointSlice event was accepted; `changed` when it changed
-    /// what the tracker holds.
-    pub(crate) fn slice_event(&mut self, changed: bool) {
+    /// An EndpointSlice event changed what the tracker holds.
+    pub(crate) fn slice_changed(&mut self) {
         self.slice_events += 1;
-        if changed {
-            self.pending_slice_changes += 1;
-        }
+        self.pending_slice_changes += 1;
     }
 
     /// A snapshot took every pending change.

@@ -99,33 +99,31 @@ impl Tracker {
     pub fn upsert_service(&mut self, svc: &Service) -> Vec<Warning> {
         let name = self.shared_name(service_name(svc));
         let (ports, warnings) = service_ports(svc, &name, self.family);
-        self.apply_service_event(name, ports);
+        self.set_service(name, ports);
         warnings
     }
 
     /// A Service was deleted.
     pub fn delete_service(&mut self, svc: &Service) {
-        self.apply_service_event(service_name(svc), Vec::new());
+        self.set_service(service_name(svc), Vec::new());
     }
 
     /// An EndpointSlice was added or updated.
     pub fn upsert_endpoint_slice(&mut self, slice: &EndpointSlice) -> Vec<Warning> {
         let (info, warnings) = self.read_slice(slice);
-        self.apply_slice_event(SliceKey::of(slice), info);
+        self.set_slice(SliceKey::of(slice), info);
         self.node_names.prune_unused();
         warnings
     }
 
     /// An EndpointSlice was deleted.
     pub fn delete_endpoint_slice(&mut self, slice: &EndpointSlice) {
-        self.apply_slice_event(SliceKey::of(slice), None);
+        self.set_slice(SliceKey::of(slice), None);
     }
 
-    /// The Service and EndpointSlice events accepted since the last call
-    /// (counted as upstream's change trackers count them: every event
-    /// for a service or slice the proxy handles, changed or not; a file
-    /// re-read counts the objects it changed) and the changes pending
-    /// until the next [`Tracker::snapshot`].
+    /// The Service and EndpointSlice events counted since the last call
+    /// and the changes pending until the next [`Tracker::snapshot`] (see
+    /// [`ChangeCounts`] for what counts).
     pub fn take_change_counts(&mut self) -> ChangeCounts {
         self.counts.take()
     }
@@ -185,35 +183,13 @@ impl Tracker {
         slice_info(slice, &mut reader)
     }
 
-    /// One Service event: stores its ports and counts the event when the
-    /// service is handled now or was before (an ignored service's events
-    /// do not reach upstream's tracker either).
-    fn apply_service_event(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
-        let accepted = !ports.is_empty() || self.services.contains_key(&name);
-        let counted = accepted.then(|| name.clone());
-        let changed = self.set_service(name, ports);
-        if let Some(name) = counted {
-            self.counts.service_event(&name, changed);
-        }
-    }
-
-    /// One EndpointSlice event: stores it and counts the event when the
-    /// slice is usable now or was held before.
-    fn apply_slice_event(&mut self, key: SliceKey, info: Option<(ServiceName, SliceInfo)>) {
-        let accepted = info.is_some() || self.slice_owners.contains_key(&key);
-        let changed = self.set_slice(key, info);
-        if accepted {
-            self.counts.slice_event(changed);
-        }
-    }
-
     /// Stores the ports of `name` (empty: the service is gone or ignored),
     /// marking it changed if they differ from what was held. Unchanged
-    /// ports keep their shared `Arc`. Returns whether it changed.
-    fn set_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) -> bool {
+    /// ports keep their shared `Arc`. A change counts as one Service change.
+    fn set_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
         let old = self.services.get(&name).map(|p| &**p).unwrap_or(&[]);
         if old.len() == ports.len() && old.iter().zip(&ports).all(|(a, b)| **a == *b) {
-            return false;
+            return;
         }
         if ports.is_empty() {
             self.services.remove(&name);
@@ -229,14 +205,22 @@ impl Tracker {
                 .collect();
             self.services.insert(name.clone(), shared);
         }
+        self.counts.service_changed(&name);
         self.changes.services.insert(name);
-        true
     }
 
     /// Stores (or, with `None`, forgets) one slice, marking its old and new
-    /// owner services changed if anything differs. Returns whether
-    /// anything did.
-    fn set_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) -> bool {
+    /// owner services changed if anything differs; a change counts as one
+    /// EndpointSlice change.
+    fn set_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) {
+        let changed = self.store_slice(key, new);
+        if changed {
+            self.counts.slice_changed();
+        }
+    }
+
+    /// [`Tracker::set_slice`]'s storing; whether anything changed.
+    fn store_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) -> bool {
         let mut changed = false;
         let old_owner = self.slice_owners.get(&key).cloned();
         if let Some(old_owner) =

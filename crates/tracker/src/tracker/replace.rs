@@ -6,7 +6,7 @@ use crate::Objects;
 use crate::meta::name_of;
 use crate::node::node_info;
 use crate::service::{service_name, service_ports};
-use crate::slice::{SliceInfo, SliceKey};
+use crate::slice::SliceKey;
 use crate::warning::Warning;
 use model::{NodeInfo, ServiceName, ServicePort};
 use std::collections::HashMap;
@@ -40,10 +40,10 @@ impl Tracker {
             .cloned()
             .collect();
         for name in gone {
-            self.replace_service(name, Vec::new());
+            self.set_service(name, Vec::new());
         }
         for (name, ports) in wanted {
-            self.replace_service(name, ports);
+            self.set_service(name, ports);
         }
     }
 
@@ -61,27 +61,10 @@ impl Tracker {
             .cloned()
             .collect();
         for key in gone {
-            self.replace_slice(key, None);
+            self.set_slice(key, None);
         }
         for (key, info) in wanted {
-            self.replace_slice(key, info);
-        }
-    }
-
-    /// Stores one service of a new whole state; only a change counts as a
-    /// Service event (an unchanged object would not be watched again).
-    fn replace_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
-        let counted = name.clone();
-        if self.set_service(name, ports) {
-            self.counts.service_event(&counted, true);
-        }
-    }
-
-    /// Stores one slice of a new whole state; only a change counts as an
-    /// EndpointSlice event.
-    fn replace_slice(&mut self, key: SliceKey, info: Option<(ServiceName, SliceInfo)>) {
-        if self.set_slice(key, info) {
-            self.counts.slice_event(true);
+            self.set_slice(key, info);
         }
     }
 
