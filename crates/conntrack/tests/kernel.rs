@@ -1,7 +1,7 @@
 //! Stale-flow cleanup on a real conntrack table, in a network namespace of
 //! its own: flows are injected with `conntrack -I` (as NAT would have left
 //! them), the cleanup runs for a snapshot, and exactly the stale ones are
-//! gone. Needs root; without it one line says so.
+//! gone. Needs root; without it the test fails.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +10,7 @@ use conntrack::{Deletion, UdpFlow};
 use model::{Endpoint, IpFamily, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::net::IpAddr;
 use std::sync::Arc;
-use testkit::netns::{Netns, unavailable};
+use testkit::netns::Netns;
 
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
@@ -39,10 +39,7 @@ fn snapshot() -> Snapshot {
 
 #[test]
 fn only_stale_udp_flows_are_deleted() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("ctstale").unwrap();
     inject(&ns, "10.244.0.5", 4000, "10.96.0.10", 53, "10.244.1.3"); // removed endpoint: stale
     inject(&ns, "10.244.0.5", 4001, "10.96.0.10", 53, "10.244.1.4"); // serving endpoint: kept

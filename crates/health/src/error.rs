@@ -35,9 +35,6 @@ pub enum HealthError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The metrics registry could not be encoded (a bug, not an input error).
-    #[error("cannot encode metrics: {0}")]
-    MetricsEncode(std::fmt::Error),
 }
 
 impl HealthError {

@@ -2,29 +2,26 @@
 //! help texts, labels and buckets as upstream, recorded by the sync loop
 //! through [`Metrics`] and served on `--metrics-bind-address`.
 
+mod family;
 mod labels;
 mod nfacct;
 mod server;
 mod text;
+mod values;
 
-use crate::error::HealthError;
-use model::IpFamily;
 use crate::gofmt::unix_seconds;
-use labels::{CodeLabel, FamilyLabel, PolicyLabels, TableLabels};
+use family::Family;
+use labels::Labels;
+use model::IpFamily;
 use nfacct::NfacctCollector;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets, linear_buckets};
-use prometheus_client::registry::Registry;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime};
+use text::Exposition;
+use values::{Counter, Gauge, Histogram, exponential_buckets, linear_buckets};
 
 pub use nfacct::NfacctReader;
 pub use server::{METRICS_CONTENT_TYPE, bind_metrics, serve_metrics};
-pub use text::render_prometheus_text;
 
 /// The proxy mode, which decides the mode-specific metrics (upstream's
 /// `RegisterMetrics(mode)`) and what `/proxyMode` answers.
@@ -78,12 +75,8 @@ impl TrafficPolicy {
     }
 }
 
-type FamilyHistogram = Family<FamilyLabel, Histogram, fn() -> Histogram>;
-type FamilyCounter = Family<FamilyLabel, Counter>;
-type FamilyTimestamp = Family<FamilyLabel, Gauge<f64, AtomicU64>>;
-
 /// Every kube-proxy metric, registered for one proxy mode. Cheap to clone;
-/// clones record into the same registry.
+/// clones record into the same metrics.
 #[derive(Clone)]
 pub struct Metrics {
     inner: Arc<Inner>,
@@ -91,29 +84,28 @@ pub struct Metrics {
 
 struct Inner {
     mode: ProxyMode,
-    registry: Registry,
-    sync_duration: FamilyHistogram,
-    sync_full_duration: FamilyHistogram,
-    sync_partial_duration: FamilyHistogram,
-    last_timestamp: FamilyTimestamp,
-    last_queued_timestamp: FamilyTimestamp,
-    network_programming: FamilyHistogram,
-    endpoint_changes_pending: Gauge,
-    endpoint_changes: Counter,
-    service_changes_pending: Gauge,
-    service_changes: Counter,
-    iptables_restore_failures: FamilyCounter,
-    iptables_partial_restore_failures: FamilyCounter,
-    iptables_rules_total: Family<TableLabels, Gauge>,
-    iptables_rules_last: Family<TableLabels, Gauge>,
-    nftables_sync_failures: FamilyCounter,
-    nftables_cleanup_failures: FamilyCounter,
-    no_local_endpoints: Family<PolicyLabels, Gauge>,
-    healthz: Family<CodeLabel, Counter>,
-    livez: Family<CodeLabel, Counter>,
-    conntrack_deleted: FamilyCounter,
-    conntrack_duration: FamilyHistogram,
-    nfacct: Arc<NfacctCollector>,
+    sync_duration: Family<Histogram>,
+    sync_full_duration: Family<Histogram>,
+    sync_partial_duration: Family<Histogram>,
+    last_timestamp: Family<Gauge>,
+    last_queued_timestamp: Family<Gauge>,
+    network_programming: Family<Histogram>,
+    endpoint_changes_pending: Family<Gauge>,
+    endpoint_changes: Family<Counter>,
+    service_changes_pending: Family<Gauge>,
+    service_changes: Family<Counter>,
+    iptables_restore_failures: Family<Counter>,
+    iptables_partial_restore_failures: Family<Counter>,
+    iptables_rules_total: Family<Gauge>,
+    iptables_rules_last: Family<Gauge>,
+    nftables_sync_failures: Family<Counter>,
+    nftables_cleanup_failures: Family<Counter>,
+    no_local_endpoints: Family<Gauge>,
+    healthz: Family<Counter>,
+    livez: Family<Counter>,
+    conntrack_deleted: Family<Counter>,
+    conntrack_duration: Family<Histogram>,
+    nfacct: NfacctCollector,
 }
 
 /// `ExponentialBuckets(0.001, 2, 15)`: 1 ms to 16.384 s.
@@ -124,29 +116,28 @@ fn sync_buckets() -> Histogram {
 /// Upstream's network programming buckets: 0.25 s, 0.5 s, 1..59 s,
 /// 60..115 s by 5, 120..300 s by 30.
 fn network_programming_buckets() -> Histogram {
-    let buckets = linear_buckets(0.25, 0.25, 2)
-        .chain(linear_buckets(1.0, 1.0, 59))
-        .chain(linear_buckets(60.0, 5.0, 12))
-        .chain(linear_buckets(120.0, 30.0, 7));
+    let mut buckets = linear_buckets(0.25, 0.25, 2);
+    buckets.extend(linear_buckets(1.0, 1.0, 59));
+    buckets.extend(linear_buckets(60.0, 5.0, 12));
+    buckets.extend(linear_buckets(120.0, 30.0, 7));
     Histogram::new(buckets)
 }
 
 impl Metrics {
     /// All metrics of `mode`, at zero.
     pub fn new(mode: ProxyMode) -> Self {
-        let mut inner = Inner {
+        let inner = Inner {
             mode,
-            registry: Registry::with_prefix("kubeproxy"),
-            sync_duration: Family::new_with_constructor(sync_buckets),
-            sync_full_duration: Family::new_with_constructor(sync_buckets),
-            sync_partial_duration: Family::new_with_constructor(sync_buckets),
+            sync_duration: Family::with_constructor(sync_buckets),
+            sync_full_duration: Family::with_constructor(sync_buckets),
+            sync_partial_duration: Family::with_constructor(sync_buckets),
             last_timestamp: Family::default(),
             last_queued_timestamp: Family::default(),
-            network_programming: Family::new_with_constructor(network_programming_buckets),
-            endpoint_changes_pending: Gauge::default(),
-            endpoint_changes: Counter::default(),
-            service_changes_pending: Gauge::default(),
-            service_changes: Counter::default(),
+            network_programming: Family::with_constructor(network_programming_buckets),
+            endpoint_changes_pending: Family::single(),
+            endpoint_changes: Family::single(),
+            service_changes_pending: Family::single(),
+            service_changes: Family::single(),
             iptables_restore_failures: Family::default(),
             iptables_partial_restore_failures: Family::default(),
             iptables_rules_total: Family::default(),
@@ -157,15 +148,9 @@ impl Metrics {
             healthz: Family::default(),
             livez: Family::default(),
             conntrack_deleted: Family::default(),
-            conntrack_duration: Family::new_with_constructor(sync_buckets),
-            nfacct: Arc::new(NfacctCollector::default()),
+            conntrack_duration: Family::with_constructor(sync_buckets),
+            nfacct: NfacctCollector::default(),
         };
-        inner.register_common();
-        match mode {
-            ProxyMode::Iptables => inner.register_iptables(),
-            ProxyMode::Ipvs => inner.register_ipvs(),
-            ProxyMode::Nftables => inner.register_nftables(),
-        }
         Self { inner: Arc::new(inner) }
     }
 
@@ -177,109 +162,105 @@ impl Metrics {
     /// One sync of `family`'s rules took `took`:
     /// `sync_proxy_rules_duration_seconds` and the full/partial histogram.
     pub fn record_sync(&self, family: IpFamily, kind: SyncKind, took: Duration) {
-        let label = FamilyLabel::new(family);
         let seconds = took.as_secs_f64();
-        self.inner.sync_duration.get_or_create(&label).observe(seconds);
+        self.inner.sync_duration.update(Labels::family(family), |h| h.observe(seconds));
         let by_kind = match kind {
             SyncKind::Full => &self.inner.sync_full_duration,
             SyncKind::Partial => &self.inner.sync_partial_duration,
         };
-        by_kind.get_or_create(&label).observe(seconds);
+        by_kind.update(Labels::family(family), |h| h.observe(seconds));
     }
 
     /// `sync_proxy_rules_last_timestamp_seconds`: `family`'s rules were
     /// successfully synced at `at` ([`crate::ProxyHealth::updated`] calls this).
     pub fn record_last_sync(&self, family: IpFamily, at: SystemTime) {
-        self.inner.last_timestamp.get_or_create(&FamilyLabel::new(family)).set(unix_seconds(at));
+        self.inner.last_timestamp.update(Labels::family(family), |g| g.set(unix_seconds(at)));
     }
 
     /// `sync_proxy_rules_last_queued_timestamp_seconds`: a sync of
     /// `family` was queued at `at` ([`crate::ProxyHealth::queued_update`]
     /// calls this).
     pub fn record_last_queued(&self, family: IpFamily, at: SystemTime) {
-        self.inner.last_queued_timestamp.get_or_create(&FamilyLabel::new(family)).set(unix_seconds(at));
+        self.inner.last_queued_timestamp.update(Labels::family(family), |g| g.set(unix_seconds(at)));
     }
 
     /// `network_programming_duration_seconds`: a change triggered
     /// `latency` ago (EndpointSlice trigger time) is now in the rules.
     pub fn record_network_programming(&self, family: IpFamily, latency: Duration) {
-        self.inner.network_programming.get_or_create(&FamilyLabel::new(family)).observe(latency.as_secs_f64());
+        self.inner.network_programming.update(Labels::family(family), |h| h.observe(latency.as_secs_f64()));
     }
 
     /// `sync_proxy_rules_service_changes_total` += `n`.
     pub fn count_service_changes(&self, n: u64) {
-        self.inner.service_changes.inc_by(n);
+        self.inner.service_changes.update(Labels::none(), |c| c.inc_by(n));
     }
 
     /// `sync_proxy_rules_endpoint_changes_total` += `n`.
     pub fn count_endpoint_changes(&self, n: u64) {
-        self.inner.endpoint_changes.inc_by(n);
+        self.inner.endpoint_changes.update(Labels::none(), |c| c.inc_by(n));
     }
 
     /// `sync_proxy_rules_service_changes_pending`.
     pub fn set_service_changes_pending(&self, n: usize) {
-        self.inner.service_changes_pending.set(to_i64(n));
+        self.inner.service_changes_pending.update(Labels::none(), |g| g.set(n as f64));
     }
 
     /// `sync_proxy_rules_endpoint_changes_pending`.
     pub fn set_endpoint_changes_pending(&self, n: usize) {
-        self.inner.endpoint_changes_pending.set(to_i64(n));
+        self.inner.endpoint_changes_pending.update(Labels::none(), |g| g.set(n as f64));
     }
 
     /// iptables mode: rules of ours in `table` (`filter`, `nat`) after the
     /// sync (`sync_proxy_rules_iptables_total`) and rules written by it
     /// (`sync_proxy_rules_iptables_last`).
     pub fn set_iptables_rules(&self, family: IpFamily, table: &str, total: usize, last_sync: usize) {
-        let labels = TableLabels::new(family, table);
-        self.inner.iptables_rules_total.get_or_create(&labels).set(to_i64(total));
-        self.inner.iptables_rules_last.get_or_create(&labels).set(to_i64(last_sync));
+        self.inner.iptables_rules_total.update(Labels::table(family, table), |g| g.set(total as f64));
+        self.inner.iptables_rules_last.update(Labels::table(family, table), |g| g.set(last_sync as f64));
     }
 
     /// `sync_proxy_rules_iptables_restore_failures_total` (iptables, ipvs).
     pub fn count_iptables_restore_failure(&self, family: IpFamily) {
-        self.inner.iptables_restore_failures.get_or_create(&FamilyLabel::new(family)).inc();
+        self.inner.iptables_restore_failures.update(Labels::family(family), |c| c.inc_by(1));
     }
 
     /// `sync_proxy_rules_iptables_partial_restore_failures_total`: a
     /// partial restore failed and a full one follows.
     pub fn count_iptables_partial_restore_failure(&self, family: IpFamily) {
-        self.inner.iptables_partial_restore_failures.get_or_create(&FamilyLabel::new(family)).inc();
+        self.inner.iptables_partial_restore_failures.update(Labels::family(family), |c| c.inc_by(1));
     }
 
     /// `sync_proxy_rules_nftables_sync_failures_total`.
     pub fn count_nftables_sync_failure(&self, family: IpFamily) {
-        self.inner.nftables_sync_failures.get_or_create(&FamilyLabel::new(family)).inc();
+        self.inner.nftables_sync_failures.update(Labels::family(family), |c| c.inc_by(1));
     }
 
     /// `sync_proxy_rules_nftables_cleanup_failures_total`.
     pub fn count_nftables_cleanup_failure(&self, family: IpFamily) {
-        self.inner.nftables_cleanup_failures.get_or_create(&FamilyLabel::new(family)).inc();
+        self.inner.nftables_cleanup_failures.update(Labels::family(family), |c| c.inc_by(1));
     }
 
     /// `sync_proxy_rules_no_local_endpoints_total`: services with a Local
     /// `policy` and no local endpoint, as of the last sync. Set every
     /// combination each sync (upstream prints zeros too).
     pub fn set_no_local_endpoints(&self, family: IpFamily, policy: TrafficPolicy, services: usize) {
-        let labels = PolicyLabels::new(family, policy);
-        self.inner.no_local_endpoints.get_or_create(&labels).set(to_i64(services));
+        self.inner.no_local_endpoints.update(Labels::policy(family, policy), |g| g.set(services as f64));
     }
 
     /// `conntrack_reconciler_sync_duration_seconds` and
     /// `conntrack_reconciler_deleted_entries_total`.
     pub fn record_conntrack_reconcile(&self, family: IpFamily, took: Duration, deleted: u64) {
-        let label = FamilyLabel::new(family);
-        self.inner.conntrack_duration.get_or_create(&label).observe(took.as_secs_f64());
-        self.inner.conntrack_deleted.get_or_create(&label).inc_by(deleted);
+        self.inner.conntrack_duration.update(Labels::family(family), |h| h.observe(took.as_secs_f64()));
+        self.inner.conntrack_deleted.update(Labels::family(family), |c| c.inc_by(deleted));
     }
 
     /// `proxy_healthz_total{code}`: one `/healthz` answer.
     pub fn count_healthz(&self, code: u16) {
-        self.inner.healthz.get_or_create(&CodeLabel::new(code)).inc();
+        self.inner.healthz.update(Labels::code(code), |c| c.inc_by(1));
     }
 
     /// `proxy_livez_total{code}`: one `/livez` answer.
     pub fn count_livez(&self, code: u16) {
-        self.inner.livez.get_or_create(&CodeLabel::new(code)).inc();
+        self.inner.livez.update(Labels::code(code), |c| c.inc_by(1));
     }
 
     /// Where iptables mode reads its nfacct packet counters at scrape time
@@ -289,13 +270,17 @@ impl Metrics {
         self.inner.nfacct.set_reader(reader);
     }
 
-    /// The scrape: every metric with a value, in the Prometheus text format
-    /// upstream serves.
-    pub fn render(&self) -> Result<String, HealthError> {
-        let mut openmetrics = String::new();
-        prometheus_client::encoding::text::encode(&mut openmetrics, &self.inner.registry)
-            .map_err(HealthError::MetricsEncode)?;
-        Ok(render_prometheus_text(&openmetrics))
+    /// The scrape: every metric of the mode with a value, in the
+    /// Prometheus text format upstream serves.
+    pub fn render(&self) -> String {
+        let mut exposition = Exposition::default();
+        self.inner.expose_common(&mut exposition);
+        match self.inner.mode {
+            ProxyMode::Iptables => self.inner.expose_iptables(&mut exposition),
+            ProxyMode::Ipvs => self.inner.expose_restore_failures(&mut exposition),
+            ProxyMode::Nftables => self.inner.expose_nftables(&mut exposition),
+        }
+        exposition.finish()
     }
 }
 
@@ -305,135 +290,119 @@ impl fmt::Debug for Metrics {
     }
 }
 
-fn to_i64(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// Help texts carry upstream's stability prefix.
-fn help(text: &str) -> String {
-    format!("[ALPHA] {text}")
-}
-
 impl Inner {
     /// Metrics of every mode.
-    fn register_common(&mut self) {
-        let r = &mut self.registry;
-        r.register("sync_proxy_rules_duration_seconds", help("SyncProxyRules latency in seconds"), self.sync_duration.clone());
-        r.register(
-            "sync_proxy_rules_last_queued_timestamp_seconds",
-            help("The last time a sync of proxy rules was queued"),
-            self.last_queued_timestamp.clone(),
+    fn expose_common(&self, e: &mut Exposition) {
+        self.sync_duration.expose(e, "kubeproxy_sync_proxy_rules_duration_seconds", "[ALPHA] SyncProxyRules latency in seconds");
+        self.last_queued_timestamp.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
+            "[ALPHA] The last time a sync of proxy rules was queued",
         );
-        r.register(
-            "sync_proxy_rules_last_timestamp_seconds",
-            help("The last time proxy rules were successfully synced"),
-            self.last_timestamp.clone(),
+        self.last_timestamp.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+            "[ALPHA] The last time proxy rules were successfully synced",
         );
-        r.register(
-            "sync_proxy_rules_endpoint_changes_pending",
-            help("Pending proxy rules Endpoint changes"),
-            self.endpoint_changes_pending.clone(),
+        self.endpoint_changes_pending.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
+            "[ALPHA] Pending proxy rules Endpoint changes",
         );
-        r.register(
-            "sync_proxy_rules_endpoint_changes",
-            help("Cumulative proxy rules Endpoint changes"),
-            self.endpoint_changes.clone(),
+        self.endpoint_changes.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_endpoint_changes_total",
+            "[ALPHA] Cumulative proxy rules Endpoint changes",
         );
-        r.register(
-            "sync_proxy_rules_service_changes_pending",
-            help("Pending proxy rules Service changes"),
-            self.service_changes_pending.clone(),
+        self.service_changes_pending.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_service_changes_pending",
+            "[ALPHA] Pending proxy rules Service changes",
         );
-        r.register(
-            "sync_proxy_rules_service_changes",
-            help("Cumulative proxy rules Service changes"),
-            self.service_changes.clone(),
+        self.service_changes.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_service_changes_total",
+            "[ALPHA] Cumulative proxy rules Service changes",
         );
-        r.register("proxy_healthz", help("Cumulative proxy healthz HTTP status"), self.healthz.clone());
-        r.register("proxy_livez", help("Cumulative proxy livez HTTP status"), self.livez.clone());
-        r.register(
-            "network_programming_duration_seconds",
-            help("In Cluster Network Programming Latency in seconds"),
-            self.network_programming.clone(),
+        self.healthz.expose(e, "kubeproxy_proxy_healthz_total", "[ALPHA] Cumulative proxy healthz HTTP status");
+        self.livez.expose(e, "kubeproxy_proxy_livez_total", "[ALPHA] Cumulative proxy livez HTTP status");
+        self.network_programming.expose(
+            e,
+            "kubeproxy_network_programming_duration_seconds",
+            "[ALPHA] In Cluster Network Programming Latency in seconds",
         );
-        r.register(
-            "sync_proxy_rules_no_local_endpoints_total",
-            help("Number of services with a Local traffic policy and no endpoints"),
-            self.no_local_endpoints.clone(),
+        self.no_local_endpoints.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
+            "[ALPHA] Number of services with a Local traffic policy and no endpoints",
         );
-        r.register(
-            "conntrack_reconciler_deleted_entries",
-            help("Cumulative conntrack flows deleted by conntrack reconciler"),
-            self.conntrack_deleted.clone(),
+        self.conntrack_deleted.expose(
+            e,
+            "kubeproxy_conntrack_reconciler_deleted_entries_total",
+            "[ALPHA] Cumulative conntrack flows deleted by conntrack reconciler",
         );
-        r.register(
-            "conntrack_reconciler_sync_duration_seconds",
-            help("ReconcileConntrackFlowsLatency latency in seconds"),
-            self.conntrack_duration.clone(),
+        self.conntrack_duration.expose(
+            e,
+            "kubeproxy_conntrack_reconciler_sync_duration_seconds",
+            "[ALPHA] ReconcileConntrackFlowsLatency latency in seconds",
         );
     }
 
     /// Full and partial sync histograms (iptables and nftables modes).
-    fn register_sync_kinds(&mut self) {
-        let r = &mut self.registry;
-        r.register(
-            "sync_full_proxy_rules_duration_seconds",
-            help("SyncProxyRules latency in seconds for full resyncs"),
-            self.sync_full_duration.clone(),
+    fn expose_sync_kinds(&self, e: &mut Exposition) {
+        self.sync_full_duration.expose(
+            e,
+            "kubeproxy_sync_full_proxy_rules_duration_seconds",
+            "[ALPHA] SyncProxyRules latency in seconds for full resyncs",
         );
-        r.register(
-            "sync_partial_proxy_rules_duration_seconds",
-            help("SyncProxyRules latency in seconds for partial resyncs"),
-            self.sync_partial_duration.clone(),
-        );
-    }
-
-    fn register_restore_failures(&mut self) {
-        self.registry.register(
-            "sync_proxy_rules_iptables_restore_failures",
-            help("Cumulative proxy iptables restore failures"),
-            self.iptables_restore_failures.clone(),
+        self.sync_partial_duration.expose(
+            e,
+            "kubeproxy_sync_partial_proxy_rules_duration_seconds",
+            "[ALPHA] SyncProxyRules latency in seconds for partial resyncs",
         );
     }
 
-    fn register_iptables(&mut self) {
-        self.register_sync_kinds();
-        self.register_restore_failures();
-        let r = &mut self.registry;
-        r.register(
-            "sync_proxy_rules_iptables_partial_restore_failures",
-            help("Cumulative proxy iptables partial restore failures"),
-            self.iptables_partial_restore_failures.clone(),
+    /// iptables-restore failures (iptables and ipvs modes).
+    fn expose_restore_failures(&self, e: &mut Exposition) {
+        self.iptables_restore_failures.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
+            "[ALPHA] Cumulative proxy iptables restore failures",
         );
-        r.register(
-            "sync_proxy_rules_iptables_total",
-            help("Total number of iptables rules owned by kube-proxy"),
-            self.iptables_rules_total.clone(),
-        );
-        r.register(
-            "sync_proxy_rules_iptables_last",
-            help("Number of iptables rules written by kube-proxy in last sync"),
-            self.iptables_rules_last.clone(),
-        );
-        r.register_collector(Box::new(self.nfacct.clone()));
     }
 
-    fn register_ipvs(&mut self) {
-        self.register_restore_failures();
+    fn expose_iptables(&self, e: &mut Exposition) {
+        self.expose_sync_kinds(e);
+        self.expose_restore_failures(e);
+        self.iptables_partial_restore_failures.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
+            "[ALPHA] Cumulative proxy iptables partial restore failures",
+        );
+        self.iptables_rules_total.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_iptables_total",
+            "[ALPHA] Total number of iptables rules owned by kube-proxy",
+        );
+        self.iptables_rules_last.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_iptables_last",
+            "[ALPHA] Number of iptables rules written by kube-proxy in last sync",
+        );
+        self.nfacct.expose(e);
     }
 
-    fn register_nftables(&mut self) {
-        self.register_sync_kinds();
-        let r = &mut self.registry;
-        r.register(
-            "sync_proxy_rules_nftables_sync_failures",
-            help("Cumulative proxy nftables sync failures"),
-            self.nftables_sync_failures.clone(),
+    fn expose_nftables(&self, e: &mut Exposition) {
+        self.expose_sync_kinds(e);
+        self.nftables_sync_failures.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
+            "[ALPHA] Cumulative proxy nftables sync failures",
         );
-        r.register(
-            "sync_proxy_rules_nftables_cleanup_failures",
-            help("Cumulative proxy nftables cleanup failures"),
-            self.nftables_cleanup_failures.clone(),
+        self.nftables_cleanup_failures.expose(
+            e,
+            "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total",
+            "[ALPHA] Cumulative proxy nftables cleanup failures",
         );
     }
 }

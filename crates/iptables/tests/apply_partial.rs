@@ -95,9 +95,7 @@ where
     Fut: std::future::Future<Output = ()> + 'static,
 {
     for backend in Backend::ALL {
-        if in_netns(label, move || check(Syncer::new(Iptables::new(backend, IpFamily::V4).recording_input()))).is_none() {
-            return;
-        }
+        in_netns(label, move || check(Syncer::new(Iptables::new(backend, IpFamily::V4).recording_input())));
     }
 }
 

@@ -9,10 +9,7 @@ use testkit::netns::Netns;
 
 #[test]
 fn connect_reports_whether_the_kernel_has_ipvs() {
-    if let Some(why) = testkit::netns::unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("ipvsdet").unwrap();
     let (result, has_ipvs) = ns
         .run(|| {

@@ -1,6 +1,6 @@
 //! IPVS mode on a real kernel. This machine's kernel (and a CI runner's)
 //! may lack IPVS and dummy links, so the one test here boots a small VM
-//! with a stock Debian kernel (`shared/tools/ipvs-vm.sh`) and runs this
+//! with a stock Debian kernel (`scripts/ipvs-vm.sh`) and runs this
 //! same test binary inside it; there (`IPVS_VM=1`) the test takes its
 //! in-VM branch and exercises the kernel. A failure prints the VM's log.
 
@@ -28,12 +28,9 @@ fn ipvs_mode_in_a_vm() {
         vm::checks::run_all();
         return;
     }
-    if let Some(why) = testkit::netns::unavailable() {
-        println!("{why}");
-        return;
-    }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/ipvs-vm.sh");
-    assert!(script.exists(), "{} not found: the VM tests need the shared tools next to the workspace", script.display());
+    testkit::netns::require_kernel();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
+    assert!(script.exists(), "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository", script.display());
     let exe = std::env::current_exe().unwrap();
     let log = std::env::temp_dir().join(format!("ipvs-vm-{}.log", std::process::id()));
     let started = Instant::now();

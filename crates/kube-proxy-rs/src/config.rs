@@ -349,10 +349,10 @@ fn deprecated_flag_warnings(flags: &Flags) -> Vec<String> {
 
 #[cfg(test)]
 mod tests_support {
-    /// Path of a file in the shared upstream reference corpus.
+    /// Path of a file in the upstream reference corpus (`testdata/`).
     pub fn reference_path(rel: &str) -> std::path::PathBuf {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/reference/upstream-v1.36")
+            .join("../../testdata/upstream-v1.36")
             .join(rel)
     }
 }

@@ -8,6 +8,7 @@ mod dry_run;
 mod init_only;
 mod mode;
 mod mode_options;
+mod nfacct_metrics;
 mod node_name;
 mod serve;
 mod shutdown;

@@ -9,7 +9,7 @@
 //! with one line saying so; health-check servers follow `nodePortAddresses`;
 //! `--init-only` sets the kernel up (with the `--conntrack-*` sysctls) and
 //! exits without writing a rule.
-//! Needs root; without it one line says so.
+//! Needs root; without it the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,7 +20,7 @@ use proxy::{BINARY, PATIENCE, Proxy};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
-use testkit::netns::{Netns, unavailable};
+use testkit::netns::Netns;
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster.yaml")
@@ -79,10 +79,7 @@ fn without_service(manifests: &str, name: &str) -> String {
 
 #[test]
 fn dry_run_output_passes_iptables_restore_test_and_changes_nothing() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("dryrun").unwrap();
     let out = ns.command(BINARY).args(args(&example())).arg("--dry-run").output().unwrap();
     assert!(out.status.success(), "--dry-run failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -97,10 +94,7 @@ fn dry_run_output_passes_iptables_restore_test_and_changes_nothing() {
 
 #[test]
 fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_nothing() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("binsync").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let manifests = dir.path().join("cluster.yaml");
@@ -143,10 +137,7 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
 
 #[test]
 fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("ipvsfb").unwrap();
     let mut proxy = start(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
     let kernel_has_ipvs = Path::new("/proc/net/ip_vs").exists();
@@ -163,10 +154,7 @@ fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
 
 #[test]
 fn health_check_servers_listen_on_node_port_addresses_only() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("hcaddr").unwrap();
     ns.ip(&["link", "add", "kprs0", "type", "veth", "peer", "name", "kprs1"]).unwrap();
     ns.ip(&["addr", "add", "10.9.0.2/24", "dev", "kprs0"]).unwrap();
@@ -183,10 +171,7 @@ fn health_check_servers_listen_on_node_port_addresses_only() {
 
 #[test]
 fn init_only_sets_the_kernel_up_writes_no_rule_and_exits() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("initonly").unwrap();
     let route_localnet = || ns.exec("sysctl", &["-n", "net.ipv4.conf.all.route_localnet"]).unwrap().trim().to_string();
     assert_eq!(route_localnet(), "0", "a fresh namespace");
@@ -198,10 +183,7 @@ fn init_only_sets_the_kernel_up_writes_no_rule_and_exits() {
 
 #[test]
 fn conntrack_flags_set_the_namespaces_conntrack_sysctls() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("ctflags").unwrap();
     let sysctl = |name: &str| ns.exec("sysctl", &["-n", name]).unwrap().trim().to_string();
     let flags = ["--conntrack-tcp-timeout-established=2h", "--conntrack-tcp-timeout-close-wait=30m", "--conntrack-tcp-be-liberal", "--conntrack-udp-timeout=45s"];

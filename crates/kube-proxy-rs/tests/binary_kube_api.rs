@@ -5,7 +5,7 @@
 //! no rule) before the first complete list; the rules follow the API's
 //! objects; the node is watched by name; the node keeps its rules while the
 //! API server is down and catches up when it returns. Needs root; without
-//! it one line says so.
+//! it the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
@@ -19,7 +19,7 @@ use fake_api::{FakeApi, Kind};
 use proxy::{BINARY, PATIENCE, Proxy};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use testkit::netns::{Netns, unavailable};
+use testkit::netns::Netns;
 const SYNCED: &str = "synced iptables rules";
 
 fn service() -> Value {
@@ -121,10 +121,7 @@ async fn scenario(ns_name: String) {
 
 #[test]
 fn the_binary_follows_the_api_server() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new("kubeapi").unwrap();
     let name = ns.name().to_string();
     // Everything below runs in the namespace: the fake server binds its

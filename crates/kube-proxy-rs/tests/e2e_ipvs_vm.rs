@@ -1,7 +1,7 @@
 //! The end-to-end traffic suite (`e2e_traffic.rs`, issue 3) in IPVS mode,
 //! on a real kernel (issue 6). This machine's kernel (and a CI runner's)
 //! may lack IPVS and dummy links, so the test boots a small VM with a
-//! stock Debian kernel (`shared/tools/ipvs-vm.sh`, qemu; TCG without KVM)
+//! stock Debian kernel (`scripts/ipvs-vm.sh`, qemu; TCG without KVM)
 //! carrying this test binary, the kube-proxy-rs binary and `setpriv`, and
 //! runs itself there: inside (`IPVS_VM=1`) it checks the tools the suite
 //! needs, builds the same two-node cluster and runs every case with
@@ -53,18 +53,15 @@ fn e2e_ipvs_in_a_vm() {
         println!("{PASSED}");
         return;
     }
-    if let Some(why) = testkit::netns::unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     boot_vm();
 }
 
 /// Host side: boots the VM with this test binary as the payload and fails
 /// with the guest console unless the suite passed there.
 fn boot_vm() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/ipvs-vm.sh");
-    assert!(script.exists(), "{} not found: the VM tests need the shared tools next to the workspace", script.display());
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
+    assert!(script.exists(), "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository", script.display());
     let exe = std::env::current_exe().unwrap();
     let log = std::env::temp_dir().join(format!("kprs-e2e-ipvs-vm-{}.log", std::process::id()));
     let share = tempfile::Builder::new().prefix("kprs-e2e-vm-").tempdir().unwrap();

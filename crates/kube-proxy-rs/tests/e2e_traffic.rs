@@ -1,8 +1,8 @@
 //! End-to-end traffic suite (issue 3): kube-proxy-rs runs on a two-node
 //! cluster made of network namespaces, real TCP and UDP traffic checks
 //! where each flow lands, which source address the endpoint sees, and what
-//! is refused or dropped. Needs root (namespaces); without it, one line says
-//! so and the test returns. Run: `cargo test -p kube-proxy-rs --test
+//! is refused or dropped. Needs root (namespaces); without it the test
+//! fails. Run: `cargo test -p kube-proxy-rs --test
 //! e2e_traffic -- --nocapture` (prints every check as it passes);
 //! `KPRS_E2E_BINARY=<path>` tests another build of the binary;
 //! `KPRS_E2E_MODE=ipvs` runs the suite in IPVS mode (needs a kernel with
@@ -69,7 +69,6 @@ mod suite;
 
 use std::path::Path;
 use suite::scenario::Mode;
-use testkit::netns::unavailable;
 
 /// Environment variable naming another proxy binary to test (e.g. a
 /// release build); by default the suite tests this package's binary.
@@ -80,10 +79,7 @@ const MODE_VAR: &str = "KPRS_E2E_MODE";
 
 #[test]
 fn e2e_traffic() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    testkit::netns::require_kernel();
     let mode = match std::env::var(MODE_VAR) {
         Err(_) => Mode::Iptables,
         Ok(name) => Mode::parse(&name).unwrap_or_else(|| panic!("{MODE_VAR}={name}: expected iptables or ipvs")),

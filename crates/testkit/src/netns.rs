@@ -13,15 +13,26 @@ const PREFIX: &str = "kprs-";
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// Why kernel tests cannot run here, or `None` if they can (root, `ip`
-/// present). Tests print this one line and return when it is `Some`.
+/// present). Tests call [`require_kernel`]; tools that are not tests
+/// (benchmarks) may report this reason their own way.
 pub fn unavailable() -> Option<String> {
     if !nix::unistd::geteuid().is_root() {
-        return Some("kernel tests need root (network namespaces); skipping".to_string());
+        return Some("kernel tests need root (network namespaces)".to_string());
     }
     if Command::new("ip").arg("-V").output().is_err() {
-        return Some("kernel tests need `ip` from iproute2; skipping".to_string());
+        return Some("kernel tests need `ip` from iproute2".to_string());
     }
     None
+}
+
+/// The guard of every kernel-facing test: panics with the reason when
+/// the test cannot run here (no root, no `ip`), so a run without kernel
+/// access fails instead of counting the test as passed.
+#[track_caller]
+pub fn require_kernel() {
+    if let Some(why) = unavailable() {
+        panic!("{why}: this kernel test cannot run here (run it as root, as scripts/test.sh does)");
+    }
 }
 
 /// A network namespace owned by the test that created it.

@@ -1,7 +1,8 @@
 //! The tracker: turns API objects (Services, EndpointSlices, this node's
 //! Node) into the model ([`model::ServicePort`], [`model::Endpoint`],
 //! [`model::NodeInfo`]) and records which services changed since the last
-//! sync, for partial syncs.
+//! sync, for partial syncs, with upstream's change counts for the
+//! metrics ([`ChangeCounts`]).
 //!
 //! Pipeline position: a source (API watchers or the manifests file) feeds
 //! events or whole states into a [`Tracker`]; the runner takes
@@ -10,6 +11,7 @@
 //! what is skipped and how much of the object goes with it); nothing
 //! downstream ever sees them. Pure: no I/O, no tokio.
 
+mod counts;
 mod merge;
 mod meta;
 mod node;
@@ -21,6 +23,7 @@ mod tracker;
 mod warning;
 
 pub use model::IpFamily;
+pub use counts::ChangeCounts;
 pub use node::TAINT_TO_BE_DELETED;
 pub use objects::Objects;
 pub use service::{DEFAULT_AFFINITY_SECONDS, LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME};

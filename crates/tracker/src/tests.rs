@@ -1,5 +1,6 @@
 //! Unit tests of the tracker's rules, through its public API.
 
+mod change_counts;
 mod changes;
 mod endpoint_rules;
 mod equivalence;

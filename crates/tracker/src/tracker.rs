@@ -6,6 +6,7 @@ mod refresh;
 mod replace;
 
 use crate::IpFamily;
+use crate::counts::{ChangeCounter, ChangeCounts};
 use crate::meta::name_of;
 use crate::node::node_info;
 use crate::service::{service_name, service_ports};
@@ -45,6 +46,7 @@ pub struct Tracker {
     node: NodeInfo,
     current: Snapshot,
     changes: ChangeSet,
+    counts: ChangeCounter,
 }
 
 impl Tracker {
@@ -74,6 +76,7 @@ impl Tracker {
             node_names: NodeNames::default(),
             node,
             changes: ChangeSet::default(),
+            counts: ChangeCounter::default(),
         }
     }
 
@@ -118,6 +121,13 @@ impl Tracker {
         self.set_slice(SliceKey::of(slice), None);
     }
 
+    /// The Service and EndpointSlice events counted since the last call
+    /// and the changes pending until the next [`Tracker::snapshot`] (see
+    /// [`ChangeCounts`] for what counts).
+    pub fn take_change_counts(&mut self) -> ChangeCounts {
+        self.counts.take()
+    }
+
     /// A Node was added or updated; only this tracker's node matters.
     pub fn upsert_node(&mut self, node: &Node) -> Vec<Warning> {
         if name_of(&node.metadata) != self.node_name {
@@ -143,6 +153,7 @@ impl Tracker {
     /// rest of the snapshot shares its data with the previous one.
     pub fn snapshot(&mut self) -> (Snapshot, ChangeSet) {
         let changes = std::mem::take(&mut self.changes);
+        self.counts.snapshot_taken();
         for name in &changes.services {
             self.refresh(name);
         }
@@ -174,7 +185,7 @@ impl Tracker {
 
     /// Stores the ports of `name` (empty: the service is gone or ignored),
     /// marking it changed if they differ from what was held. Unchanged
-    /// ports keep their shared `Arc`.
+    /// ports keep their shared `Arc`. A change counts as one Service change.
     fn set_service(&mut self, name: ServiceName, ports: Vec<ServicePort>) {
         let old = self.services.get(&name).map(|p| &**p).unwrap_or(&[]);
         if old.len() == ports.len() && old.iter().zip(&ports).all(|(a, b)| **a == *b) {
@@ -194,22 +205,34 @@ impl Tracker {
                 .collect();
             self.services.insert(name.clone(), shared);
         }
+        self.counts.service_changed(&name);
         self.changes.services.insert(name);
     }
 
     /// Stores (or, with `None`, forgets) one slice, marking its old and new
-    /// owner services changed if anything differs.
+    /// owner services changed if anything differs; a change counts as one
+    /// EndpointSlice change.
     fn set_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) {
+        let changed = self.store_slice(key, new);
+        if changed {
+            self.counts.slice_changed();
+        }
+    }
+
+    /// [`Tracker::set_slice`]'s storing; whether anything changed.
+    fn store_slice(&mut self, key: SliceKey, new: Option<(ServiceName, SliceInfo)>) -> bool {
+        let mut changed = false;
         let old_owner = self.slice_owners.get(&key).cloned();
         if let Some(old_owner) =
             old_owner.filter(|o| new.as_ref().is_none_or(|(owner, _)| owner != o))
         {
             self.forget_slice(&old_owner, &key.name);
             self.changes.services.insert(old_owner);
+            changed = true;
         }
         let Some((owner, mut info)) = new else {
             self.slice_owners.remove(&key);
-            return;
+            return changed;
         };
         let owner = self.shared_name(owner);
         let of_owner = self.slices.entry(owner.clone()).or_default();
@@ -221,9 +244,11 @@ impl Tracker {
                 }
                 of_owner.insert(&key.name, info);
                 self.changes.services.insert(owner.clone());
+                changed = true;
             }
         }
         self.slice_owners.insert(key, owner);
+        changed
     }
 
     fn forget_slice(&mut self, owner: &ServiceName, slice_name: &str) {

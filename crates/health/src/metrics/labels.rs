@@ -1,62 +1,52 @@
-//! Label sets of the kube-proxy metrics, with upstream's label names.
+//! Label sets of the kube-proxy metrics, with upstream's label names,
+//! kept sorted by name as Go prints them.
 
 use super::TrafficPolicy;
 use model::IpFamily;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
-use std::fmt::Write;
 
-/// `{ip_family}`
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(super) struct FamilyLabel {
-    ip_family: &'static str,
-}
+/// A series' label names and values, sorted by name. Series of one
+/// family share their names, so ordering label sets orders the series
+/// by label values, as Go does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct Labels(Vec<(&'static str, String)>);
 
-impl FamilyLabel {
-    pub(super) fn new(ip_family: IpFamily) -> Self {
-        Self { ip_family: ip_family.as_str() }
+impl Labels {
+    /// `pairs`, sorted by label name.
+    pub(super) fn new(mut pairs: Vec<(&'static str, String)>) -> Self {
+        pairs.sort_by_key(|(name, _)| *name);
+        Self(pairs)
     }
-}
 
-/// `{ip_family, table}`
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(super) struct TableLabels {
-    ip_family: &'static str,
-    table: String,
-}
-
-impl TableLabels {
-    pub(super) fn new(ip_family: IpFamily, table: &str) -> Self {
-        Self { ip_family: ip_family.as_str(), table: table.to_string() }
+    /// No labels: the one series of an unlabelled metric.
+    pub(super) fn none() -> Self {
+        Self::default()
     }
-}
 
-/// `{ip_family, traffic_policy}`
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(super) struct PolicyLabels {
-    ip_family: &'static str,
-    traffic_policy: TrafficPolicy,
-}
-
-impl PolicyLabels {
-    pub(super) fn new(ip_family: IpFamily, traffic_policy: TrafficPolicy) -> Self {
-        Self { ip_family: ip_family.as_str(), traffic_policy }
+    /// `{ip_family}`
+    pub(super) fn family(ip_family: IpFamily) -> Self {
+        Self::new(vec![("ip_family", ip_family.as_str().to_string())])
     }
-}
 
-/// `{code}`: an HTTP status.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(super) struct CodeLabel {
-    code: u16,
-}
-
-impl CodeLabel {
-    pub(super) fn new(code: u16) -> Self {
-        Self { code }
+    /// `{ip_family, table}`
+    pub(super) fn table(ip_family: IpFamily, table: &str) -> Self {
+        Self::new(vec![("ip_family", ip_family.as_str().to_string()), ("table", table.to_string())])
     }
-}
 
-impl EncodeLabelValue for TrafficPolicy {
-    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
-        encoder.write_str(self.as_str())
+    /// `{ip_family, traffic_policy}`
+    pub(super) fn policy(ip_family: IpFamily, traffic_policy: TrafficPolicy) -> Self {
+        Self::new(vec![
+            ("ip_family", ip_family.as_str().to_string()),
+            ("traffic_policy", traffic_policy.as_str().to_string()),
+        ])
+    }
+
+    /// `{code}`: an HTTP status.
+    pub(super) fn code(code: u16) -> Self {
+        Self::new(vec![("code", code.to_string())])
+    }
+
+    /// The pairs, sorted by name.
+    pub(super) fn pairs(&self) -> &[(&'static str, String)] {
+        &self.0
     }
 }

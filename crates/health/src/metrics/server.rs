@@ -42,10 +42,7 @@ fn respond_metrics_server(metrics: &Metrics, parts: &Parts) -> Response<Full<Byt
 }
 
 fn respond_scrape(metrics: &Metrics) -> Response<Full<Bytes>> {
-    match metrics.render() {
-        Ok(text) => go_response(StatusCode::OK, &[("content-type", METRICS_CONTENT_TYPE.to_string())], text),
-        Err(error) => plain_text(StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")),
-    }
+    go_response(StatusCode::OK, &[("content-type", METRICS_CONTENT_TYPE.to_string())], metrics.render())
 }
 
 /// component-base's `healthz.InstallHandler` with only the `ping` check:

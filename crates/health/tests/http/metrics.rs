@@ -80,7 +80,7 @@ fn reproduces_the_iptables_capture() {
     metrics.set_nfacct_reader(Arc::new(|_| Some(0)));
     let expected =
         capture_with_one_duration("iptables", [("0.067401385", "0.067403129"), ("0.050876878", "0.050879893")]);
-    assert_eq!(metrics.render().unwrap(), expected);
+    assert_eq!(metrics.render(), expected);
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn reproduces_the_nftables_capture() {
     metrics.set_nfacct_reader(Arc::new(|_| Some(7)));
     let expected =
         capture_with_one_duration("nftables", [("0.043524957", "0.043526941"), ("0.037510013", "0.037512027")]);
-    assert_eq!(metrics.render().unwrap(), expected);
+    assert_eq!(metrics.render(), expected);
 }
 
 fn help_and_type_lines(text: &str) -> BTreeSet<String> {
@@ -183,7 +183,7 @@ async fn scrape_over_http_has_upstream_families_and_moving_values() {
 async fn network_programming_buckets_are_upstreams() {
     let metrics = Metrics::new(ProxyMode::Nftables);
     metrics.record_network_programming(V6, Duration::from_secs(400));
-    let text = metrics.render().unwrap();
+    let text = metrics.render();
     let bounds: Vec<&str> = text
         .lines()
         .filter_map(|l| l.strip_prefix("kubeproxy_network_programming_duration_seconds_bucket{ip_family=\"IPv6\",le=\""))

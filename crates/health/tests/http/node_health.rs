@@ -102,7 +102,7 @@ async fn stalled_sync_turns_healthz_and_livez_503_until_it_catches_up() {
     assert!(healthz.body.starts_with(r#"{"lastUpdated":"2026-11-22T04:51:31Z","#), "{}", healthz.body);
     assert_eq!(get(addr, "/livez").await.status, 200);
 
-    let scrape = metrics.render().unwrap();
+    let scrape = metrics.render();
     assert!(scrape.contains("kubeproxy_proxy_healthz_total{code=\"200\"} 2\n"), "{scrape}");
     assert!(scrape.contains("kubeproxy_proxy_healthz_total{code=\"503\"} 1\n"), "{scrape}");
     assert!(scrape.contains("kubeproxy_proxy_livez_total{code=\"503\"} 1\n"), "{scrape}");

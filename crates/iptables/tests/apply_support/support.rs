@@ -11,21 +11,17 @@ use testkit::netns::Netns;
 
 /// Runs `f` on a thread inside a fresh namespace, with a current-thread
 /// runtime so every child process and socket is made in the namespace.
-/// `None` (after printing the one-line reason) when kernel tests cannot
-/// run here.
-pub fn in_netns<T, F, Fut>(label: &str, f: F) -> Option<T>
+/// Panics when kernel tests cannot run here.
+pub fn in_netns<T, F, Fut>(label: &str, f: F) -> T
 where
     T: Send + 'static,
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = T>,
 {
-    if let Some(why) = testkit::netns::unavailable() {
-        println!("{why}");
-        return None;
-    }
+    testkit::netns::require_kernel();
     let ns = Netns::new(label).expect("create netns");
     let runtime = move || tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f());
-    Some(ns.run(runtime).expect("run in netns"))
+    ns.run(runtime).expect("run in netns")
 }
 
 /// Runs `program args` (in the calling thread's namespace); panics with

@@ -1,4 +1,4 @@
-//! The upstream v1.36 reference scenario (`shared/reference/upstream-v1.36/
+//! The upstream v1.36 reference scenario (`testdata/upstream-v1.36/
 //! cluster.yaml`, seen from node-a) as a [`Snapshot`], built by hand the
 //! way the tracker would: headless, ExternalName and `service-proxy-name`
 //! services left out.

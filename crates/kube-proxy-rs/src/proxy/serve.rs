@@ -4,12 +4,12 @@
 //! writes; every sync's mode-neutral report updates the metrics, and the
 //! health-check servers, node health and stale UDP conntrack flows follow.
 
-use super::sources::{Changes, Source, lock};
-use super::{mode, node_name, shutdown, stale_flows};
+use super::sources::{Changes, Source, take_snapshot};
+use super::{mode, nfacct_metrics, node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
 use proxier::{Failure, Mode, Proxier, SyncError, SyncReport};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
-use model::{ChangeSet, Snapshot};
+use model::Snapshot;
 use runner::{FullSyncPolicy, Periods, Runner, SyncScope, Trigger};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
@@ -34,6 +34,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     super::conntrack_setup::apply(&config);
     let proxier = mode::choose(&config, IpFamily::V4).await?;
     let metrics = Metrics::new(mode::metrics_mode(proxier.mode()));
+    nfacct_metrics::read_nfacct_at_scrape(&metrics);
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
     start_servers(&config, &health, &metrics).await;
 
@@ -43,7 +44,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         policy: FullSyncPolicy::new(config.sync_period),
         service_health: ServiceHealthServers::new(health_addresses(&config).await, health.clone()),
         health: health.clone(),
-        metrics,
+        metrics: metrics.clone(),
     };
     let state = Arc::new(tokio::sync::Mutex::new(state));
     let periods = Periods::new(config.min_sync_period, config.sync_period)?;
@@ -51,7 +52,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let state = Arc::clone(&state);
         async move { state.lock().await.sync(trigger).await }
     });
-    let feed = source.start(tracker, Changes { health, handle: handle.clone() });
+    let feed = source.start(tracker, Changes { health, handle: handle.clone(), metrics });
     // The sync loop runs on this task (IPVS mode's netlink futures are not
     // Send), finishing the sync in progress when told to stop.
     let syncs = runner.run_loop();
@@ -69,7 +70,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
 impl SyncState {
     async fn sync(&mut self, trigger: Trigger) -> anyhow::Result<()> {
-        let (snapshot, changes) = lock(&self.tracker).snapshot();
+        let (snapshot, _changes) = take_snapshot(&self.tracker, &self.metrics);
         let synced = self.sync_proxier(trigger, &snapshot).await;
         crate::memory::release_freed();
         self.policy.record(synced.is_ok(), synced.as_ref().is_ok_and(|r| !r.partial), tokio::time::Instant::now());
@@ -83,8 +84,8 @@ impl SyncState {
         self.health.sync_node(&snapshot.node);
         self.health.updated(IpFamily::V4);
         self.sync_health_servers(&snapshot).await;
-        stale_flows::clean_stale_udp_flows(&snapshot).await;
-        self.record(&report, &changes);
+        stale_flows::reconcile_stale_udp_flows(&snapshot, &self.metrics).await;
+        self.record(&report);
         log_sync(self.proxier.mode(), trigger, &report, &snapshot);
         Ok(())
     }
@@ -105,7 +106,7 @@ impl SyncState {
         self.service_health.sync_endpoints(health::local_ready_endpoints(snapshot));
     }
 
-    fn record(&self, report: &SyncReport, changes: &ChangeSet) {
+    fn record(&self, report: &SyncReport) {
         let family = IpFamily::V4;
         let kind = if report.partial { SyncKind::Partial } else { SyncKind::Full };
         self.metrics.record_sync(family, kind, report.render + report.apply);
@@ -114,7 +115,6 @@ impl SyncState {
         }
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
-        self.metrics.count_service_changes(changes.services.len() as u64);
     }
 }
 
@@ -196,7 +196,7 @@ mod tests {
 
     /// The value of `name{ip_family="IPv4"}` in a scrape (0 when absent).
     fn value(metrics: &Metrics, name: &str) -> f64 {
-        let text = metrics.render().unwrap();
+        let text = metrics.render();
         let line = text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'));
         line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
     }

@@ -1,15 +1,18 @@
 //! Where the tracker's objects come from: the manifests file (`--manifests`)
 //! or the API server (`--kubeconfig` / `--master` / in-cluster). Either way
 //! the tracker is the only store, every change asks the runner for a sync,
-//! and the first sync waits for a complete initial state.
+//! and the first sync waits for a complete initial state. The change
+//! metrics follow the tracker: counted after each event, pending until a
+//! sync takes the snapshot.
 
 use crate::config::Config;
-use health::{IpFamily, ProxyHealth};
+use health::{IpFamily, Metrics, ProxyHealth};
+use model::{ChangeSet, Snapshot};
 use source::SourceEvent;
 use source::kube::{ClientSettings, WatchOptions};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::task::JoinHandle;
-use tracker::Tracker;
+use tracker::{ChangeCounts, Tracker};
 
 /// The configured source of cluster state, opened: the file read once
 /// or the API client built. Opening comes before anything touches the
@@ -28,10 +31,13 @@ pub struct Changes {
     pub health: ProxyHealth,
     /// The sync runner.
     pub handle: runner::Handle,
+    /// The change metrics, set from the tracker's counts after each event.
+    pub metrics: Metrics,
 }
 
 impl Changes {
-    fn tell(&self, event: SourceEvent) {
+    fn tell(&self, event: SourceEvent, tracker: &Mutex<Tracker>) {
+        record_change_counts(&self.metrics, lock(tracker).take_change_counts());
         match event {
             SourceEvent::InitialListDone => self.initial_state_complete(),
             SourceEvent::Changed => self.changed(),
@@ -63,16 +69,16 @@ impl Source {
     /// once the initial state is in.
     pub fn start(self, tracker: Arc<Mutex<Tracker>>, changes: Changes) -> JoinHandle<()> {
         match self {
-            Source::Manifests(watch) => tokio::spawn(source::manifests::run(watch, tracker, move |event| {
-                changes.tell(event);
+            Source::Manifests(watch) => tokio::spawn(source::manifests::run(watch, Arc::clone(&tracker), move |event| {
+                changes.tell(event, &tracker);
                 // A read of the file leaves its text and decoding scratch freed: give it back.
                 crate::memory::release_freed();
             })),
             Source::Kube(client) => tokio::spawn(source::kube::run(
                 client,
-                tracker,
+                Arc::clone(&tracker),
                 WatchOptions::default(),
-                move |event| changes.tell(event),
+                move |event| changes.tell(event, &tracker),
             )),
         }
     }
@@ -92,4 +98,23 @@ fn client_settings(config: &Config) -> ClientSettings {
 /// way that matters more than stopping the proxy would.
 pub fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {
     tracker.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The tracker's state and changes for a sync; the pending-change gauges
+/// go back to 0 (the snapshot took them) and events not told yet are
+/// counted.
+pub fn take_snapshot(tracker: &Mutex<Tracker>, metrics: &Metrics) -> (Snapshot, ChangeSet) {
+    let mut tracker = lock(tracker);
+    let taken = tracker.snapshot();
+    record_change_counts(metrics, tracker.take_change_counts());
+    taken
+}
+
+/// `sync_proxy_rules_{service,endpoint}_changes_total` grow by the events
+/// counted; the `_pending` gauges show what waits for the next sync.
+fn record_change_counts(metrics: &Metrics, counts: ChangeCounts) {
+    metrics.count_service_changes(counts.service_changes);
+    metrics.count_endpoint_changes(counts.endpoint_changes);
+    metrics.set_service_changes_pending(counts.service_changes_pending);
+    metrics.set_endpoint_changes_pending(counts.endpoint_changes_pending);
 }

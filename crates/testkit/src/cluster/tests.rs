@@ -7,7 +7,7 @@
 
 use super::*;
 use crate::echo::{Outcome, Probe, Proto, probe};
-use crate::netns::{Netns, unavailable};
+use crate::netns::Netns;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -50,10 +50,7 @@ fn peer_of(outcome: Outcome, ep: &str) -> IpAddr {
 
 #[test]
 fn pods_nodes_and_client_reach_each_other() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    crate::netns::require_kernel();
     let cluster = Cluster::build(&plan()).unwrap();
     let a2 = cluster.pod("a2").unwrap().ns();
     let ip = |b: [u8; 4]| IpAddr::from(b);
@@ -82,10 +79,7 @@ fn pods_nodes_and_client_reach_each_other() {
 
 #[test]
 fn drop_removes_every_namespace() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    crate::netns::require_kernel();
     let cluster = Cluster::build(&plan()).unwrap();
     let mut names: Vec<String> = cluster.nodes().iter().map(|n| n.ns().name().to_string()).collect();
     names.extend(cluster.pods().iter().map(|p| p.ns().name().to_string()));
@@ -104,10 +98,7 @@ fn drop_removes_every_namespace() {
 
 #[test]
 fn a_proxy_runs_in_its_node_logs_and_is_killed_on_drop() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    crate::netns::require_kernel();
     let cluster = Cluster::build(&Plan { pods: Vec::new(), ..plan() }).unwrap();
     // A stand-in proxy: says where it runs and with which arguments, then waits.
     let script = cluster.manifests_path().with_file_name("fake-proxy.sh");

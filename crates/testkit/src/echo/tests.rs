@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::netns::{Netns, unavailable};
+use crate::netns::Netns;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -35,10 +35,7 @@ fn answer_round_trips_through_its_line() {
 
 #[test]
 fn tcp_and_udp_answer_with_name_and_peer() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    crate::netns::require_kernel();
     let ns = ns_with_ip();
     let _server = EchoServer::start(&ns, "pod-x", IP, &[8080, 8443], &[5353]).unwrap();
     for (proto, port) in [(Proto::Tcp, 8080), (Proto::Tcp, 8443), (Proto::Udp, 5353)] {
@@ -54,10 +51,7 @@ fn tcp_and_udp_answer_with_name_and_peer() {
 
 #[test]
 fn closed_port_is_refused_and_dropped_port_times_out() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    crate::netns::require_kernel();
     let ns = ns_with_ip();
     let _server = EchoServer::start(&ns, "pod-x", IP, &[8080], &[5353]).unwrap();
     assert_eq!(outcomes(&ns, to(Proto::Tcp, 9090), 1), [Outcome::Refused], "TCP RST");
@@ -73,10 +67,7 @@ fn closed_port_is_refused_and_dropped_port_times_out() {
 
 #[test]
 fn dropped_server_stops_answering() {
-    if let Some(why) = unavailable() {
-        println!("{why}");
-        return;
-    }
+    crate::netns::require_kernel();
     let ns = ns_with_ip();
     let server = EchoServer::start(&ns, "pod-x", IP, &[8080], &[5353]).unwrap();
     assert!(matches!(outcomes(&ns, to(Proto::Tcp, 8080), 1)[0], Outcome::Answered(_)));

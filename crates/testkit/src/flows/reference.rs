@@ -7,11 +7,11 @@ use std::path::PathBuf;
 pub const REFERENCE_DIR_ENV: &str = "KPRS_REFERENCE_DIR";
 
 /// The upstream v1.36 reference corpus: `$KPRS_REFERENCE_DIR`, else
-/// `shared/reference/upstream-v1.36` beside the workspace.
+/// `testdata/upstream-v1.36` in the repository.
 pub fn reference_dir() -> PathBuf {
     match std::env::var_os(REFERENCE_DIR_ENV) {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/upstream-v1.36"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/upstream-v1.36"),
     }
 }
 
