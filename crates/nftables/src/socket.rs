@@ -15,13 +15,13 @@
 
 use crate::codec::attrs::{AttrWriter, attrs, be32};
 use crate::codec::constants::*;
-use crate::codec::message::{self, begin_message, end_message};
+use crate::codec::message::{begin_message, end_message, nft_type};
+use crate::listing::{TableContents, TableReader};
 use crate::codec::reply::{Reply, parse_replies};
-use crate::{Chain, Element, Error, Family, Refusal, Rule, Set, Table, Transaction};
+use crate::{Error, Family, Refusal, Transaction};
 use netlink_sys::protocols::NETLINK_NETFILTER;
 use netlink_sys::{Socket, SocketAddr};
 use nix::sys::socket::{MsgFlags, NetlinkAddr, setsockopt, sockopt};
-use std::collections::BTreeMap;
 use std::io::{self, IoSlice};
 use std::os::fd::AsRawFd;
 
@@ -29,21 +29,8 @@ use std::os::fd::AsRawFd;
 const RECV_BUF: usize = 1 << 20;
 /// Socket receive buffer (queued errors of a large refused batch).
 const RCVBUF: usize = 16 << 20;
-
-/// Everything our table holds, read back from the kernel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableContents {
-    /// The table.
-    pub table: Table,
-    /// Its chains, in the kernel's order.
-    pub chains: Vec<Chain>,
-    /// Its rules, chain by chain, in order, with handles.
-    pub rules: Vec<Rule>,
-    /// Its sets and maps (anonymous ones too, named `__set<n>`).
-    pub sets: Vec<Set>,
-    /// Each set's elements, by set name.
-    pub elements: BTreeMap<String, Vec<Element>>,
-}
+/// `ENOENT`: no such table.
+const ENOENT: i32 = 2;
 
 /// An nf_tables netlink socket.
 #[derive(Debug)]
@@ -51,6 +38,7 @@ pub struct NftSocket {
     sock: Socket,
     seq: u32,
     recv: Vec<u8>,
+    capture: Option<Vec<Vec<u8>>>,
 }
 
 impl NftSocket {
@@ -65,7 +53,7 @@ impl NftSocket {
         // nf_tables needs anyway; without it the default stays.
         let _ = setsockopt(&sock, sockopt::RcvBufForce, &RCVBUF);
         let seq = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs() as u32);
-        Ok(Self { sock, seq, recv: vec![0; RECV_BUF] })
+        Ok(Self { sock, seq, recv: vec![0; RECV_BUF], capture: None })
     }
 
     /// Applies `tx` as one atomic batch. On [`Error::Refused`] nothing of
@@ -117,76 +105,41 @@ impl NftSocket {
         found.ok_or_else(|| Error::Decode { operation: op.into(), reason: "no generation id".into() })
     }
 
+    /// Starts keeping every buffer read for listings (tests and
+    /// debugging: what the kernel sent, for [`TableContents::decode`]).
+    pub fn capture(&mut self) {
+        self.capture = Some(Vec::new());
+    }
+
+    /// The buffers kept since [`NftSocket::capture`], which stops.
+    pub fn take_capture(&mut self) -> Vec<Vec<u8>> {
+        self.capture.take().unwrap_or_default()
+    }
+
     /// Reads back table `family name` and everything in it, asking the
     /// kernel only about this table; `None` if it does not exist.
     pub fn list_table(&mut self, family: Family, name: &str) -> Result<Option<TableContents>, Error> {
-        let Some(table) = self.get_table(family, name)? else { return Ok(None) };
-        let chains = self.dump(NFT_MSG_GETCHAIN, family, name, NFTA_CHAIN_TABLE, "list chains", |p| message::parse_chain(p))?;
-        let sets = self.dump(NFT_MSG_GETSET, family, name, NFTA_SET_TABLE, "list sets", |p| message::parse_set(p))?;
-        let rules = self.dump(NFT_MSG_GETRULE, family, name, NFTA_RULE_TABLE, "list rules", |p| message::parse_rule(p))?;
-        let mut elements = BTreeMap::new();
-        for set in &sets {
-            elements.insert(set.name.clone(), self.list_elements(family, name, set)?);
+        let mut reader = TableReader::new(family, name);
+        let nfproto = family.nfproto();
+        let table_op = format!("get table {} {name}", family.name());
+        match self.request(NFT_MSG_GETTABLE, 0, nfproto, &table_op, |w| w.str(NFTA_TABLE_NAME, name), |m, f, p| reader.feed(m, f, p)) {
+            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => return Ok(None),
+            other => other?,
         }
-        Ok(Some(TableContents { table, chains, rules, sets, elements }))
-    }
-
-    /// The elements of one set of table `family table`.
-    pub fn list_elements(&mut self, family: Family, table: &str, set: &Set) -> Result<Vec<Element>, Error> {
-        let op = format!("list elements of set {} {table} {}", family.name(), set.name);
-        let mut out = Vec::new();
-        let fill = |w: &mut AttrWriter<'_>| {
-            w.str(NFTA_SET_ELEM_LIST_TABLE, table);
-            w.str(NFTA_SET_ELEM_LIST_SET, &set.name);
-        };
-        self.request(NFT_MSG_GETSETELEM, NLM_F_DUMP, family.nfproto(), &op, fill, |msg, _, payload| {
-            if msg == NFT_MSG_NEWSETELEM {
-                out.extend(message::parse_elements(set, payload)?);
-            }
-            Ok(())
-        })?;
-        Ok(out)
-    }
-
-    fn get_table(&mut self, family: Family, name: &str) -> Result<Option<Table>, Error> {
-        let op = format!("get table {} {name}", family.name());
-        let mut found = None;
-        let result = self.request(NFT_MSG_GETTABLE, NLM_F_ACK, family.nfproto(), &op, |w| w.str(NFTA_TABLE_NAME, name), |msg, fam, p| {
-            if msg == NFT_MSG_NEWTABLE {
-                found = Some(message::parse_table(fam, p)?);
-            }
-            Ok(())
-        });
-        match result {
-            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(2) => Ok(None),
-            Err(e) => Err(e),
-            Ok(()) => Ok(found),
+        for (msg, what) in [(NFT_MSG_GETCHAIN, "chains"), (NFT_MSG_GETSET, "sets"), (NFT_MSG_GETRULE, "rules")] {
+            let op = format!("list {what} of table {} {name}", family.name());
+            self.request(msg, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| reader.feed(m, f, p))?;
         }
-    }
-
-    /// Dumps one kind of object with a table filter; keeps only objects of
-    /// that table (older kernels ignore the filter for some kinds).
-    fn dump<T>(
-        &mut self,
-        msg: u16,
-        family: Family,
-        table: &str,
-        table_attr: u16,
-        what: &str,
-        parse: impl Fn(&[u8]) -> Result<(String, T), netlink_packet_core::DecodeError>,
-    ) -> Result<Vec<T>, Error> {
-        let op = format!("{what} of table {} {table}", family.name());
-        let mut out = Vec::new();
-        self.request(msg, NLM_F_DUMP, family.nfproto(), &op, |w| w.str(table_attr, table), |reply, fam, payload| {
-            if reply == msg - 1 && fam == family.nfproto() {
-                let (t, obj) = parse(payload)?;
-                if t == table {
-                    out.push(obj);
-                }
-            }
-            Ok(())
-        })?;
-        Ok(out)
+        let sets: Vec<String> = reader.sets().iter().map(|s| s.name.clone()).collect();
+        for set in sets {
+            let op = format!("list elements of set {} {name} {set}", family.name());
+            let fill = |w: &mut AttrWriter<'_>| {
+                w.str(NFTA_SET_ELEM_LIST_TABLE, name);
+                w.str(NFTA_SET_ELEM_LIST_SET, &set);
+            };
+            self.request(NFT_MSG_GETSETELEM, NLM_F_DUMP, nfproto, &op, fill, |m, f, p| reader.feed(m, f, p))?;
+        }
+        Ok(reader.finish())
     }
 
     /// Sends one request and hands every object of the reply to `each`
@@ -202,12 +155,15 @@ impl NftSocket {
     ) -> Result<(), Error> {
         let seq = self.next_seq(1);
         let mut buf = Vec::with_capacity(256);
-        let start = begin_message(&mut buf, msg, flags | NLM_F_ACK, seq, family, 0);
+        let start = begin_message(&mut buf, nft_type(msg), flags | NLM_F_ACK, seq, family, 0);
         fill(&mut AttrWriter::new(&mut buf));
         end_message(&mut buf, start);
         self.sock.send(&buf, 0).map_err(|source| Error::Send { operation: operation.into(), source })?;
         loop {
             let n = self.sock.recv(&mut &mut self.recv[..], 0).map_err(|source| Error::Receive { operation: operation.into(), source })?;
+            if let Some(capture) = &mut self.capture {
+                capture.push(self.recv[..n].to_vec());
+            }
             for reply in parse_replies(&self.recv[..n]).map_err(|e| decode_error(operation, e))? {
                 match reply {
                     Reply::Object { msg, family, attrs } => each(msg, family, attrs).map_err(|e| decode_error(operation, e))?,

@@ -11,9 +11,14 @@ use crate::codec::constants::*;
 use crate::codec::message::*;
 use crate::{Chain, Element, Family, Rule, Set, SetRef, Table};
 
+
 /// Largest value of one nested attribute (lengths are 16 bits); element
 /// lists are split into several messages below it.
 const MAX_NESTED: usize = 60_000;
+
+/// Ids given to named sets (the kernel requires one on every new set);
+/// callers' ids for anonymous sets stay below it.
+const AUTO_SET_ID: u32 = 0x4000_0000;
 
 /// Size of each buffer of a batch (one `sendmsg` carries them all).
 const CHUNK: usize = 1 << 20;
@@ -119,12 +124,15 @@ impl Transaction {
             Op::DeleteRule { chain, handle } => {
                 b.message(index, NFT_MSG_DELRULE, 0, family, |w| emit_rule_handle(w, table, chain, *handle))
             }
-            Op::AddSet(s) => b.message(index, NFT_MSG_NEWSET, NLM_F_CREATE, family, |w| emit_set(w, table, s, true)),
+            Op::AddSet(s) => b.message(index, NFT_MSG_NEWSET, NLM_F_CREATE, family, |w| emit_set(w, table, s, AUTO_SET_ID | index as u32)),
             Op::FlushSet(s) => b.message(index, NFT_MSG_DELSETELEM, 0, family, |w| {
                 w.str(NFTA_SET_ELEM_LIST_TABLE, table);
                 w.str(NFTA_SET_ELEM_LIST_SET, s);
             }),
-            Op::DeleteSet(s) => b.message(index, NFT_MSG_DELSET, 0, family, |w| emit_set(w, table, &Set::new(s.as_str(), Vec::new()), false)),
+            Op::DeleteSet(s) => b.message(index, NFT_MSG_DELSET, 0, family, |w| {
+                w.str(NFTA_SET_TABLE, table);
+                w.str(NFTA_SET_NAME, s);
+            }),
             Op::AddElements { set, elements } => {
                 for part in split_elements(elements) {
                     b.message(index, NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, |w| emit_elements(w, table, set, part, true));
@@ -242,7 +250,7 @@ impl BatchBuilder {
         if self.buf.len() >= CHUNK {
             self.batch.chunks.push(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
         }
-        let start = begin_message(&mut self.buf, msg, flags, self.seq, family, 0);
+        let start = begin_message(&mut self.buf, nft_type(msg), flags, self.seq, family, 0);
         fill(&mut AttrWriter::new(&mut self.buf));
         end_message(&mut self.buf, start);
         self.batch.ops.push(op);

@@ -238,9 +238,9 @@ impl<'a> Fields<'a> {
         parse_value(self.get(kind).ok_or_else(|| DecodeError::from(format!("attribute {kind} missing")))?)
     }
 
-    fn set_ref(&self, name_kind: u16) -> Result<SetRef, DecodeError> {
+    fn set_ref(&self, name_kind: u16, id_kind: u16) -> Result<SetRef, DecodeError> {
         let name = string(self.get(name_kind).ok_or_else(|| DecodeError::from("set name missing"))?)?;
-        Ok(SetRef { name, id: None })
+        Ok(SetRef { name, id: self.opt_u32(id_kind)? })
     }
 
     fn to_expr(&self, name: &str, raw: &[u8]) -> Result<Expr, DecodeError> {
@@ -300,7 +300,7 @@ impl<'a> Fields<'a> {
                 },
             },
             "lookup" => Expr::Lookup {
-                set: self.set_ref(NFTA_LOOKUP_SET)?,
+                set: self.set_ref(NFTA_LOOKUP_SET, NFTA_LOOKUP_SET_ID)?,
                 sreg: self.reg(NFTA_LOOKUP_SREG)?,
                 dreg: self.opt_u32(NFTA_LOOKUP_DREG)?.map(Register),
                 invert: self.opt_u32(NFTA_LOOKUP_FLAGS)?.unwrap_or(0) & NFT_LOOKUP_F_INV != 0,
@@ -330,7 +330,7 @@ impl<'a> Fields<'a> {
                 dreg: self.reg(NFTA_FIB_DREG)?,
             },
             "dynset" => Expr::Dynset {
-                set: self.set_ref(NFTA_DYNSET_SET_NAME)?,
+                set: self.set_ref(NFTA_DYNSET_SET_NAME, NFTA_DYNSET_SET_ID)?,
                 op: self.u32(NFTA_DYNSET_OP)?,
                 sreg_key: self.reg(NFTA_DYNSET_SREG_KEY)?,
                 timeout_ms: self.get(NFTA_DYNSET_TIMEOUT).map(be64).transpose()?.filter(|t| *t != 0),

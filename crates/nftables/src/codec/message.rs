@@ -11,10 +11,15 @@ use crate::set::{ElementData, SetFlags};
 use crate::{Chain, DataType, Element, Family, Rule, Set, SetRef, Table, Value};
 use netlink_packet_core::DecodeError;
 
-/// Starts a message; [`end_message`] fills in its length.
-pub(crate) fn begin_message(buf: &mut Vec<u8>, msg: u16, flags: u16, seq: u32, family: u8, res_id: u16) -> usize {
+/// The netlink message type of nf_tables message `msg` (`NFT_MSG_*`).
+pub(crate) fn nft_type(msg: u16) -> u16 {
+    (NFNL_SUBSYS_NFTABLES << 8) | msg
+}
+
+/// Starts a message of netlink type `ty`; [`end_message`] fills in its
+/// length.
+pub(crate) fn begin_message(buf: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, family: u8, res_id: u16) -> usize {
     let start = buf.len();
-    let ty = if msg >= NFNL_MSG_BATCH_BEGIN && msg <= NFNL_MSG_BATCH_END { msg } else { (NFNL_SUBSYS_NFTABLES << 8) | msg };
     buf.extend_from_slice(&0u32.to_ne_bytes());
     buf.extend_from_slice(&ty.to_ne_bytes());
     buf.extend_from_slice(&(flags | NLM_F_REQUEST).to_ne_bytes());
@@ -83,16 +88,12 @@ pub(crate) fn emit_rule_handle(w: &mut AttrWriter<'_>, table: &str, chain: &str,
     w.u64(NFTA_RULE_HANDLE, handle);
 }
 
-/// `NEWSET` attributes (or, without `full`, just what names it).
-pub(crate) fn emit_set(w: &mut AttrWriter<'_>, table: &str, set: &Set, full: bool) {
+/// `NEWSET` attributes. The kernel wants an id on every new set; a
+/// named set without one gets `auto_id`.
+pub(crate) fn emit_set(w: &mut AttrWriter<'_>, table: &str, set: &Set, auto_id: u32) {
     w.str(NFTA_SET_TABLE, table);
     w.str(NFTA_SET_NAME, &set.name);
-    if let Some(id) = set.id {
-        w.u32(NFTA_SET_ID, id);
-    }
-    if !full {
-        return;
-    }
+    w.u32(NFTA_SET_ID, set.id.unwrap_or(auto_id));
     w.u32(NFTA_SET_FLAGS, set.flags.0);
     w.u32(NFTA_SET_KEY_TYPE, DataType::concat_id(&set.key));
     w.u32(NFTA_SET_KEY_LEN, DataType::concat_len(&set.key));
@@ -122,8 +123,9 @@ pub(crate) fn emit_set(w: &mut AttrWriter<'_>, table: &str, set: &Set, full: boo
             }
         });
     }
-    if let Some(c) = &set.comment {
-        w.bytes(NFTA_SET_USERDATA, &userdata::comment(UDATA_SET_COMMENT, c));
+    let udata = userdata::set_userdata(&set.key, set.data.as_deref(), set.comment.as_deref());
+    if !udata.is_empty() {
+        w.bytes(NFTA_SET_USERDATA, &udata);
     }
 }
 
@@ -242,6 +244,7 @@ pub(crate) fn parse_set(payload: &[u8]) -> Result<(String, Set), DecodeError> {
         match k {
             NFTA_SET_TABLE => table = string(value)?,
             NFTA_SET_NAME => set.name = string(value)?,
+            NFTA_SET_ID => set.id = Some(be32(value)?),
             NFTA_SET_FLAGS => set.flags = SetFlags(be32(value)?),
             NFTA_SET_KEY_TYPE => set.key = split_type(be32(value)?)?,
             NFTA_SET_DATA_TYPE => data_type = Some(be32(value)?),
@@ -250,6 +253,10 @@ pub(crate) fn parse_set(payload: &[u8]) -> Result<(String, Set), DecodeError> {
             NFTA_SET_USERDATA => set.comment = userdata::parse_comment(UDATA_SET_COMMENT, value),
             _ => {}
         }
+    }
+    // only a new anonymous set's id names it (in an encoded batch)
+    if !set.name.contains('%') {
+        set.id = None;
     }
     set.data = match data_type {
         Some(NFT_DATA_VERDICT) => Some(vec![DataType::Verdict]),
