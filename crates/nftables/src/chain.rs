@@ -16,12 +16,20 @@ pub struct Chain {
 impl Chain {
     /// A regular chain.
     pub fn regular(name: impl Into<String>) -> Self {
-        Self { name: name.into(), base: None, comment: None }
+        Self {
+            name: name.into(),
+            base: None,
+            comment: None,
+        }
     }
 
     /// A base chain.
     pub fn base(name: impl Into<String>, base: BaseChain) -> Self {
-        Self { name: name.into(), base: Some(base), comment: None }
+        Self {
+            name: name.into(),
+            base: Some(base),
+            comment: None,
+        }
     }
 
     /// The same chain with a comment.

@@ -309,11 +309,17 @@ pub struct SetRef {
 impl SetRef {
     /// A named set.
     pub fn named(name: impl Into<String>) -> Self {
-        Self { name: name.into(), id: None }
+        Self {
+            name: name.into(),
+            id: None,
+        }
     }
 
     /// The anonymous set created in the same transaction as `set`.
     pub fn to_set(set: &crate::Set) -> Self {
-        Self { name: set.name.clone(), id: set.id }
+        Self {
+            name: set.name.clone(),
+            id: set.id,
+        }
     }
 }

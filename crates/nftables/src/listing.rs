@@ -29,13 +29,19 @@ impl TableContents {
     /// Decodes table `family name` from raw reply buffers as read from
     /// the socket (see [`crate::NftSocket::capture`]); `None` if they hold
     /// no such table.
-    pub fn decode(family: Family, name: &str, buffers: &[Vec<u8>]) -> Result<Option<TableContents>, Error> {
+    pub fn decode(
+        family: Family,
+        name: &str,
+        buffers: &[Vec<u8>],
+    ) -> Result<Option<TableContents>, Error> {
         let mut reader = TableReader::new(family, name);
         for buf in buffers {
             let replies = parse_replies(buf).map_err(|e| reader.error(e))?;
             for reply in replies {
                 if let Reply::Object { msg, family, attrs } = reply {
-                    reader.feed(msg, family, attrs).map_err(|e| reader.error(e))?;
+                    reader
+                        .feed(msg, family, attrs)
+                        .map_err(|e| reader.error(e))?;
                 }
             }
         }
@@ -97,7 +103,9 @@ impl TableReader {
             NFT_MSG_NEWRULE => self.rules.push(message::parse_rule(payload)?.1),
             NFT_MSG_NEWSET => {
                 let set = message::parse_set(payload)?.1;
-                self.elements.entry(TableContents::set_key(&set)).or_default();
+                self.elements
+                    .entry(TableContents::set_key(&set))
+                    .or_default();
                 self.sets.push(set);
             }
             NFT_MSG_NEWSETELEM => self.feed_elements(payload)?,
@@ -134,15 +142,27 @@ impl TableReader {
             .find(|s| s.name == set_name && (s.id.is_none() || s.id == set_id))
             .ok_or_else(|| DecodeError::from(format!("elements of unknown set {set_name}")))?;
         let elements = message::parse_elements(set, payload)?;
-        self.elements.entry(TableContents::set_key(set)).or_default().extend(elements);
+        self.elements
+            .entry(TableContents::set_key(set))
+            .or_default()
+            .extend(elements);
         Ok(())
     }
 
     pub(crate) fn error(&self, e: DecodeError) -> Error {
-        Error::Decode { operation: format!("list table {} {}", self.family.name(), self.name), reason: e.to_string() }
+        Error::Decode {
+            operation: format!("list table {} {}", self.family.name(), self.name),
+            reason: e.to_string(),
+        }
     }
 
     pub(crate) fn finish(self) -> Option<TableContents> {
-        Some(TableContents { table: self.table?, chains: self.chains, rules: self.rules, sets: self.sets, elements: self.elements })
+        Some(TableContents {
+            table: self.table?,
+            chains: self.chains,
+            rules: self.rules,
+            sets: self.sets,
+            elements: self.elements,
+        })
     }
 }

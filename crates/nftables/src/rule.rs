@@ -18,7 +18,12 @@ pub struct Rule {
 impl Rule {
     /// A rule appended to `chain`.
     pub fn new(chain: impl Into<String>, exprs: Vec<Expr>) -> Self {
-        Self { chain: chain.into(), exprs, comment: None, handle: None }
+        Self {
+            chain: chain.into(),
+            exprs,
+            comment: None,
+            handle: None,
+        }
     }
 
     /// The same rule with a comment.

@@ -63,7 +63,16 @@ pub struct Set {
 impl Set {
     /// A named set with key `key`.
     pub fn new(name: impl Into<String>, key: Vec<DataType>) -> Self {
-        Self { name: name.into(), id: None, key, data: None, flags: SetFlags::default(), timeout_ms: None, size: None, comment: None }
+        Self {
+            name: name.into(),
+            id: None,
+            key,
+            data: None,
+            flags: SetFlags::default(),
+            timeout_ms: None,
+            size: None,
+            comment: None,
+        }
     }
 
     /// A named map from `key` to `data`.
@@ -133,22 +142,38 @@ pub enum ElementData {
 impl Element {
     /// A set element.
     pub fn new(key: Vec<Value>) -> Self {
-        Self { key, key_end: None, data: None, interval_end: false, timeout_ms: None, comment: None }
+        Self {
+            key,
+            key_end: None,
+            data: None,
+            interval_end: false,
+            timeout_ms: None,
+            comment: None,
+        }
     }
 
     /// A verdict map element.
     pub fn verdict(key: Vec<Value>, verdict: Verdict) -> Self {
-        Self { data: Some(ElementData::Verdict(verdict)), ..Self::new(key) }
+        Self {
+            data: Some(ElementData::Verdict(verdict)),
+            ..Self::new(key)
+        }
     }
 
     /// A data map element.
     pub fn data(key: Vec<Value>, data: Vec<Value>) -> Self {
-        Self { data: Some(ElementData::Values(data)), ..Self::new(key) }
+        Self {
+            data: Some(ElementData::Values(data)),
+            ..Self::new(key)
+        }
     }
 
     /// An interval set's end marker at `key` (the first value past a range).
     pub fn interval_end(key: Vec<Value>) -> Self {
-        Self { interval_end: true, ..Self::new(key) }
+        Self {
+            interval_end: true,
+            ..Self::new(key)
+        }
     }
 
     /// The same element with a comment.

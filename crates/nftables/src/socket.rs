@@ -16,8 +16,8 @@
 use crate::codec::attrs::{AttrWriter, attrs, be32};
 use crate::codec::constants::*;
 use crate::codec::message::{begin_message, end_message, nft_type};
-use crate::listing::{TableContents, TableReader};
 use crate::codec::reply::{Reply, parse_replies};
+use crate::listing::{TableContents, TableReader};
 use crate::{Error, Family, Refusal, Transaction};
 use netlink_sys::protocols::NETLINK_NETFILTER;
 use netlink_sys::{Socket, SocketAddr};
@@ -46,63 +46,114 @@ impl NftSocket {
     pub fn connect() -> Result<Self, Error> {
         let mut sock = Socket::new(NETLINK_NETFILTER).map_err(Error::Socket)?;
         sock.bind_auto().map_err(Error::Socket)?;
-        sock.connect(&SocketAddr::new(0, 0)).map_err(Error::Socket)?;
+        sock.connect(&SocketAddr::new(0, 0))
+            .map_err(Error::Socket)?;
         sock.set_cap_ack(true).map_err(Error::Socket)?;
         sock.set_ext_ack(true).map_err(Error::Socket)?;
         // Raising past rmem_max needs CAP_NET_ADMIN, which changing
         // nf_tables needs anyway; without it the default stays.
         let _ = setsockopt(&sock, sockopt::RcvBufForce, &RCVBUF);
-        let seq = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs() as u32);
-        Ok(Self { sock, seq, recv: vec![0; RECV_BUF], capture: None })
+        let seq = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs() as u32);
+        Ok(Self {
+            sock,
+            seq,
+            recv: vec![0; RECV_BUF],
+            capture: None,
+        })
     }
 
     /// Applies `tx` as one atomic batch. On [`Error::Refused`] nothing of
     /// it was applied, and each refusal names the change it belongs to.
     pub fn apply(&mut self, tx: &Transaction) -> Result<(), Error> {
         let batch = tx.encode(self.next_seq(tx.ops.len() as u32 + 2));
-        let operation = || format!("nf_tables transaction on table {} {}", tx.family.name(), tx.table);
+        let operation = || {
+            format!(
+                "nf_tables transaction on table {} {}",
+                tx.family.name(),
+                tx.table
+            )
+        };
         let _ = setsockopt(&self.sock, sockopt::SndBufForce, &(batch.len() + 4096));
         let iov: Vec<IoSlice<'_>> = batch.chunks.iter().map(|c| IoSlice::new(c)).collect();
-        nix::sys::socket::sendmsg::<NetlinkAddr>(self.sock.as_raw_fd(), &iov, &[], MsgFlags::empty(), None)
-            .map_err(|e| Error::Send { operation: operation(), source: e.into() })?;
+        nix::sys::socket::sendmsg::<NetlinkAddr>(
+            self.sock.as_raw_fd(),
+            &iov,
+            &[],
+            MsgFlags::empty(),
+            None,
+        )
+        .map_err(|e| Error::Send {
+            operation: operation(),
+            source: e.into(),
+        })?;
         let mut refusals = Vec::new();
         'read: loop {
             let n = match self.sock.recv(&mut &mut self.recv[..], libc_dontwait()) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(source) => return Err(Error::Receive { operation: operation(), source }),
+                Err(source) => {
+                    return Err(Error::Receive {
+                        operation: operation(),
+                        source,
+                    });
+                }
             };
-            let replies = parse_replies(&self.recv[..n]).map_err(|e| decode_error(&operation(), e))?;
+            let replies =
+                parse_replies(&self.recv[..n]).map_err(|e| decode_error(&operation(), e))?;
             for reply in replies {
-                let Reply::Ack { seq, code, detail } = reply else { continue };
+                let Reply::Ack { seq, code, detail } = reply else {
+                    continue;
+                };
                 if code == 0 && seq == batch.end_seq {
                     break 'read;
                 }
                 if code != 0 {
-                    let object = batch.op_of(seq).map_or_else(|| tx.describe(usize::MAX), |i| tx.describe(i));
-                    refusals.push(Refusal { object, source: io::Error::from_raw_os_error(-code), detail });
+                    let object = batch
+                        .op_of(seq)
+                        .map_or_else(|| tx.describe(usize::MAX), |i| tx.describe(i));
+                    refusals.push(Refusal {
+                        object,
+                        source: io::Error::from_raw_os_error(-code),
+                        detail,
+                    });
                 }
             }
         }
-        if refusals.is_empty() { Ok(()) } else { Err(Error::Refused(refusals)) }
+        if refusals.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Refused(refusals))
+        }
     }
 
     /// The ruleset generation (changes with every committed transaction).
     pub fn generation(&mut self) -> Result<u32, Error> {
         let op = "get nf_tables generation";
         let mut found = None;
-        self.request(NFT_MSG_GETGEN, 0, 0, op, |_| {}, |msg, _, attrs_| {
-            if msg == NFT_MSG_NEWGEN {
-                for a in attrs(attrs_) {
-                    let (k, v) = a?;
-                    if k == NFTA_GEN_ID {
-                        found = Some(be32(v)?);
+        self.request(
+            NFT_MSG_GETGEN,
+            0,
+            0,
+            op,
+            |_| {},
+            |msg, _, attrs_| {
+                if msg == NFT_MSG_NEWGEN {
+                    for a in attrs(attrs_) {
+                        let (k, v) = a?;
+                        if k == NFTA_GEN_ID {
+                            found = Some(be32(v)?);
+                        }
                     }
                 }
-            }
-            Ok(())
-        })?;
-        found.ok_or_else(|| Error::Decode { operation: op.into(), reason: "no generation id".into() })
+                Ok(())
+            },
+        )?;
+        found.ok_or_else(|| Error::Decode {
+            operation: op.into(),
+            reason: "no generation id".into(),
+        })
     }
 
     /// Starts keeping every buffer read for listings (tests and
@@ -118,17 +169,41 @@ impl NftSocket {
 
     /// Reads back table `family name` and everything in it, asking the
     /// kernel only about this table; `None` if it does not exist.
-    pub fn list_table(&mut self, family: Family, name: &str) -> Result<Option<TableContents>, Error> {
+    pub fn list_table(
+        &mut self,
+        family: Family,
+        name: &str,
+    ) -> Result<Option<TableContents>, Error> {
         let mut reader = TableReader::new(family, name);
         let nfproto = family.nfproto();
         let table_op = format!("get table {} {name}", family.name());
-        match self.request(NFT_MSG_GETTABLE, 0, nfproto, &table_op, |w| w.str(NFTA_TABLE_NAME, name), |m, f, p| reader.feed(m, f, p)) {
-            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => return Ok(None),
+        match self.request(
+            NFT_MSG_GETTABLE,
+            0,
+            nfproto,
+            &table_op,
+            |w| w.str(NFTA_TABLE_NAME, name),
+            |m, f, p| reader.feed(m, f, p),
+        ) {
+            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => {
+                return Ok(None);
+            }
             other => other?,
         }
-        for (msg, what) in [(NFT_MSG_GETCHAIN, "chains"), (NFT_MSG_GETSET, "sets"), (NFT_MSG_GETRULE, "rules")] {
+        for (msg, what) in [
+            (NFT_MSG_GETCHAIN, "chains"),
+            (NFT_MSG_GETSET, "sets"),
+            (NFT_MSG_GETRULE, "rules"),
+        ] {
             let op = format!("list {what} of table {} {name}", family.name());
-            self.request(msg, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| reader.feed(m, f, p))?;
+            self.request(
+                msg,
+                NLM_F_DUMP,
+                nfproto,
+                &op,
+                |w| w.str(1, name),
+                |m, f, p| reader.feed(m, f, p),
+            )?;
         }
         let sets: Vec<String> = reader.sets().iter().map(|s| s.name.clone()).collect();
         for set in sets {
@@ -137,7 +212,14 @@ impl NftSocket {
                 w.str(NFTA_SET_ELEM_LIST_TABLE, name);
                 w.str(NFTA_SET_ELEM_LIST_SET, &set);
             };
-            self.request(NFT_MSG_GETSETELEM, NLM_F_DUMP, nfproto, &op, fill, |m, f, p| reader.feed(m, f, p))?;
+            self.request(
+                NFT_MSG_GETSETELEM,
+                NLM_F_DUMP,
+                nfproto,
+                &op,
+                fill,
+                |m, f, p| reader.feed(m, f, p),
+            )?;
         }
         Ok(reader.finish())
     }
@@ -158,19 +240,35 @@ impl NftSocket {
         let start = begin_message(&mut buf, nft_type(msg), flags | NLM_F_ACK, seq, family, 0);
         fill(&mut AttrWriter::new(&mut buf));
         end_message(&mut buf, start);
-        self.sock.send(&buf, 0).map_err(|source| Error::Send { operation: operation.into(), source })?;
+        self.sock.send(&buf, 0).map_err(|source| Error::Send {
+            operation: operation.into(),
+            source,
+        })?;
         loop {
-            let n = self.sock.recv(&mut &mut self.recv[..], 0).map_err(|source| Error::Receive { operation: operation.into(), source })?;
+            let n = self
+                .sock
+                .recv(&mut &mut self.recv[..], 0)
+                .map_err(|source| Error::Receive {
+                    operation: operation.into(),
+                    source,
+                })?;
             if let Some(capture) = &mut self.capture {
                 capture.push(self.recv[..n].to_vec());
             }
             for reply in parse_replies(&self.recv[..n]).map_err(|e| decode_error(operation, e))? {
                 match reply {
-                    Reply::Object { msg, family, attrs } => each(msg, family, attrs).map_err(|e| decode_error(operation, e))?,
+                    Reply::Object { msg, family, attrs } => {
+                        each(msg, family, attrs).map_err(|e| decode_error(operation, e))?
+                    }
                     Reply::Done => return Ok(()),
-                    Reply::Ack { seq: s, code: 0, .. } if s == seq => return Ok(()),
+                    Reply::Ack {
+                        seq: s, code: 0, ..
+                    } if s == seq => return Ok(()),
                     Reply::Ack { seq: s, code, .. } if s == seq => {
-                        return Err(Error::Kernel { operation: operation.into(), source: io::Error::from_raw_os_error(-code) });
+                        return Err(Error::Kernel {
+                            operation: operation.into(),
+                            source: io::Error::from_raw_os_error(-code),
+                        });
                     }
                     Reply::Ack { .. } => {}
                 }
@@ -190,5 +288,8 @@ fn libc_dontwait() -> i32 {
 }
 
 fn decode_error(operation: &str, e: netlink_packet_core::DecodeError) -> Error {
-    Error::Decode { operation: operation.to_string(), reason: e.to_string() }
+    Error::Decode {
+        operation: operation.to_string(),
+        reason: e.to_string(),
+    }
 }

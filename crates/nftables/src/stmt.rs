@@ -3,7 +3,9 @@
 //! text. Each function returns the expressions of one statement or match;
 //! a rule concatenates them.
 
-use crate::expr::{CmpOp, CtKey, Expr, ImmediateData, MetaDir, MetaKey, NatType, PayloadBase, SetRef};
+use crate::expr::{
+    CmpOp, CtKey, Expr, ImmediateData, MetaDir, MetaKey, NatType, PayloadBase, SetRef,
+};
 use crate::{Register, Verdict};
 use std::net::IpAddr;
 
@@ -38,20 +40,31 @@ pub enum Field {
 impl Field {
     /// The expression loading the field into `dreg`.
     pub fn load(self, dreg: Register) -> Expr {
-        let payload = |base, offset, len| Expr::Payload { base, offset, len, dreg };
+        let payload = |base, offset, len| Expr::Payload {
+            base,
+            offset,
+            len,
+            dreg,
+        };
         match self {
             Field::IpSaddr => payload(PayloadBase::Network, 12, 4),
             Field::IpDaddr => payload(PayloadBase::Network, 16, 4),
             Field::Ip6Saddr => payload(PayloadBase::Network, 8, 16),
             Field::Ip6Daddr => payload(PayloadBase::Network, 24, 16),
             Field::ThDport => payload(PayloadBase::Transport, 2, 2),
-            Field::L4proto => Expr::Meta { key: MetaKey::L4proto, dir: MetaDir::Load(dreg) },
-            Field::Mark => Expr::Meta { key: MetaKey::Mark, dir: MetaDir::Load(dreg) },
+            Field::L4proto => Expr::Meta {
+                key: MetaKey::L4proto,
+                dir: MetaDir::Load(dreg),
+            },
+            Field::Mark => Expr::Meta {
+                key: MetaKey::Mark,
+                dir: MetaDir::Load(dreg),
+            },
         }
     }
 
     /// Its length in bytes.
-    pub fn len(self) -> u32 {
+    pub fn byte_len(self) -> u32 {
         match self {
             Field::IpSaddr | Field::IpDaddr | Field::Mark => 4,
             Field::Ip6Saddr | Field::Ip6Daddr => 16,
@@ -69,7 +82,11 @@ pub fn load_concat(fields: &[Field]) -> Vec<Expr> {
         let r = if i == 0 { Register::R1 } else { Register(reg) };
         out.push(f.load(r));
         // a 16-byte register 1 is 32-bit registers 8..11
-        reg = if i == 0 { 8 + f.len().div_ceil(4) } else { reg + f.len().div_ceil(4) };
+        reg = if i == 0 {
+            8 + f.byte_len().div_ceil(4)
+        } else {
+            reg + f.byte_len().div_ceil(4)
+        };
     }
     out
 }
@@ -77,20 +94,37 @@ pub fn load_concat(fields: &[Field]) -> Vec<Expr> {
 /// `<fields> @set` (or `!= @set`).
 pub fn in_set(fields: &[Field], set: SetRef, invert: bool) -> Vec<Expr> {
     let mut out = load_concat(fields);
-    out.push(Expr::Lookup { set, sreg: Register::R1, dreg: None, invert });
+    out.push(Expr::Lookup {
+        set,
+        sreg: Register::R1,
+        dreg: None,
+        invert,
+    });
     out
 }
 
 /// `<fields> vmap @map`.
 pub fn vmap(fields: &[Field], map: SetRef) -> Vec<Expr> {
     let mut out = load_concat(fields);
-    out.push(Expr::Lookup { set: map, sreg: Register::R1, dreg: Some(Register::VERDICT), invert: false });
+    out.push(Expr::Lookup {
+        set: map,
+        sreg: Register::R1,
+        dreg: Some(Register::VERDICT),
+        invert: false,
+    });
     out
 }
 
 /// `<field> == value` / `!= value`, the value in network order.
 pub fn compare(field: Field, op: CmpOp, value: &[u8]) -> Vec<Expr> {
-    vec![field.load(Register::R1), Expr::Cmp { sreg: Register::R1, op, data: value.to_vec() }]
+    vec![
+        field.load(Register::R1),
+        Expr::Cmp {
+            sreg: Register::R1,
+            op,
+            data: value.to_vec(),
+        },
+    ]
 }
 
 /// `ip saddr 10.0.0.0/8` (or `!=`): address field under a prefix mask.
@@ -109,8 +143,18 @@ pub fn prefix(field: Field, op: CmpOp, addr: IpAddr, prefix_len: u8) -> Vec<Expr
     let masked: Vec<u8> = bytes.iter().zip(&mask).map(|(b, m)| b & m).collect();
     vec![
         field.load(Register::R1),
-        Expr::Bitwise { sreg: Register::R1, dreg: Register::R1, len, mask, xor: vec![0; len as usize] },
-        Expr::Cmp { sreg: Register::R1, op, data: masked },
+        Expr::Bitwise {
+            sreg: Register::R1,
+            dreg: Register::R1,
+            len,
+            mask,
+            xor: vec![0; len as usize],
+        },
+        Expr::Cmp {
+            sreg: Register::R1,
+            op,
+            data: masked,
+        },
     ]
 }
 
@@ -130,14 +174,32 @@ pub fn ct_status(bits: u32) -> Vec<Expr> {
 }
 
 fn ct_bits(key: CtKey, bits: u32) -> Vec<Expr> {
-    vec![Expr::Ct { key, dreg: Register::R1, direction: None }, and_nonzero(bits)[0].clone(), and_nonzero(bits)[1].clone()]
+    vec![
+        Expr::Ct {
+            key,
+            dreg: Register::R1,
+            direction: None,
+        },
+        and_nonzero(bits)[0].clone(),
+        and_nonzero(bits)[1].clone(),
+    ]
 }
 
 /// `& bits != 0` on register 1 (host-order 32-bit value).
 fn and_nonzero(bits: u32) -> [Expr; 2] {
     [
-        Expr::Bitwise { sreg: Register::R1, dreg: Register::R1, len: 4, mask: bits.to_ne_bytes().to_vec(), xor: vec![0; 4] },
-        Expr::Cmp { sreg: Register::R1, op: CmpOp::Neq, data: vec![0; 4] },
+        Expr::Bitwise {
+            sreg: Register::R1,
+            dreg: Register::R1,
+            len: 4,
+            mask: bits.to_ne_bytes().to_vec(),
+            xor: vec![0; 4],
+        },
+        Expr::Cmp {
+            sreg: Register::R1,
+            op: CmpOp::Neq,
+            data: vec![0; 4],
+        },
     ]
 }
 
@@ -160,24 +222,49 @@ pub fn mark_xor(bits: u32) -> Vec<Expr> {
 fn mark_set(mask: u32, xor: u32) -> Vec<Expr> {
     vec![
         Field::Mark.load(Register::R1),
-        Expr::Bitwise { sreg: Register::R1, dreg: Register::R1, len: 4, mask: mask.to_ne_bytes().to_vec(), xor: xor.to_ne_bytes().to_vec() },
-        Expr::Meta { key: MetaKey::Mark, dir: MetaDir::Set(Register::R1) },
+        Expr::Bitwise {
+            sreg: Register::R1,
+            dreg: Register::R1,
+            len: 4,
+            mask: mask.to_ne_bytes().to_vec(),
+            xor: xor.to_ne_bytes().to_vec(),
+        },
+        Expr::Meta {
+            key: MetaKey::Mark,
+            dir: MetaDir::Set(Register::R1),
+        },
     ]
 }
 
 /// A verdict statement: `accept`, `drop`, `jump c`, `goto c`, `return`.
 pub fn verdict(v: Verdict) -> Vec<Expr> {
-    vec![Expr::Immediate { dreg: Register::VERDICT, data: ImmediateData::Verdict(v) }]
+    vec![Expr::Immediate {
+        dreg: Register::VERDICT,
+        data: ImmediateData::Verdict(v),
+    }]
 }
 
 /// `numgen random mod <n>` into register 1.
 pub fn numgen_random(modulus: u32) -> Expr {
-    Expr::Numgen { dreg: Register::R1, modulus, random: true, offset: 0 }
+    Expr::Numgen {
+        dreg: Register::R1,
+        modulus,
+        random: true,
+        offset: 0,
+    }
 }
 
 /// `numgen random mod <n> vmap <map>` (map keyed by `integer`).
 pub fn numgen_vmap(modulus: u32, map: SetRef) -> Vec<Expr> {
-    vec![numgen_random(modulus), Expr::Lookup { set: map, sreg: Register::R1, dreg: Some(Register::VERDICT), invert: false }]
+    vec![
+        numgen_random(modulus),
+        Expr::Lookup {
+            set: map,
+            sreg: Register::R1,
+            dreg: Some(Register::VERDICT),
+            invert: false,
+        },
+    ]
 }
 
 /// `dnat ip to numgen random mod <n> map <map>` where the map's data is
@@ -186,8 +273,19 @@ pub fn dnat_numgen_map(family: u8, modulus: u32, map: SetRef, addr_len: u32) -> 
     let port_reg = Register(8 + addr_len.div_ceil(4));
     vec![
         numgen_random(modulus),
-        Expr::Lookup { set: map, sreg: Register::R1, dreg: Some(Register::R1), invert: false },
-        Expr::Nat { kind: NatType::Dnat, family, addr_min: Some(Register::R1), proto_min: Some(port_reg), flags: 0x3 },
+        Expr::Lookup {
+            set: map,
+            sreg: Register::R1,
+            dreg: Some(Register::R1),
+            invert: false,
+        },
+        Expr::Nat {
+            kind: NatType::Dnat,
+            family,
+            addr_min: Some(Register::R1),
+            proto_min: Some(port_reg),
+            flags: 0x3,
+        },
     ]
 }
 
@@ -198,15 +296,29 @@ pub fn dnat_to(addr: IpAddr, port: u16) -> Vec<Expr> {
         IpAddr::V6(a) => (10, a.octets().to_vec()),
     };
     vec![
-        Expr::Immediate { dreg: Register::R1, data: ImmediateData::Value(bytes) },
-        Expr::Immediate { dreg: Register::R2, data: ImmediateData::Value(port.to_be_bytes().to_vec()) },
-        Expr::Nat { kind: NatType::Dnat, family, addr_min: Some(Register::R1), proto_min: Some(Register::R2), flags: 0x3 },
+        Expr::Immediate {
+            dreg: Register::R1,
+            data: ImmediateData::Value(bytes),
+        },
+        Expr::Immediate {
+            dreg: Register::R2,
+            data: ImmediateData::Value(port.to_be_bytes().to_vec()),
+        },
+        Expr::Nat {
+            kind: NatType::Dnat,
+            family,
+            addr_min: Some(Register::R1),
+            proto_min: Some(Register::R2),
+            flags: 0x3,
+        },
     ]
 }
 
 /// `masquerade fully-random`.
 pub fn masquerade_fully_random() -> Vec<Expr> {
-    vec![Expr::Masq { flags: NAT_FULLY_RANDOM }]
+    vec![Expr::Masq {
+        flags: NAT_FULLY_RANDOM,
+    }]
 }
 
 /// `reject` (ICMP port unreachable) in an `ip` table.
@@ -222,19 +334,38 @@ pub fn reject6() -> Vec<Expr> {
 /// `fib saddr type local` (`daddr` with `daddr` true).
 pub fn fib_type_local(daddr: bool) -> Vec<Expr> {
     vec![
-        Expr::Fib { result: 3, flags: if daddr { 2 } else { 1 }, dreg: Register::R1 },
-        Expr::Cmp { sreg: Register::R1, op: CmpOp::Eq, data: RTN_LOCAL.to_ne_bytes().to_vec() },
+        Expr::Fib {
+            result: 3,
+            flags: if daddr { 2 } else { 1 },
+            dreg: Register::R1,
+        },
+        Expr::Cmp {
+            sreg: Register::R1,
+            op: CmpOp::Eq,
+            data: RTN_LOCAL.to_ne_bytes().to_vec(),
+        },
     ]
 }
 
 /// `update @set { <field> }` (timeout from the set).
 pub fn update_set(field: Field, set: SetRef) -> Vec<Expr> {
-    vec![field.load(Register::R1), Expr::Dynset { set, op: 1, sreg_key: Register::R1, timeout_ms: None }]
+    vec![
+        field.load(Register::R1),
+        Expr::Dynset {
+            set,
+            op: 1,
+            sreg_key: Register::R1,
+            timeout_ms: None,
+        },
+    ]
 }
 
 /// `counter`.
 pub fn counter() -> Vec<Expr> {
-    vec![Expr::Counter { bytes: 0, packets: 0 }]
+    vec![Expr::Counter {
+        bytes: 0,
+        packets: 0,
+    }]
 }
 
 /// `notrack`.
@@ -244,5 +375,63 @@ pub fn notrack() -> Vec<Expr> {
 
 /// `limit rate <rate>/second burst <burst> packets`.
 pub fn limit_per_second(rate: u64, burst: u32) -> Vec<Expr> {
-    vec![Expr::Limit { rate, unit: 1, burst, kind: 0, flags: 0 }]
+    vec![Expr::Limit {
+        rate,
+        unit: 1,
+        burst,
+        kind: 0,
+        flags: 0,
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_mask_the_address() {
+        let exprs = prefix(Field::IpSaddr, CmpOp::Neq, [10, 244, 7, 9].into(), 12);
+        assert_eq!(
+            exprs[1],
+            Expr::Bitwise {
+                sreg: Register::R1,
+                dreg: Register::R1,
+                len: 4,
+                mask: vec![255, 240, 0, 0],
+                xor: vec![0; 4]
+            }
+        );
+        assert_eq!(
+            exprs[2],
+            Expr::Cmp {
+                sreg: Register::R1,
+                op: CmpOp::Neq,
+                data: vec![10, 240, 0, 0]
+            }
+        );
+    }
+
+    #[test]
+    fn concatenations_load_into_consecutive_32_bit_registers() {
+        let regs: Vec<Register> = load_concat(&[Field::IpDaddr, Field::L4proto, Field::ThDport])
+            .into_iter()
+            .map(|e| match e {
+                Expr::Payload { dreg, .. } => dreg,
+                Expr::Meta {
+                    dir: MetaDir::Load(r),
+                    ..
+                } => r,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(regs, [Register(1), Register(9), Register(10)]);
+        let v6: Vec<Expr> = load_concat(&[Field::Ip6Saddr, Field::Ip6Daddr]);
+        assert!(matches!(
+            v6[1],
+            Expr::Payload {
+                dreg: Register(12),
+                ..
+            }
+        ));
+    }
 }

@@ -18,7 +18,12 @@ pub struct Table {
 impl Table {
     /// An ordinary table without comment.
     pub fn new(family: Family, name: impl Into<String>) -> Self {
-        Self { family, name: name.into(), comment: None, flags: 0 }
+        Self {
+            family,
+            name: name.into(),
+            comment: None,
+            flags: 0,
+        }
     }
 
     /// The same table with a comment.

@@ -11,7 +11,6 @@ use crate::codec::constants::*;
 use crate::codec::message::*;
 use crate::{Chain, Element, Family, Rule, Set, SetRef, Table};
 
-
 /// Largest value of one nested attribute (lengths are 16 bits); element
 /// lists are split into several messages below it.
 const MAX_NESTED: usize = 60_000;
@@ -86,7 +85,12 @@ pub struct Transaction {
 impl Transaction {
     /// An empty transaction on table `family table`.
     pub fn new(family: Family, table: impl Into<String>) -> Self {
-        Self { family, table: table.into(), ops: Vec::new(), generation: None }
+        Self {
+            family,
+            table: table.into(),
+            ops: Vec::new(),
+            generation: None,
+        }
     }
 
     /// Appends a change.
@@ -98,7 +102,11 @@ impl Transaction {
     /// Encodes the transaction as a batch whose messages start at
     /// sequence number `first_seq`.
     pub fn encode(&self, first_seq: u32) -> Batch {
-        let mut b = BatchBuilder { batch: Batch::default(), seq: first_seq, buf: Vec::with_capacity(CHUNK) };
+        let mut b = BatchBuilder {
+            batch: Batch::default(),
+            seq: first_seq,
+            buf: Vec::with_capacity(CHUNK),
+        };
         b.begin(self.generation);
         for (index, op) in self.ops.iter().enumerate() {
             self.encode_op(&mut b, index, op);
@@ -109,22 +117,38 @@ impl Transaction {
     fn encode_op(&self, b: &mut BatchBuilder, index: usize, op: &Op) {
         let (family, table) = (self.family.nfproto(), self.table.as_str());
         match op {
-            Op::AddTable(t) => b.message(index, NFT_MSG_NEWTABLE, NLM_F_CREATE, family, |w| emit_table(w, t, true)),
-            Op::DeleteTable => b.message(index, NFT_MSG_DELTABLE, 0, family, |w| w.str(NFTA_TABLE_NAME, table)),
-            Op::DestroyTable => b.message(index, NFT_MSG_DESTROYTABLE, 0, family, |w| w.str(NFTA_TABLE_NAME, table)),
-            Op::AddChain(c) => b.message(index, NFT_MSG_NEWCHAIN, NLM_F_CREATE, family, |w| emit_chain(w, table, c, true)),
+            Op::AddTable(t) => b.message(index, NFT_MSG_NEWTABLE, NLM_F_CREATE, family, |w| {
+                emit_table(w, t, true)
+            }),
+            Op::DeleteTable => b.message(index, NFT_MSG_DELTABLE, 0, family, |w| {
+                w.str(NFTA_TABLE_NAME, table)
+            }),
+            Op::DestroyTable => b.message(index, NFT_MSG_DESTROYTABLE, 0, family, |w| {
+                w.str(NFTA_TABLE_NAME, table)
+            }),
+            Op::AddChain(c) => b.message(index, NFT_MSG_NEWCHAIN, NLM_F_CREATE, family, |w| {
+                emit_chain(w, table, c, true)
+            }),
             Op::FlushChain(c) => b.message(index, NFT_MSG_DELRULE, 0, family, |w| {
                 w.str(NFTA_RULE_TABLE, table);
                 w.str(NFTA_RULE_CHAIN, c);
             }),
-            Op::DeleteChain(c) => {
-                b.message(index, NFT_MSG_DELCHAIN, 0, family, |w| emit_chain(w, table, &Chain::regular(c.as_str()), false))
-            }
-            Op::AddRule(r) => b.message(index, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, family, |w| emit_rule(w, table, r)),
-            Op::DeleteRule { chain, handle } => {
-                b.message(index, NFT_MSG_DELRULE, 0, family, |w| emit_rule_handle(w, table, chain, *handle))
-            }
-            Op::AddSet(s) => b.message(index, NFT_MSG_NEWSET, NLM_F_CREATE, family, |w| emit_set(w, table, s, AUTO_SET_ID | index as u32)),
+            Op::DeleteChain(c) => b.message(index, NFT_MSG_DELCHAIN, 0, family, |w| {
+                emit_chain(w, table, &Chain::regular(c.as_str()), false)
+            }),
+            Op::AddRule(r) => b.message(
+                index,
+                NFT_MSG_NEWRULE,
+                NLM_F_CREATE | NLM_F_APPEND,
+                family,
+                |w| emit_rule(w, table, r),
+            ),
+            Op::DeleteRule { chain, handle } => b.message(index, NFT_MSG_DELRULE, 0, family, |w| {
+                emit_rule_handle(w, table, chain, *handle)
+            }),
+            Op::AddSet(s) => b.message(index, NFT_MSG_NEWSET, NLM_F_CREATE, family, |w| {
+                emit_set(w, table, s, AUTO_SET_ID | index as u32)
+            }),
             Op::FlushSet(s) => b.message(index, NFT_MSG_DELSETELEM, 0, family, |w| {
                 w.str(NFTA_SET_ELEM_LIST_TABLE, table);
                 w.str(NFTA_SET_ELEM_LIST_SET, s);
@@ -135,12 +159,16 @@ impl Transaction {
             }),
             Op::AddElements { set, elements } => {
                 for part in split_elements(elements) {
-                    b.message(index, NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, |w| emit_elements(w, table, set, part, true));
+                    b.message(index, NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, |w| {
+                        emit_elements(w, table, set, part, true)
+                    });
                 }
             }
             Op::DeleteElements { set, elements } => {
                 for part in split_elements(elements) {
-                    b.message(index, NFT_MSG_DELSETELEM, 0, family, |w| emit_elements(w, table, set, part, false));
+                    b.message(index, NFT_MSG_DELSETELEM, 0, family, |w| {
+                        emit_elements(w, table, set, part, false)
+                    });
                 }
             }
         }
@@ -157,13 +185,36 @@ impl Transaction {
             Some(Op::AddChain(c)) => format!("add chain {t} {}", c.name),
             Some(Op::FlushChain(c)) => format!("flush chain {t} {c}"),
             Some(Op::DeleteChain(c)) => format!("delete chain {t} {c}"),
-            Some(Op::AddRule(r)) => format!("add rule {t} {}{}", r.chain, r.comment.as_ref().map(|c| format!(" (comment {c:?})")).unwrap_or_default()),
-            Some(Op::DeleteRule { chain, handle }) => format!("delete rule {t} {chain} handle {handle}"),
-            Some(Op::AddSet(s)) => format!("add {} {t} {}", if s.data.is_some() { "map" } else { "set" }, s.name),
+            Some(Op::AddRule(r)) => format!(
+                "add rule {t} {}{}",
+                r.chain,
+                r.comment
+                    .as_ref()
+                    .map(|c| format!(" (comment {c:?})"))
+                    .unwrap_or_default()
+            ),
+            Some(Op::DeleteRule { chain, handle }) => {
+                format!("delete rule {t} {chain} handle {handle}")
+            }
+            Some(Op::AddSet(s)) => format!(
+                "add {} {t} {}",
+                if s.data.is_some() { "map" } else { "set" },
+                s.name
+            ),
             Some(Op::FlushSet(s)) => format!("flush set {t} {s}"),
             Some(Op::DeleteSet(s)) => format!("delete set {t} {s}"),
-            Some(Op::AddElements { set, elements }) => format!("add element {t} {} ({} elements, first {:?})", set.name, elements.len(), elements.first().map(|e| &e.key)),
-            Some(Op::DeleteElements { set, elements }) => format!("delete element {t} {} ({} elements, first {:?})", set.name, elements.len(), elements.first().map(|e| &e.key)),
+            Some(Op::AddElements { set, elements }) => format!(
+                "add element {t} {} ({} elements, first {:?})",
+                set.name,
+                elements.len(),
+                elements.first().map(|e| &e.key)
+            ),
+            Some(Op::DeleteElements { set, elements }) => format!(
+                "delete element {t} {} ({} elements, first {:?})",
+                set.name,
+                elements.len(),
+                elements.first().map(|e| &e.key)
+            ),
             None => format!("batch on table {t}"),
         }
     }
@@ -190,7 +241,9 @@ fn split_elements(elements: &[Element]) -> Vec<&[Element]> {
 fn element_size(e: &Element) -> usize {
     let key = e.key.len() * 20 + 16;
     let data = match &e.data {
-        Some(crate::ElementData::Verdict(crate::Verdict::Jump(c) | crate::Verdict::Goto(c))) => c.len() + 32,
+        Some(crate::ElementData::Verdict(crate::Verdict::Jump(c) | crate::Verdict::Goto(c))) => {
+            c.len() + 32
+        }
         Some(crate::ElementData::Values(v)) => v.len() * 20 + 16,
         _ => 24,
     };
@@ -238,7 +291,14 @@ struct BatchBuilder {
 impl BatchBuilder {
     fn begin(&mut self, generation: Option<u32>) {
         self.batch.begin_seq = self.seq;
-        let start = begin_message(&mut self.buf, NFNL_MSG_BATCH_BEGIN, 0, self.seq, 0, NFNL_SUBSYS_NFTABLES);
+        let start = begin_message(
+            &mut self.buf,
+            NFNL_MSG_BATCH_BEGIN,
+            0,
+            self.seq,
+            0,
+            NFNL_SUBSYS_NFTABLES,
+        );
         if let Some(genid) = generation {
             AttrWriter::new(&mut self.buf).u32(NFNL_BATCH_GENID, genid);
         }
@@ -246,9 +306,18 @@ impl BatchBuilder {
         self.seq = self.seq.wrapping_add(1);
     }
 
-    fn message(&mut self, op: usize, msg: u16, flags: u16, family: u8, fill: impl FnOnce(&mut AttrWriter<'_>)) {
+    fn message(
+        &mut self,
+        op: usize,
+        msg: u16,
+        flags: u16,
+        family: u8,
+        fill: impl FnOnce(&mut AttrWriter<'_>),
+    ) {
         if self.buf.len() >= CHUNK {
-            self.batch.chunks.push(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
+            self.batch
+                .chunks
+                .push(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
         }
         let start = begin_message(&mut self.buf, nft_type(msg), flags, self.seq, family, 0);
         fill(&mut AttrWriter::new(&mut self.buf));
@@ -259,7 +328,14 @@ impl BatchBuilder {
 
     fn end(mut self) -> Batch {
         self.batch.end_seq = self.seq;
-        let start = begin_message(&mut self.buf, NFNL_MSG_BATCH_END, NLM_F_ACK, self.seq, 0, NFNL_SUBSYS_NFTABLES);
+        let start = begin_message(
+            &mut self.buf,
+            NFNL_MSG_BATCH_END,
+            NLM_F_ACK,
+            self.seq,
+            0,
+            NFNL_SUBSYS_NFTABLES,
+        );
         end_message(&mut self.buf, start);
         self.batch.chunks.push(self.buf);
         self.batch

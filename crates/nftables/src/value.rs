@@ -63,7 +63,11 @@ impl Register {
     /// starting at register 1 (field 0 → 1, field 1 → 9, …), the way `nft`
     /// allocates them.
     pub fn concat_field(index: u32) -> Register {
-        if index == 0 { Register::R1 } else { Register(8 + index) }
+        if index == 0 {
+            Register::R1
+        } else {
+            Register(8 + index)
+        }
     }
 }
 
@@ -132,7 +136,7 @@ impl DataType {
     }
 
     /// The value's length in bytes (before padding to a register).
-    pub fn len(self) -> u32 {
+    pub fn byte_len(self) -> u32 {
         match self {
             DataType::Verdict => 16,
             DataType::Integer | DataType::Ipv4Addr | DataType::Mark => 4,
@@ -162,7 +166,7 @@ impl DataType {
     /// Length of a concatenation of `types` in registers (each field
     /// rounded up to 4 bytes).
     pub fn concat_len(types: &[DataType]) -> u32 {
-        types.iter().map(|t| t.len().div_ceil(4) * 4).sum()
+        types.iter().map(|t| t.byte_len().div_ceil(4) * 4).sum()
     }
 }
 
@@ -228,8 +232,54 @@ impl Value {
         let mut out = Vec::with_capacity(types.len());
         for ty in types {
             out.push(Value::from_bytes(*ty, bytes.get(at..)?)?);
-            at += (ty.len().div_ceil(4) * 4) as usize;
+            at += (ty.byte_len().div_ceil(4) * 4) as usize;
         }
         (at == bytes.len()).then_some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concatenated_types_compose_as_nft_does() {
+        let key = [
+            DataType::Ipv4Addr,
+            DataType::InetProto,
+            DataType::InetService,
+        ];
+        assert_eq!(DataType::concat_id(&key), (7 << 12) | (12 << 6) | 13);
+        assert_eq!(
+            DataType::split_concat_id(DataType::concat_id(&key)).as_deref(),
+            Some(&key[..])
+        );
+        assert_eq!(DataType::concat_len(&key), 12);
+        assert_eq!(DataType::split_concat_id(63), None);
+    }
+
+    #[test]
+    fn each_field_of_a_concatenation_takes_a_whole_register() {
+        let values = [
+            Value::Ipv4([10, 96, 0, 1].into()),
+            Value::Proto(6),
+            Value::Port(443),
+        ];
+        let bytes = Value::concat_bytes(&values);
+        assert_eq!(bytes, [10, 96, 0, 1, 6, 0, 0, 0, 0x01, 0xbb, 0, 0]);
+        let types = [
+            DataType::Ipv4Addr,
+            DataType::InetProto,
+            DataType::InetService,
+        ];
+        assert_eq!(
+            Value::split_concat(&types, &bytes).as_deref(),
+            Some(&values[..])
+        );
+        assert_eq!(
+            Value::split_concat(&types, &bytes[..8]),
+            None,
+            "short data is refused"
+        );
     }
 }

@@ -15,7 +15,10 @@ use nftables::*;
 use std::time::Instant;
 use testkit::netns::Netns;
 
-fn in_netns<T: Send + 'static>(ns: &Netns, f: impl FnOnce(&mut NftSocket) -> T + Send + 'static) -> Result<T> {
+fn in_netns<T: Send + 'static>(
+    ns: &Netns,
+    f: impl FnOnce(&mut NftSocket) -> T + Send + 'static,
+) -> Result<T> {
     ns.run(move || {
         let mut sock = NftSocket::connect().expect("nf_tables socket");
         f(&mut sock)
@@ -80,8 +83,14 @@ fn programs_a_kube_proxy_shaped_table_and_lists_it_back() -> Result<()> {
     }
 
     // what `nft` shows equals the expected text (upstream's statements)
-    let expected = std::fs::read_to_string(format!("{}/tests/fixtures/kube-proxy-test.nft", env!("CARGO_MANIFEST_DIR")))?;
-    assert_eq!(normalize(&nft_list(&ns, "ip", ruleset::TABLE)?), normalize(&expected));
+    let expected = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/kube-proxy-test.nft",
+        env!("CARGO_MANIFEST_DIR")
+    ))?;
+    assert_eq!(
+        normalize(&nft_list(&ns, "ip", ruleset::TABLE)?),
+        normalize(&expected)
+    );
 
     // read back over netlink: the same objects
     let (got, captured) = in_netns(&ns, |s| {
@@ -92,10 +101,22 @@ fn programs_a_kube_proxy_shaped_table_and_lists_it_back() -> Result<()> {
     let got = got?.expect("our table is there");
     compare::assert_same(&compare::sent(&tx), &got);
     // the captured bytes decode to the same
-    assert_eq!(TableContents::decode(Family::Ip, ruleset::TABLE, &captured)?, Some(got.clone()));
+    assert_eq!(
+        TableContents::decode(Family::Ip, ruleset::TABLE, &captured)?,
+        Some(got.clone())
+    );
     if std::env::var_os("NFTCODEC_WRITE_CAPTURE").is_some() {
-        let hex: Vec<String> = captured.iter().map(|b| b.iter().map(|x| format!("{x:02x}")).collect()).collect();
-        std::fs::write(format!("{}/tests/fixtures/kube-proxy-test.dump.hex", env!("CARGO_MANIFEST_DIR")), hex.join("\n") + "\n")?;
+        let hex: Vec<String> = captured
+            .iter()
+            .map(|b| b.iter().map(|x| format!("{x:02x}")).collect())
+            .collect();
+        std::fs::write(
+            format!(
+                "{}/tests/fixtures/kube-proxy-test.dump.hex",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+            hex.join("\n") + "\n",
+        )?;
     }
     // the other table is not listed as ours, and is untouched
     assert!(got.chains.iter().all(|c| c.name != "c"));
@@ -115,20 +136,42 @@ fn a_refused_transaction_names_the_object_and_changes_nothing() -> Result<()> {
     let mut bad = Transaction::new(Family::Ip, ruleset::TABLE);
     bad.push(Op::AddChain(Chain::regular("new-chain")))
         .push(Op::FlushSet("cluster-ips".into()))
-        .push(Op::AddRule(Rule::new("new-chain", stmt::verdict(Verdict::Accept))))
-        .push(Op::AddRule(Rule::new("no-such-chain", stmt::verdict(Verdict::Drop))))
+        .push(Op::AddRule(Rule::new(
+            "new-chain",
+            stmt::verdict(Verdict::Accept),
+        )))
+        .push(Op::AddRule(Rule::new(
+            "no-such-chain",
+            stmt::verdict(Verdict::Drop),
+        )))
         .push(Op::AddElements {
             set: SetRef::named("service-ips"),
             elements: vec![Element::verdict(
-                vec![Value::Ipv4([10, 96, 99, 1].into()), Value::Proto(6), Value::Port(80)],
+                vec![
+                    Value::Ipv4([10, 96, 99, 1].into()),
+                    Value::Proto(6),
+                    Value::Port(80),
+                ],
                 Verdict::Goto("missing-chain".into()),
             )],
         });
     let err = apply(&ns, bad)?.expect_err("the kernel refuses a rule in a missing chain");
-    let Error::Refused(refusals) = &err else { bail!("expected a refusal, got {err}") };
+    let Error::Refused(refusals) = &err else {
+        bail!("expected a refusal, got {err}")
+    };
     let objects: Vec<&str> = refusals.iter().map(|r| r.object.as_str()).collect();
-    assert!(objects.iter().any(|o| o.starts_with("add rule ip kube-proxy-test no-such-chain")), "{objects:?}");
-    assert!(objects.iter().any(|o| o.starts_with("add element ip kube-proxy-test service-ips")), "{objects:?}");
+    assert!(
+        objects
+            .iter()
+            .any(|o| o.starts_with("add rule ip kube-proxy-test no-such-chain")),
+        "{objects:?}"
+    );
+    assert!(
+        objects
+            .iter()
+            .any(|o| o.starts_with("add element ip kube-proxy-test service-ips")),
+        "{objects:?}"
+    );
     assert!(err.to_string().contains("no-such-chain"), "{err}");
     assert_eq!(refusals.len(), 2, "{objects:?}");
     // nothing changed: no new chain, the flushed set still full
@@ -152,7 +195,10 @@ fn a_refused_transaction_names_the_object_and_changes_nothing() -> Result<()> {
     if let Err(e) = apply(&ns, del)? {
         bail!("{e}");
     }
-    assert_eq!(in_netns(&ns, |s| s.list_table(Family::Ip, ruleset::TABLE))??, None);
+    assert_eq!(
+        in_netns(&ns, |s| s.list_table(Family::Ip, ruleset::TABLE))??,
+        None
+    );
     let mut destroy = Transaction::new(Family::Ip, ruleset::TABLE);
     destroy.push(Op::DestroyTable);
     if let Err(e) = apply(&ns, destroy)? {
@@ -173,15 +219,47 @@ fn timing_probe_10k_chains_and_a_10k_vmap() -> Result<()> {
     tx.push(Op::AddTable(Table::new(Family::Ip, "probe")));
     let mut elements = Vec::with_capacity(n as usize);
     for i in 0..n {
-        let name = format!("endpoint-{i:05}-ns/svc/tcp/p__10.180.{}.{}/80", i / 250, i % 250);
+        let name = format!(
+            "endpoint-{i:05}-ns/svc/tcp/p__10.180.{}.{}/80",
+            i / 250,
+            i % 250
+        );
         tx.push(Op::AddChain(Chain::regular(name.as_str())));
         let addr = std::net::Ipv4Addr::from(0x0ab4_0000 + i);
-        tx.push(Op::AddRule(Rule::new(name.as_str(), [stmt::prefix(stmt::Field::IpSaddr, CmpOp::Eq, addr.into(), 32), stmt::mark_or(0x4000)].concat())));
-        tx.push(Op::AddRule(Rule::new(name.as_str(), [stmt::l4proto(6), stmt::dnat_to(addr.into(), 80)].concat())));
-        elements.push(Element::verdict(vec![Value::Ipv4(std::net::Ipv4Addr::from(0xac1e_0000 + i)), Value::Proto(6), Value::Port(80)], Verdict::Goto(name)));
+        tx.push(Op::AddRule(Rule::new(
+            name.as_str(),
+            [
+                stmt::prefix(stmt::Field::IpSaddr, CmpOp::Eq, addr.into(), 32),
+                stmt::mark_or(0x4000),
+            ]
+            .concat(),
+        )));
+        tx.push(Op::AddRule(Rule::new(
+            name.as_str(),
+            [stmt::l4proto(6), stmt::dnat_to(addr.into(), 80)].concat(),
+        )));
+        elements.push(Element::verdict(
+            vec![
+                Value::Ipv4(std::net::Ipv4Addr::from(0xac1e_0000 + i)),
+                Value::Proto(6),
+                Value::Port(80),
+            ],
+            Verdict::Goto(name),
+        ));
     }
-    tx.push(Op::AddSet(Set::map("service-ips", vec![DataType::Ipv4Addr, DataType::InetProto, DataType::InetService], vec![DataType::Verdict])));
-    tx.push(Op::AddElements { set: SetRef::named("service-ips"), elements });
+    tx.push(Op::AddSet(Set::map(
+        "service-ips",
+        vec![
+            DataType::Ipv4Addr,
+            DataType::InetProto,
+            DataType::InetService,
+        ],
+        vec![DataType::Verdict],
+    )));
+    tx.push(Op::AddElements {
+        set: SetRef::named("service-ips"),
+        elements,
+    });
     let built = started.elapsed();
     let encode = Instant::now();
     let batch = tx.encode(1);
@@ -191,7 +269,9 @@ fn timing_probe_10k_chains_and_a_10k_vmap() -> Result<()> {
         let r = s.apply(&tx);
         let applied = t.elapsed();
         let t = Instant::now();
-        let l = s.list_table(Family::Ip, "probe").map(|c| c.map(|c| c.rules.len()));
+        let l = s
+            .list_table(Family::Ip, "probe")
+            .map(|c| c.map(|c| c.rules.len()));
         (r.map(|()| applied), l.map(|l| (l, t.elapsed())))
     })?;
     let applied = applied?;

@@ -45,7 +45,8 @@ impl<'a> AttrWriter<'a> {
     pub(crate) fn nested(&mut self, kind: u16, fill: impl FnOnce(&mut AttrWriter<'_>)) {
         let start = self.buf.len();
         self.buf.extend_from_slice(&[0, 0]);
-        self.buf.extend_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
+        self.buf
+            .extend_from_slice(&(kind | NLA_F_NESTED).to_ne_bytes());
         fill(&mut AttrWriter::new(self.buf));
         let len = (self.buf.len() - start) as u16;
         self.buf[start..start + 2].copy_from_slice(&len.to_ne_bytes());
@@ -70,19 +71,26 @@ pub(crate) fn attrs(payload: &[u8]) -> impl Iterator<Item = Result<(u16, &[u8]),
 }
 
 pub(crate) fn be32(value: &[u8]) -> Result<u32, DecodeError> {
-    let bytes: [u8; 4] = value.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| DecodeError::invalid_number(4, value.len()))?;
+    let bytes: [u8; 4] = value
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| DecodeError::invalid_number(4, value.len()))?;
     Ok(u32::from_be_bytes(bytes))
 }
 
 pub(crate) fn be64(value: &[u8]) -> Result<u64, DecodeError> {
-    let bytes: [u8; 8] = value.get(..8).and_then(|b| b.try_into().ok()).ok_or_else(|| DecodeError::invalid_number(8, value.len()))?;
+    let bytes: [u8; 8] = value
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| DecodeError::invalid_number(8, value.len()))?;
     Ok(u64::from_be_bytes(bytes))
 }
 
 /// A string attribute, without its NUL.
 pub(crate) fn string(value: &[u8]) -> Result<String, DecodeError> {
     let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
-    String::from_utf8(value[..end].to_vec()).map_err(|e| DecodeError::from(format!("invalid UTF-8 in string attribute: {e}")))
+    String::from_utf8(value[..end].to_vec())
+        .map_err(|e| DecodeError::from(format!("invalid UTF-8 in string attribute: {e}")))
 }
 
 impl AttrWriter<'_> {

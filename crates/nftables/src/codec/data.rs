@@ -72,7 +72,11 @@ fn parse_verdict(payload: &[u8]) -> Result<Verdict, DecodeError> {
             _ => {}
         }
     }
-    let chain = || chain.clone().ok_or_else(|| DecodeError::from("jump or goto without chain name"));
+    let chain = || {
+        chain
+            .clone()
+            .ok_or_else(|| DecodeError::from("jump or goto without chain name"))
+    };
     Ok(match code {
         Some(NF_ACCEPT) => Verdict::Accept,
         Some(NF_DROP) => Verdict::Drop,

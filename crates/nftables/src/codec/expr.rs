@@ -4,8 +4,10 @@
 use super::attrs::{AttrWriter, attrs, be32, be64, string};
 use super::constants::*;
 use super::data::{Data, emit_value, emit_verdict, parse_data, parse_value};
-use crate::expr::{CmpOp, CtKey, Expr, ImmediateData, MetaDir, MetaKey, NatType, PayloadBase, SetRef};
 use crate::Register;
+use crate::expr::{
+    CmpOp, CtKey, Expr, ImmediateData, MetaDir, MetaKey, NatType, PayloadBase, SetRef,
+};
 use netlink_packet_core::DecodeError;
 
 /// Writes `exprs` as the content of `NFTA_RULE_EXPRESSIONS`.
@@ -42,7 +44,12 @@ fn name(expr: &Expr) -> &str {
 
 fn emit_data(w: &mut AttrWriter<'_>, expr: &Expr) {
     match expr {
-        Expr::Payload { base, offset, len, dreg } => {
+        Expr::Payload {
+            base,
+            offset,
+            len,
+            dreg,
+        } => {
             w.u32(NFTA_PAYLOAD_DREG, dreg.0);
             w.u32(NFTA_PAYLOAD_BASE, payload_base(*base));
             w.u32(NFTA_PAYLOAD_OFFSET, *offset);
@@ -53,7 +60,13 @@ fn emit_data(w: &mut AttrWriter<'_>, expr: &Expr) {
             w.u32(NFTA_CMP_OP, cmp_op(*op));
             emit_value(w, NFTA_CMP_DATA, data);
         }
-        Expr::Bitwise { sreg, dreg, len, mask, xor } => {
+        Expr::Bitwise {
+            sreg,
+            dreg,
+            len,
+            mask,
+            xor,
+        } => {
             w.u32(NFTA_BITWISE_SREG, sreg.0);
             w.u32(NFTA_BITWISE_DREG, dreg.0);
             w.u32(NFTA_BITWISE_LEN, *len);
@@ -70,7 +83,11 @@ fn emit_data(w: &mut AttrWriter<'_>, expr: &Expr) {
                 w.u32(NFTA_META_SREG, sreg.0);
             }
         },
-        Expr::Ct { key, dreg, direction } => {
+        Expr::Ct {
+            key,
+            dreg,
+            direction,
+        } => {
             w.u32(NFTA_CT_DREG, dreg.0);
             w.u32(NFTA_CT_KEY, key.number());
             if let Some(d) = direction {
@@ -84,7 +101,12 @@ fn emit_data(w: &mut AttrWriter<'_>, expr: &Expr) {
                 ImmediateData::Value(v) => emit_value(w, NFTA_IMMEDIATE_DATA, v),
             }
         }
-        Expr::Lookup { set, sreg, dreg, invert } => {
+        Expr::Lookup {
+            set,
+            sreg,
+            dreg,
+            invert,
+        } => {
             w.str(NFTA_LOOKUP_SET, &set.name);
             if let Some(id) = set.id {
                 w.u32(NFTA_LOOKUP_SET_ID, id);
@@ -97,13 +119,24 @@ fn emit_data(w: &mut AttrWriter<'_>, expr: &Expr) {
                 w.u32(NFTA_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
             }
         }
-        Expr::Numgen { dreg, modulus, random, offset } => {
+        Expr::Numgen {
+            dreg,
+            modulus,
+            random,
+            offset,
+        } => {
             w.u32(NFTA_NG_DREG, dreg.0);
             w.u32(NFTA_NG_MODULUS, *modulus);
             w.u32(NFTA_NG_TYPE, u32::from(*random));
             w.u32(NFTA_NG_OFFSET, *offset);
         }
-        Expr::Nat { kind, family, addr_min, proto_min, flags } => {
+        Expr::Nat {
+            kind,
+            family,
+            addr_min,
+            proto_min,
+            flags,
+        } => {
             w.u32(NFTA_NAT_TYPE, if *kind == NatType::Dnat { 1 } else { 0 });
             w.u32(NFTA_NAT_FAMILY, u32::from(*family));
             if let Some(r) = addr_min {
@@ -129,12 +162,21 @@ fn emit_data(w: &mut AttrWriter<'_>, expr: &Expr) {
             w.u64(NFTA_COUNTER_BYTES, *bytes);
             w.u64(NFTA_COUNTER_PACKETS, *packets);
         }
-        Expr::Fib { result, flags, dreg } => {
+        Expr::Fib {
+            result,
+            flags,
+            dreg,
+        } => {
             w.u32(NFTA_FIB_DREG, dreg.0);
             w.u32(NFTA_FIB_RESULT, *result);
             w.u32(NFTA_FIB_FLAGS, *flags);
         }
-        Expr::Dynset { set, op, sreg_key, timeout_ms } => {
+        Expr::Dynset {
+            set,
+            op,
+            sreg_key,
+            timeout_ms,
+        } => {
             w.str(NFTA_DYNSET_SET_NAME, &set.name);
             if let Some(id) = set.id {
                 w.u32(NFTA_DYNSET_SET_ID, id);
@@ -145,7 +187,13 @@ fn emit_data(w: &mut AttrWriter<'_>, expr: &Expr) {
                 w.u64(NFTA_DYNSET_TIMEOUT, *t);
             }
         }
-        Expr::Limit { rate, unit, burst, kind, flags } => {
+        Expr::Limit {
+            rate,
+            unit,
+            burst,
+            kind,
+            flags,
+        } => {
             w.u64(NFTA_LIMIT_RATE, *rate);
             w.u64(NFTA_LIMIT_UNIT, *unit);
             w.u32(NFTA_LIMIT_BURST, *burst);
@@ -201,7 +249,9 @@ fn parse_expr(payload: &[u8]) -> Result<Expr, DecodeError> {
     }
     let name = name.ok_or_else(|| DecodeError::from("expression without a name"))?;
     let fields = Fields::parse(data)?;
-    fields.to_expr(&name, data).map_err(|e| DecodeError::from(format!("expression {name}: {e}")))
+    fields
+        .to_expr(&name, data)
+        .map_err(|e| DecodeError::from(format!("expression {name}: {e}")))
 }
 
 /// An expression's attributes by kind (every expression has few).
@@ -211,7 +261,9 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     fn parse(data: &'a [u8]) -> Result<Self, DecodeError> {
-        Ok(Self { list: attrs(data).collect::<Result<_, _>>()? })
+        Ok(Self {
+            list: attrs(data).collect::<Result<_, _>>()?,
+        })
     }
 
     fn get(&self, kind: u16) -> Option<&'a [u8]> {
@@ -219,7 +271,10 @@ impl<'a> Fields<'a> {
     }
 
     fn u32(&self, kind: u16) -> Result<u32, DecodeError> {
-        be32(self.get(kind).ok_or_else(|| DecodeError::from(format!("attribute {kind} missing")))?)
+        be32(
+            self.get(kind)
+                .ok_or_else(|| DecodeError::from(format!("attribute {kind} missing")))?,
+        )
     }
 
     fn opt_u32(&self, kind: u16) -> Result<Option<u32>, DecodeError> {
@@ -227,7 +282,10 @@ impl<'a> Fields<'a> {
     }
 
     fn u64(&self, kind: u16) -> Result<u64, DecodeError> {
-        be64(self.get(kind).ok_or_else(|| DecodeError::from(format!("attribute {kind} missing")))?)
+        be64(
+            self.get(kind)
+                .ok_or_else(|| DecodeError::from(format!("attribute {kind} missing")))?,
+        )
     }
 
     fn reg(&self, kind: u16) -> Result<Register, DecodeError> {
@@ -235,12 +293,21 @@ impl<'a> Fields<'a> {
     }
 
     fn value(&self, kind: u16) -> Result<Vec<u8>, DecodeError> {
-        parse_value(self.get(kind).ok_or_else(|| DecodeError::from(format!("attribute {kind} missing")))?)
+        parse_value(
+            self.get(kind)
+                .ok_or_else(|| DecodeError::from(format!("attribute {kind} missing")))?,
+        )
     }
 
     fn set_ref(&self, name_kind: u16, id_kind: u16) -> Result<SetRef, DecodeError> {
-        let name = string(self.get(name_kind).ok_or_else(|| DecodeError::from("set name missing"))?)?;
-        Ok(SetRef { name, id: self.opt_u32(id_kind)? })
+        let name = string(
+            self.get(name_kind)
+                .ok_or_else(|| DecodeError::from("set name missing"))?,
+        )?;
+        Ok(SetRef {
+            name,
+            id: self.opt_u32(id_kind)?,
+        })
     }
 
     fn to_expr(&self, name: &str, raw: &[u8]) -> Result<Expr, DecodeError> {
@@ -294,7 +361,10 @@ impl<'a> Fields<'a> {
             },
             "immediate" => Expr::Immediate {
                 dreg: self.reg(NFTA_IMMEDIATE_DREG)?,
-                data: match parse_data(self.get(NFTA_IMMEDIATE_DATA).ok_or_else(|| DecodeError::from("no data"))?)? {
+                data: match parse_data(
+                    self.get(NFTA_IMMEDIATE_DATA)
+                        .ok_or_else(|| DecodeError::from("no data"))?,
+                )? {
                     Data::Value(v) => ImmediateData::Value(v),
                     Data::Verdict(v) => ImmediateData::Verdict(v),
                 },
@@ -312,18 +382,30 @@ impl<'a> Fields<'a> {
                 offset: self.opt_u32(NFTA_NG_OFFSET)?.unwrap_or(0),
             },
             "nat" => Expr::Nat {
-                kind: if self.u32(NFTA_NAT_TYPE)? == 1 { NatType::Dnat } else { NatType::Snat },
+                kind: if self.u32(NFTA_NAT_TYPE)? == 1 {
+                    NatType::Dnat
+                } else {
+                    NatType::Snat
+                },
                 family: self.u32(NFTA_NAT_FAMILY)? as u8,
                 addr_min: self.opt_u32(NFTA_NAT_REG_ADDR_MIN)?.map(Register),
                 proto_min: self.opt_u32(NFTA_NAT_REG_PROTO_MIN)?.map(Register),
                 flags: self.opt_u32(NFTA_NAT_FLAGS)?.unwrap_or(0),
             },
-            "masq" => Expr::Masq { flags: self.opt_u32(NFTA_MASQ_FLAGS)?.unwrap_or(0) },
+            "masq" => Expr::Masq {
+                flags: self.opt_u32(NFTA_MASQ_FLAGS)?.unwrap_or(0),
+            },
             "reject" => Expr::Reject {
                 kind: self.u32(NFTA_REJECT_TYPE)?,
-                code: self.get(NFTA_REJECT_ICMP_CODE).and_then(|v| v.first().copied()).unwrap_or(0),
+                code: self
+                    .get(NFTA_REJECT_ICMP_CODE)
+                    .and_then(|v| v.first().copied())
+                    .unwrap_or(0),
             },
-            "counter" => Expr::Counter { bytes: self.u64(NFTA_COUNTER_BYTES)?, packets: self.u64(NFTA_COUNTER_PACKETS)? },
+            "counter" => Expr::Counter {
+                bytes: self.u64(NFTA_COUNTER_BYTES)?,
+                packets: self.u64(NFTA_COUNTER_PACKETS)?,
+            },
             "fib" => Expr::Fib {
                 result: self.u32(NFTA_FIB_RESULT)?,
                 flags: self.u32(NFTA_FIB_FLAGS)?,
@@ -333,7 +415,11 @@ impl<'a> Fields<'a> {
                 set: self.set_ref(NFTA_DYNSET_SET_NAME, NFTA_DYNSET_SET_ID)?,
                 op: self.u32(NFTA_DYNSET_OP)?,
                 sreg_key: self.reg(NFTA_DYNSET_SREG_KEY)?,
-                timeout_ms: self.get(NFTA_DYNSET_TIMEOUT).map(be64).transpose()?.filter(|t| *t != 0),
+                timeout_ms: self
+                    .get(NFTA_DYNSET_TIMEOUT)
+                    .map(be64)
+                    .transpose()?
+                    .filter(|t| *t != 0),
             },
             "limit" => Expr::Limit {
                 rate: self.u64(NFTA_LIMIT_RATE)?,
@@ -349,5 +435,8 @@ impl<'a> Fields<'a> {
 }
 
 fn other(name: &str, raw: &[u8]) -> Expr {
-    Expr::Other { name: name.to_string(), data: raw.to_vec() }
+    Expr::Other {
+        name: name.to_string(),
+        data: raw.to_vec(),
+    }
 }

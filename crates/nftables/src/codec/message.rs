@@ -18,7 +18,14 @@ pub(crate) fn nft_type(msg: u16) -> u16 {
 
 /// Starts a message of netlink type `ty`; [`end_message`] fills in its
 /// length.
-pub(crate) fn begin_message(buf: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, family: u8, res_id: u16) -> usize {
+pub(crate) fn begin_message(
+    buf: &mut Vec<u8>,
+    ty: u16,
+    flags: u16,
+    seq: u32,
+    family: u8,
+    res_id: u16,
+) -> usize {
     let start = buf.len();
     buf.extend_from_slice(&0u32.to_ne_bytes());
     buf.extend_from_slice(&ty.to_ne_bytes());
@@ -60,7 +67,10 @@ pub(crate) fn emit_chain(w: &mut AttrWriter<'_>, table: &str, chain: &Chain, ful
             w.u32(NFTA_HOOK_HOOKNUM, base.hook.number());
             w.u32(NFTA_HOOK_PRIORITY, base.priority as u32);
         });
-        w.u32(NFTA_CHAIN_POLICY, if base.policy == Policy::Accept { 1 } else { 0 });
+        w.u32(
+            NFTA_CHAIN_POLICY,
+            if base.policy == Policy::Accept { 1 } else { 0 },
+        );
         w.str(NFTA_CHAIN_TYPE, base.kind.name());
     }
     if let Some(c) = &chain.comment {
@@ -117,7 +127,7 @@ pub(crate) fn emit_set(w: &mut AttrWriter<'_>, table: &str, set: &Set, auto_id: 
             if concat {
                 w.nested(NFTA_SET_DESC_CONCAT, |w| {
                     for ty in &set.key {
-                        w.nested(NFTA_LIST_ELEM, |w| w.u32(NFTA_SET_FIELD_LEN, ty.len()));
+                        w.nested(NFTA_LIST_ELEM, |w| w.u32(NFTA_SET_FIELD_LEN, ty.byte_len()));
                     }
                 });
             }
@@ -130,7 +140,13 @@ pub(crate) fn emit_set(w: &mut AttrWriter<'_>, table: &str, set: &Set, auto_id: 
 }
 
 /// `NEWSETELEM`/`DELSETELEM` attributes for `elements` of `set`.
-pub(crate) fn emit_elements(w: &mut AttrWriter<'_>, table: &str, set: &SetRef, elements: &[Element], full: bool) {
+pub(crate) fn emit_elements(
+    w: &mut AttrWriter<'_>,
+    table: &str,
+    set: &SetRef,
+    elements: &[Element],
+    full: bool,
+) {
     w.str(NFTA_SET_ELEM_LIST_TABLE, table);
     w.str(NFTA_SET_ELEM_LIST_SET, &set.name);
     if let Some(id) = set.id {
@@ -169,7 +185,8 @@ fn emit_element(w: &mut AttrWriter<'_>, e: &Element, full: bool) {
 
 /// A table from a `NEWTABLE` message's attributes.
 pub(crate) fn parse_table(family: u8, payload: &[u8]) -> Result<Table, DecodeError> {
-    let family = Family::from_nfproto(family).ok_or_else(|| DecodeError::from(format!("unknown family {family}")))?;
+    let family = Family::from_nfproto(family)
+        .ok_or_else(|| DecodeError::from(format!("unknown family {family}")))?;
     let mut table = Table::new(family, "");
     for attr in attrs(payload) {
         let (kind, value) = attr?;
@@ -194,13 +211,24 @@ pub(crate) fn parse_chain(payload: &[u8]) -> Result<(String, Chain), DecodeError
             NFTA_CHAIN_NAME => chain.name = string(value)?,
             NFTA_CHAIN_HOOK => hook = Some(parse_hook(value)?),
             NFTA_CHAIN_TYPE => kind = ChainType::from_name(&string(value)?),
-            NFTA_CHAIN_POLICY => policy = if be32(value)? == 0 { Policy::Drop } else { Policy::Accept },
+            NFTA_CHAIN_POLICY => {
+                policy = if be32(value)? == 0 {
+                    Policy::Drop
+                } else {
+                    Policy::Accept
+                }
+            }
             NFTA_CHAIN_USERDATA => chain.comment = userdata::parse_comment(UDATA_COMMENT, value),
             _ => {}
         }
     }
     if let (Some((hook, priority)), Some(kind)) = (hook, kind) {
-        chain.base = Some(BaseChain { kind, hook, priority, policy });
+        chain.base = Some(BaseChain {
+            kind,
+            hook,
+            priority,
+            policy,
+        });
     }
     Ok((table, chain))
 }
@@ -215,7 +243,10 @@ fn parse_hook(payload: &[u8]) -> Result<(Hook, i32), DecodeError> {
             _ => {}
         }
     }
-    Ok((hook.ok_or_else(|| DecodeError::from("unknown hook"))?, priority))
+    Ok((
+        hook.ok_or_else(|| DecodeError::from("unknown hook"))?,
+        priority,
+    ))
 }
 
 /// A rule (and its table's name) from a `NEWRULE` message.
@@ -267,7 +298,8 @@ pub(crate) fn parse_set(payload: &[u8]) -> Result<(String, Set), DecodeError> {
 }
 
 fn split_type(id: u32) -> Result<Vec<DataType>, DecodeError> {
-    DataType::split_concat_id(id).ok_or_else(|| DecodeError::from(format!("unknown set data type {id:#x}")))
+    DataType::split_concat_id(id)
+        .ok_or_else(|| DecodeError::from(format!("unknown set data type {id:#x}")))
 }
 
 fn parse_desc_size(payload: &[u8]) -> Result<Option<u32>, DecodeError> {
@@ -300,20 +332,29 @@ pub(crate) fn parse_elements(set: &Set, payload: &[u8]) -> Result<Vec<Element>, 
 fn parse_element(set: &Set, payload: &[u8]) -> Result<Element, DecodeError> {
     let mut e = Element::new(Vec::new());
     let typed = |types: &[DataType], bytes: Vec<u8>| {
-        Value::split_concat(types, &bytes).ok_or_else(|| DecodeError::from(format!("element of set {} does not match its type", set.name)))
+        Value::split_concat(types, &bytes).ok_or_else(|| {
+            DecodeError::from(format!(
+                "element of set {} does not match its type",
+                set.name
+            ))
+        })
     };
     for attr in attrs(payload) {
         let (k, value) = attr?;
         match k {
             NFTA_SET_ELEM_KEY => e.key = typed(&set.key, super::data::parse_value(value)?)?,
-            NFTA_SET_ELEM_KEY_END => e.key_end = Some(typed(&set.key, super::data::parse_value(value)?)?),
+            NFTA_SET_ELEM_KEY_END => {
+                e.key_end = Some(typed(&set.key, super::data::parse_value(value)?)?)
+            }
             NFTA_SET_ELEM_FLAGS => e.interval_end = be32(value)? & NFT_SET_ELEM_INTERVAL_END != 0,
             NFTA_SET_ELEM_TIMEOUT => e.timeout_ms = Some(be64(value)?),
             NFTA_SET_ELEM_USERDATA => e.comment = userdata::parse_comment(UDATA_COMMENT, value),
             NFTA_SET_ELEM_DATA => {
                 e.data = Some(match parse_data(value)? {
                     Data::Verdict(v) => ElementData::Verdict(v),
-                    Data::Value(bytes) => ElementData::Values(typed(set.data.as_deref().unwrap_or_default(), bytes)?),
+                    Data::Value(bytes) => {
+                        ElementData::Values(typed(set.data.as_deref().unwrap_or_default(), bytes)?)
+                    }
                 })
             }
             _ => {}

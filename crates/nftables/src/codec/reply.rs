@@ -13,9 +13,17 @@ const NLM_F_CAPPED: u16 = 0x100;
 #[derive(Debug)]
 pub(crate) enum Reply<'a> {
     /// An nf_tables object: its `NFT_MSG_*`, family and attributes.
-    Object { msg: u16, family: u8, attrs: &'a [u8] },
+    Object {
+        msg: u16,
+        family: u8,
+        attrs: &'a [u8],
+    },
     /// An error (code < 0) or an ack (code 0) for message `seq`.
-    Ack { seq: u32, code: i32, detail: Option<String> },
+    Ack {
+        seq: u32,
+        code: i32,
+        detail: Option<String>,
+    },
     /// The end of a dump.
     Done,
 }
@@ -31,9 +39,11 @@ pub(crate) fn parse_replies(mut buf: &[u8]) -> Result<Vec<Reply<'_>>, DecodeErro
         match ty {
             NLMSG_DONE => out.push(Reply::Done),
             NLMSG_ERROR => out.push(parse_ack(flags, payload)?),
-            _ if ty >> 8 == NFNL_SUBSYS_NFTABLES && payload.len() >= 4 => {
-                out.push(Reply::Object { msg: ty & 0xff, family: payload[0], attrs: &payload[4..] })
-            }
+            _ if ty >> 8 == NFNL_SUBSYS_NFTABLES && payload.len() >= 4 => out.push(Reply::Object {
+                msg: ty & 0xff,
+                family: payload[0],
+                attrs: &payload[4..],
+            }),
             _ => {}
         }
         buf = buf.get(len.div_ceil(4) * 4..).unwrap_or_default();
@@ -43,12 +53,22 @@ pub(crate) fn parse_replies(mut buf: &[u8]) -> Result<Vec<Reply<'_>>, DecodeErro
 
 fn parse_ack(flags: u16, payload: &[u8]) -> Result<Reply<'_>, DecodeError> {
     let short = || DecodeError::from("truncated netlink error message");
-    let code = i32::from_ne_bytes(payload.get(..4).ok_or_else(short)?.try_into().map_err(|_| short())?);
+    let code = i32::from_ne_bytes(
+        payload
+            .get(..4)
+            .ok_or_else(short)?
+            .try_into()
+            .map_err(|_| short())?,
+    );
     let orig = payload.get(4..20).ok_or_else(short)?;
     let seq = u32::from_ne_bytes(orig[8..12].try_into().map_err(|_| short())?);
     let orig_len = u32::from_ne_bytes(orig[0..4].try_into().map_err(|_| short())?) as usize;
     let detail = if flags & NLM_F_ACK_TLVS != 0 {
-        let tlv_start = if flags & NLM_F_CAPPED != 0 || code == 0 { 20 } else { 4 + orig_len.div_ceil(4) * 4 };
+        let tlv_start = if flags & NLM_F_CAPPED != 0 || code == 0 {
+            20
+        } else {
+            4 + orig_len.div_ceil(4) * 4
+        };
         payload.get(tlv_start..).and_then(extack_message)
     } else {
         None
@@ -57,5 +77,8 @@ fn parse_ack(flags: u16, payload: &[u8]) -> Result<Reply<'_>, DecodeError> {
 }
 
 fn extack_message(tlvs: &[u8]) -> Option<String> {
-    attrs(tlvs).filter_map(Result::ok).find(|(k, _)| *k == NLMSGERR_ATTR_MSG).and_then(|(_, v)| string(v).ok())
+    attrs(tlvs)
+        .filter_map(Result::ok)
+        .find(|(k, _)| *k == NLMSGERR_ATTR_MSG)
+        .and_then(|(_, v)| string(v).ok())
 }

@@ -7,7 +7,11 @@ use crate::DataType;
 /// User data holding only a comment of type `kind`. `nft` limits
 /// comments to 128 bytes; longer ones are cut there.
 pub(crate) fn comment(kind: u8, text: &str) -> Vec<u8> {
-    let text = &text.as_bytes()[..text.len().min(127)];
+    let cut = (0..=text.len().min(127))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let text = &text.as_bytes()[..cut];
     let mut out = Vec::with_capacity(text.len() + 3);
     out.push(kind);
     out.push((text.len() + 1) as u8);
@@ -37,10 +41,21 @@ const UDATA_SET_DATABYTEORDER: u8 = 1;
 const BYTEORDER_HOST_ENDIAN: u32 = 1;
 
 /// A set's user data as `nft` writes it: byte orders, then the comment.
-pub(crate) fn set_userdata(key: &[DataType], data: Option<&[DataType]>, comment: Option<&str>) -> Vec<u8> {
-    let host_order = |types: &[DataType]| types.iter().any(|t| matches!(t, DataType::Integer | DataType::Mark));
+pub(crate) fn set_userdata(
+    key: &[DataType],
+    data: Option<&[DataType]>,
+    comment: Option<&str>,
+) -> Vec<u8> {
+    let host_order = |types: &[DataType]| {
+        types
+            .iter()
+            .any(|t| matches!(t, DataType::Integer | DataType::Mark))
+    };
     let mut out = Vec::new();
-    for (kind, types) in [(UDATA_SET_KEYBYTEORDER, Some(key)), (UDATA_SET_DATABYTEORDER, data)] {
+    for (kind, types) in [
+        (UDATA_SET_KEYBYTEORDER, Some(key)),
+        (UDATA_SET_DATABYTEORDER, data),
+    ] {
         if types.is_some_and(host_order) {
             out.extend_from_slice(&[kind, 4]);
             out.extend_from_slice(&BYTEORDER_HOST_ENDIAN.to_ne_bytes());

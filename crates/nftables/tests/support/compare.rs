@@ -15,7 +15,13 @@ pub struct Sent {
 }
 
 pub fn sent(tx: &Transaction) -> Sent {
-    let mut s = Sent { table: Table::new(tx.family, ""), chains: vec![], rules: vec![], sets: vec![], elements: BTreeMap::new() };
+    let mut s = Sent {
+        table: Table::new(tx.family, ""),
+        chains: vec![],
+        rules: vec![],
+        sets: vec![],
+        elements: BTreeMap::new(),
+    };
     for op in &tx.ops {
         match op {
             Op::AddTable(t) => s.table = t.clone(),
@@ -23,8 +29,15 @@ pub fn sent(tx: &Transaction) -> Sent {
             Op::AddRule(r) => s.rules.push(r.clone()),
             Op::AddSet(set) => s.sets.push(set.clone()),
             Op::AddElements { set, elements } => {
-                let key = if set.name.contains('%') { format!("{}#{}", set.name, set.id.unwrap_or(0)) } else { set.name.clone() };
-                s.elements.entry(key).or_default().extend(elements.iter().cloned());
+                let key = if set.name.contains('%') {
+                    format!("{}#{}", set.name, set.id.unwrap_or(0))
+                } else {
+                    set.name.clone()
+                };
+                s.elements
+                    .entry(key)
+                    .or_default()
+                    .extend(elements.iter().cloned());
             }
             _ => {}
         }
@@ -37,10 +50,10 @@ fn plain_rule(r: &Rule) -> Rule {
     let mut r = r.clone();
     r.handle = None;
     for e in &mut r.exprs {
-        if let Expr::Lookup { set, .. } | Expr::Dynset { set, .. } = e {
-            if set.name.starts_with("__set") {
-                *set = SetRef::named("<anonymous>");
-            }
+        if let Expr::Lookup { set, .. } | Expr::Dynset { set, .. } = e
+            && set.name.starts_with("__set")
+        {
+            *set = SetRef::named("<anonymous>");
         }
     }
     r
@@ -66,7 +79,12 @@ pub fn assert_same(sent: &Sent, got: &TableContents) {
         out
     };
     assert_eq!(by_chain(plain(&got.rules)), by_chain(plain(&sent.rules)));
-    let named = |sets: &[Set]| sets.iter().filter(|s| !s.name.starts_with("__set")).cloned().collect::<Vec<_>>();
+    let named = |sets: &[Set]| {
+        sets.iter()
+            .filter(|s| !s.name.starts_with("__set"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     assert_eq!(named(&got.sets), named(&sent.sets));
     for set in named(&sent.sets) {
         assert_eq!(
@@ -78,7 +96,11 @@ pub fn assert_same(sent: &Sent, got: &TableContents) {
     }
     // anonymous sets: same count, same element lists (as a multiset)
     let anon = |m: &BTreeMap<String, Vec<Element>>| {
-        let mut v: Vec<Vec<String>> = m.iter().filter(|(k, _)| k.starts_with("__set")).map(|(_, e)| sorted(e.clone())).collect();
+        let mut v: Vec<Vec<String>> = m
+            .iter()
+            .filter(|(k, _)| k.starts_with("__set"))
+            .map(|(_, e)| sorted(e.clone()))
+            .collect();
         v.sort();
         v
     };
