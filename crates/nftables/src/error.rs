@@ -27,7 +27,7 @@ pub enum Error {
     },
     /// The kernel refused a transaction; nothing of it was applied. The
     /// first refusal names the object; all are kept.
-    #[error("nf_tables transaction refused: {}{}", .0[0], if .0.len() > 1 { format!(" (and {} more)", .0.len() - 1) } else { String::new() })]
+    #[error("nf_tables transaction refused: {}", refusals_summary(.0))]
     Refused(Vec<Refusal>),
     /// The kernel refused a request (a listing).
     #[error("{operation}: {source}")]
@@ -65,5 +65,14 @@ impl std::fmt::Display for Refusal {
             write!(f, " ({d})")?;
         }
         Ok(())
+    }
+}
+
+/// The first refusal, and how many more there were.
+fn refusals_summary(refusals: &[Refusal]) -> String {
+    match refusals {
+        [] => "no reason given".to_string(),
+        [one] => one.to_string(),
+        [first, rest @ ..] => format!("{first} (and {} more)", rest.len()),
     }
 }

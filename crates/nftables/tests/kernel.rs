@@ -284,3 +284,92 @@ fn timing_probe_10k_chains_and_a_10k_vmap() -> Result<()> {
     assert_eq!(rules, Some(2 * n as usize));
     Ok(())
 }
+
+/// Timing probe (no assertion on time): upstream's per-service shape,
+/// `meta l4proto tcp dnat ip to numgen random mod 10 map { … }`, one chain
+/// and one anonymous map of 10 elements per service. Binding an anonymous
+/// set walks the whole transaction so far (kernel `nft_set_trans_bind`),
+/// so one transaction of n services costs O(n²); the probe compares one
+/// transaction with several of 1,000 services. Ignored by default: about a
+/// minute of kernel time at 10,000 services.
+#[test]
+#[ignore = "about a minute of kernel time; run with --ignored"]
+fn timing_probe_anonymous_dnat_maps() -> Result<()> {
+    let ns = netns("nftanon")?;
+    for (n, per_tx, our_names) in [
+        (1_000u32, 1_000u32, false),
+        (10_000, 10_000, false),
+        (10_000, 1_000, false),
+        (10_000, 1_000, true),
+    ] {
+        let table = format!("anon{n}x{per_tx}{our_names}");
+        let mut total = std::time::Duration::ZERO;
+        for first in (0..n).step_by(per_tx as usize) {
+            let tx = services_with_anonymous_maps(&table, first..first + per_tx, our_names);
+            total += in_netns(&ns, move |s| {
+                let t = Instant::now();
+                s.apply(&tx).map(|()| t.elapsed())
+            })??;
+        }
+        println!(
+            "timing probe: {n} service chains with an anonymous 10-element dnat map ({}), {} transaction(s): apply (kernel) {total:?}",
+            if our_names {
+                "named __kp<n> by us"
+            } else {
+                "named __set%d by the kernel"
+            },
+            n / per_tx
+        );
+        if our_names {
+            let text = nft_list(&ns, "ip", &table)?;
+            assert!(
+                text.contains("dnat ip to numgen random mod 10 map { 0 : "),
+                "anonymous maps named by us still list inline"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn services_with_anonymous_maps(
+    table: &str,
+    services: std::ops::Range<u32>,
+    our_names: bool,
+) -> Transaction {
+    let mut tx = Transaction::new(Family::Ip, table);
+    tx.push(Op::AddTable(Table::new(Family::Ip, table)));
+    for i in services {
+        let chain = format!("service-{i:05}-ns/svc/tcp/http");
+        tx.push(Op::AddChain(Chain::regular(chain.as_str())));
+        let mut map = Set::anonymous(
+            i + 1,
+            vec![DataType::Integer],
+            Some(vec![DataType::Ipv4Addr, DataType::InetService]),
+        );
+        if our_names {
+            map.name = format!("__kp{i}");
+        }
+        let elements = (0..10u32)
+            .map(|e| {
+                Element::data(
+                    vec![Value::Integer(e)],
+                    vec![
+                        Value::Ipv4(std::net::Ipv4Addr::from(0x0ab4_0000 + i * 10 + e)),
+                        Value::Port(8080),
+                    ],
+                )
+            })
+            .collect();
+        let map_ref = SetRef::to_set(&map);
+        tx.push(Op::AddSet(map));
+        tx.push(Op::AddElements {
+            set: map_ref.clone(),
+            elements,
+        });
+        tx.push(Op::AddRule(Rule::new(
+            chain.as_str(),
+            [stmt::l4proto(6), stmt::dnat_numgen_map(2, 10, map_ref, 4)].concat(),
+        )));
+    }
+    tx
+}
