@@ -373,3 +373,199 @@ fn services_with_anonymous_maps(
     }
     tx
 }
+
+/// Upstream's whole `ip6 kube-proxy` table of the reference ruleset (it
+/// has no elements), built with the codec, lists as the reference text.
+#[test]
+fn builds_upstreams_ip6_table_exactly() -> Result<()> {
+    let ns = netns("nftip6")?;
+    if let Err(e) = apply(&ns, upstream_ip6_table())? {
+        bail!("{e}");
+    }
+    let expected = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/upstream-v1.36-ip6-kube-proxy.nft",
+        env!("CARGO_MANIFEST_DIR")
+    ))?;
+    assert_eq!(nft_list(&ns, "ip6", "kube-proxy")?, expected);
+    Ok(())
+}
+
+fn upstream_ip6_table() -> Transaction {
+    use DataType::{InetProto, InetService, Ipv6Addr};
+    use stmt::Field::{Ip6Daddr, Ip6Saddr, L4proto, ThDport};
+    let named = SetRef::named;
+    let jump = |c: &str| stmt::verdict(Verdict::Jump(c.to_string()));
+    let new = || stmt::ct_state(stmt::CT_STATE_NEW);
+    let base = |name: &str, kind, hook, priority| {
+        Chain::base(
+            name,
+            BaseChain {
+                kind,
+                hook,
+                priority,
+                policy: Policy::Accept,
+            },
+        )
+    };
+    let rule = |chain: &str, parts: Vec<Vec<Expr>>| Rule::new(chain, parts.concat());
+    let not_loopback = || {
+        stmt::compare(
+            Ip6Daddr,
+            CmpOp::Neq,
+            &std::net::Ipv6Addr::LOCALHOST.octets(),
+        )
+    };
+    let svc_key = vec![Ipv6Addr, InetProto, InetService];
+    let port_key = vec![InetProto, InetService];
+    let verdict = vec![DataType::Verdict];
+
+    let mut tx = Transaction::new(Family::Ip6, "kube-proxy");
+    tx.push(Op::AddTable(
+        Table::new(Family::Ip6, "kube-proxy").with_comment("rules for kube-proxy"),
+    ));
+    for chain in [
+        base(
+            "filter-prerouting-pre-dnat",
+            ChainType::Filter,
+            Hook::Prerouting,
+            -110,
+        ),
+        base(
+            "filter-output-pre-dnat",
+            ChainType::Filter,
+            Hook::Output,
+            -110,
+        ),
+        base("filter-input", ChainType::Filter, Hook::Input, 0),
+        base("filter-forward", ChainType::Filter, Hook::Forward, 0),
+        base("filter-output", ChainType::Filter, Hook::Output, 0),
+        base("nat-prerouting", ChainType::Nat, Hook::Prerouting, -100),
+        base("nat-output", ChainType::Nat, Hook::Output, -100),
+        base("nat-postrouting", ChainType::Nat, Hook::Postrouting, 100),
+        Chain::regular("nodeport-endpoints-check"),
+        Chain::regular("service-endpoints-check"),
+        Chain::regular("firewall-check"),
+        Chain::regular("services"),
+        Chain::regular("masquerading"),
+        Chain::regular("cluster-ips-check"),
+        Chain::regular("reject-chain")
+            .with_comment("helper for @no-endpoint-services / @no-endpoint-nodeports"),
+    ] {
+        tx.push(Op::AddChain(chain));
+    }
+    for set in [
+        Set::new(
+            "hairpin-connections",
+            vec![Ipv6Addr, Ipv6Addr, InetProto, InetService],
+        )
+        .with_comment("service hairpin connections"),
+        Set::new("cluster-ips", vec![Ipv6Addr]).with_comment("Active ClusterIPs"),
+        Set::map("no-endpoint-services", svc_key.clone(), verdict.clone())
+            .with_comment("vmap to drop or reject packets to services with no endpoints"),
+        Set::map("no-endpoint-nodeports", port_key.clone(), verdict.clone())
+            .with_comment("vmap to drop or reject packets to service nodeports with no endpoints"),
+        Set::map("firewall-ips", svc_key.clone(), verdict.clone())
+            .with_comment("destinations that are subject to LoadBalancerSourceRanges"),
+        Set::map("service-ips", svc_key, verdict.clone())
+            .with_comment("ClusterIP, ExternalIP and LoadBalancer IP traffic"),
+        Set::map("service-nodeports", port_key, verdict).with_comment("NodePort traffic"),
+    ] {
+        tx.push(Op::AddSet(set));
+    }
+    for r in [
+        rule(
+            "filter-prerouting-pre-dnat",
+            vec![new(), jump("firewall-check")],
+        ),
+        rule(
+            "filter-output-pre-dnat",
+            vec![new(), jump("firewall-check")],
+        ),
+        rule(
+            "filter-input",
+            vec![new(), jump("nodeport-endpoints-check")],
+        ),
+        rule("filter-input", vec![new(), jump("service-endpoints-check")]),
+        rule(
+            "filter-forward",
+            vec![new(), jump("service-endpoints-check")],
+        ),
+        rule("filter-forward", vec![new(), jump("cluster-ips-check")]),
+        rule(
+            "filter-output",
+            vec![new(), jump("service-endpoints-check")],
+        ),
+        rule("filter-output", vec![new(), jump("cluster-ips-check")]),
+        rule("nat-prerouting", vec![jump("services")]),
+        rule("nat-output", vec![jump("services")]),
+        rule("nat-postrouting", vec![jump("masquerading")]),
+        rule(
+            "nodeport-endpoints-check",
+            vec![
+                not_loopback(),
+                stmt::vmap(&[L4proto, ThDport], named("no-endpoint-nodeports")),
+            ],
+        ),
+        rule(
+            "service-endpoints-check",
+            vec![stmt::vmap(
+                &[Ip6Daddr, L4proto, ThDport],
+                named("no-endpoint-services"),
+            )],
+        ),
+        rule(
+            "firewall-check",
+            vec![stmt::vmap(
+                &[Ip6Daddr, L4proto, ThDport],
+                named("firewall-ips"),
+            )],
+        ),
+        rule(
+            "services",
+            vec![stmt::vmap(
+                &[Ip6Daddr, L4proto, ThDport],
+                named("service-ips"),
+            )],
+        ),
+        rule(
+            "services",
+            vec![
+                stmt::fib_type_local(true),
+                not_loopback(),
+                stmt::vmap(&[L4proto, ThDport], named("service-nodeports")),
+            ],
+        ),
+        rule(
+            "masquerading",
+            vec![
+                stmt::mark_has(0x4000),
+                stmt::mark_xor(0x4000),
+                stmt::masquerade_fully_random(),
+            ],
+        ),
+        rule(
+            "masquerading",
+            vec![
+                stmt::ct_status(stmt::CT_STATUS_DNAT),
+                stmt::in_set(
+                    &[Ip6Saddr, Ip6Daddr, L4proto, ThDport],
+                    named("hairpin-connections"),
+                    false,
+                ),
+                stmt::masquerade_fully_random(),
+            ],
+        ),
+        rule(
+            "cluster-ips-check",
+            vec![
+                stmt::in_set(&[Ip6Daddr], named("cluster-ips"), false),
+                stmt::reject6(),
+            ],
+        )
+        .with_comment("Reject traffic to invalid ports of ClusterIPs"),
+        rule("reject-chain", vec![stmt::reject6()]),
+    ] {
+        tx.push(Op::AddRule(r));
+    }
+    tx
+}
