@@ -158,6 +158,59 @@ pub fn prefix(field: Field, op: CmpOp, addr: IpAddr, prefix_len: u8) -> Vec<Expr
     ]
 }
 
+/// `iifname "<name>"` (`input` true) or `oifname "<name>"`, `==` or `!=`.
+pub fn ifname(input: bool, op: CmpOp, name: &str) -> Vec<Expr> {
+    let key = if input {
+        MetaKey::Iifname
+    } else {
+        MetaKey::Oifname
+    };
+    let mut data = name.as_bytes()[..name.len().min(15)].to_vec();
+    data.resize(16, 0);
+    vec![
+        Expr::Meta {
+            key,
+            dir: MetaDir::Load(Register::R1),
+        },
+        Expr::Cmp {
+            sreg: Register::R1,
+            op,
+            data,
+        },
+    ]
+}
+
+/// `meta nfproto ipv4` (2) / `ipv6` (10).
+pub fn nfproto(proto: u8) -> Vec<Expr> {
+    vec![
+        Expr::Meta {
+            key: MetaKey::Nfproto,
+            dir: MetaDir::Load(Register::R1),
+        },
+        Expr::Cmp {
+            sreg: Register::R1,
+            op: CmpOp::Eq,
+            data: vec![proto],
+        },
+    ]
+}
+
+/// `ct direction original` (`reply` false) / `reply`.
+pub fn ct_direction(reply: bool) -> Vec<Expr> {
+    vec![
+        Expr::Ct {
+            key: CtKey::Direction,
+            dreg: Register::R1,
+            direction: None,
+        },
+        Expr::Cmp {
+            sreg: Register::R1,
+            op: CmpOp::Eq,
+            data: vec![u8::from(reply)],
+        },
+    ]
+}
+
 /// `meta l4proto tcp` (6), `udp` (17), `sctp` (132).
 pub fn l4proto(proto: u8) -> Vec<Expr> {
     compare(Field::L4proto, CmpOp::Eq, &[proto])
@@ -329,6 +382,16 @@ pub fn reject() -> Vec<Expr> {
 /// `reject` in an `ip6` table (ICMPv6 port unreachable).
 pub fn reject6() -> Vec<Expr> {
     vec![Expr::Reject { kind: 0, code: 4 }]
+}
+
+/// `reject with icmpx port-unreachable` (`inet` tables).
+pub fn reject_icmpx() -> Vec<Expr> {
+    vec![Expr::Reject { kind: 2, code: 1 }]
+}
+
+/// `reject with tcp reset`.
+pub fn reject_tcp_reset() -> Vec<Expr> {
+    vec![Expr::Reject { kind: 1, code: 0 }]
 }
 
 /// `fib saddr type local` (`daddr` with `daddr` true).

@@ -83,14 +83,21 @@ fn programs_a_kube_proxy_shaped_table_and_lists_it_back() -> Result<()> {
     }
 
     // what `nft` shows equals the expected text (upstream's statements)
-    let expected = std::fs::read_to_string(format!(
+    let fixture = format!(
         "{}/tests/fixtures/kube-proxy-test.nft",
         env!("CARGO_MANIFEST_DIR")
-    ))?;
-    assert_eq!(
-        normalize(&nft_list(&ns, "ip", ruleset::TABLE)?),
-        normalize(&expected)
     );
+    let raw = nft_list(&ns, "ip", ruleset::TABLE)?;
+    if std::env::var_os("NFTCODEC_WRITE_FIXTURES").is_some() {
+        std::fs::write(&fixture, &raw)?;
+    }
+    let expected = std::fs::read_to_string(&fixture)?;
+    let listed = normalize(&raw);
+    assert!(
+        listed.ends_with("\n}\n") && listed.contains("\tchain service-27NAFT4N"),
+        "normalize keeps every line:\n{listed}"
+    );
+    assert_eq!(listed, normalize(&expected));
 
     // read back over netlink: the same objects
     let (got, captured) = in_netns(&ns, |s| {
@@ -105,7 +112,7 @@ fn programs_a_kube_proxy_shaped_table_and_lists_it_back() -> Result<()> {
         TableContents::decode(Family::Ip, ruleset::TABLE, &captured)?,
         Some(got.clone())
     );
-    if std::env::var_os("NFTCODEC_WRITE_CAPTURE").is_some() {
+    if std::env::var_os("NFTCODEC_WRITE_FIXTURES").is_some() {
         let hex: Vec<String> = captured
             .iter()
             .map(|b| b.iter().map(|x| format!("{x:02x}")).collect())

@@ -373,6 +373,17 @@ pub fn rules() -> (Vec<(Set, Vec<Element>)>, Vec<Rule>) {
                 stmt::limit_per_second(10, 5),
             ],
         ),
+        rule(
+            SVC_AFFINITY,
+            vec![
+                stmt::ifname(true, CmpOp::Eq, "lo"),
+                stmt::ifname(false, CmpOp::Neq, "eth0"),
+                stmt::nfproto(2),
+                stmt::ct_direction(false),
+                stmt::l4proto(TCP),
+                stmt::reject_tcp_reset(),
+            ],
+        ),
     ];
     (
         vec![
