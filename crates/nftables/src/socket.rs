@@ -12,6 +12,9 @@
 //! `BATCH_END` (kernels from 6.10 ack it; on older ones the queue simply
 //! ends). The socket caps acks to headers (`NETLINK_CAP_ACK`) and has
 //! large buffers so that a batch of any size fits and its errors too.
+//!
+//! Blocking: from async code, call it inside `spawn_blocking` (the kernel
+//! spends its transaction time inside `sendmsg`).
 
 use crate::codec::attrs::{AttrWriter, attrs, be32};
 use crate::codec::constants::*;

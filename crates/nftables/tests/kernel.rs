@@ -576,3 +576,81 @@ fn upstream_ip6_table() -> Transaction {
     }
     tx
 }
+
+/// Elements with their own timeout, named interval sets and data maps come
+/// back over netlink as they were sent; deleting elements and flushing a
+/// chain change only what they name.
+#[test]
+fn element_timeouts_intervals_and_data_maps_read_back() -> Result<()> {
+    let ns = netns("nftelem")?;
+    let ip = |a: [u8; 4]| Value::Ipv4(a.into());
+    let mut tx = Transaction::new(Family::Ip, "elems");
+    tx.push(Op::AddTable(Table::new(Family::Ip, "elems")));
+    let timed = Set {
+        timeout_ms: Some(600_000),
+        ..Set::new("timed", vec![DataType::Ipv4Addr]).with_flags(SetFlags::TIMEOUT)
+    };
+    let timed_elems = vec![Element {
+        timeout_ms: Some(60_000),
+        ..Element::new(vec![ip([10, 0, 0, 1])])
+    }];
+    let ranges = Set::new("ranges", vec![DataType::Ipv4Addr])
+        .with_flags(SetFlags::INTERVAL)
+        .with_comment("cidrs");
+    let range_elems = vec![
+        Element::interval_end(vec![ip([0, 0, 0, 0])]),
+        Element::new(vec![ip([10, 0, 0, 0])]),
+        Element::interval_end(vec![ip([11, 0, 0, 0])]),
+    ];
+    let data = Set::map(
+        "backends",
+        vec![DataType::InetProto, DataType::InetService],
+        vec![DataType::Ipv4Addr, DataType::InetService],
+    );
+    let data_elems = vec![
+        Element::data(
+            vec![Value::Proto(6), Value::Port(80)],
+            vec![ip([10, 180, 0, 1]), Value::Port(8080)],
+        )
+        .with_comment("a:http"),
+        Element::data(
+            vec![Value::Proto(17), Value::Port(53)],
+            vec![ip([10, 180, 0, 2]), Value::Port(5353)],
+        ),
+    ];
+    tx.push(Op::AddChain(Chain::regular("c")));
+    tx.push(Op::AddRule(Rule::new("c", stmt::counter())));
+    for (set, elements) in [
+        (timed, timed_elems),
+        (ranges, range_elems),
+        (data, data_elems.clone()),
+    ] {
+        tx.push(Op::AddElements {
+            set: SetRef::to_set(&set),
+            elements,
+        });
+        tx.ops.insert(tx.ops.len() - 1, Op::AddSet(set));
+    }
+    if let Err(e) = apply(&ns, tx.clone())? {
+        bail!("{e}");
+    }
+    let got = in_netns(&ns, |s| s.list_table(Family::Ip, "elems"))??.expect("table");
+    compare::assert_same(&compare::sent(&tx), &got);
+
+    let mut change = Transaction::new(Family::Ip, "elems");
+    change
+        .push(Op::DeleteElements {
+            set: SetRef::named("backends"),
+            elements: data_elems[..1].to_vec(),
+        })
+        .push(Op::FlushChain("c".into()));
+    if let Err(e) = apply(&ns, change)? {
+        bail!("{e}");
+    }
+    let after = in_netns(&ns, |s| s.list_table(Family::Ip, "elems"))??.expect("table");
+    assert_eq!(after.elements["backends"], data_elems[1..].to_vec());
+    assert!(after.rules.is_empty());
+    assert_eq!(after.elements["timed"], got.elements["timed"]);
+    assert_eq!(after.elements["ranges"], got.elements["ranges"]);
+    Ok(())
+}
