@@ -38,7 +38,10 @@ impl TableContents {
         for buf in buffers {
             let replies = parse_replies(buf).map_err(|e| reader.error(e))?;
             for reply in replies {
-                if let Reply::Object { msg, family, attrs } = reply {
+                if let Reply::Object {
+                    msg, family, attrs, ..
+                } = reply
+                {
                     reader
                         .feed(msg, family, attrs)
                         .map_err(|e| reader.error(e))?;

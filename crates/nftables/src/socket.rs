@@ -21,7 +21,7 @@ use crate::codec::constants::*;
 use crate::codec::message::{begin_message, end_message, nft_type};
 use crate::codec::reply::{Reply, parse_replies};
 use crate::listing::{TableContents, TableReader};
-use crate::{Error, Family, Refusal, Transaction};
+use crate::{Batch, Error, Family, Refusal, Transaction};
 use netlink_sys::protocols::NETLINK_NETFILTER;
 use netlink_sys::{Socket, SocketAddr};
 use nix::sys::socket::{MsgFlags, NetlinkAddr, setsockopt, sockopt};
@@ -78,6 +78,21 @@ impl NftSocket {
                 tx.table
             )
         };
+        self.drain();
+        self.send_batch(&batch).map_err(|source| Error::Send {
+            operation: operation(),
+            source,
+        })?;
+        let refusals = self.read_refusals(tx, &batch, &operation)?;
+        if refusals.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Refused(refusals))
+        }
+    }
+
+    /// Sends every buffer of `batch` in one `sendmsg`: one transaction.
+    fn send_batch(&mut self, batch: &Batch) -> io::Result<()> {
         let _ = setsockopt(&self.sock, sockopt::SndBufForce, &(batch.len() + 4096));
         let iov: Vec<IoSlice<'_>> = batch.chunks.iter().map(|c| IoSlice::new(c)).collect();
         nix::sys::socket::sendmsg::<NetlinkAddr>(
@@ -86,16 +101,26 @@ impl NftSocket {
             &[],
             MsgFlags::empty(),
             None,
-        )
-        .map_err(|e| Error::Send {
-            operation: operation(),
-            source: e.into(),
-        })?;
+        )?;
+        Ok(())
+    }
+
+    /// Reads the batch's replies (all queued once `sendmsg` returned) up to
+    /// the ack of `BATCH_END`: the errors, each named by its change.
+    fn read_refusals(
+        &mut self,
+        tx: &Transaction,
+        batch: &Batch,
+        operation: &dyn Fn() -> String,
+    ) -> Result<Vec<Refusal>, Error> {
         let mut refusals = Vec::new();
-        'read: loop {
-            let n = match self.sock.recv(&mut &mut self.recv[..], libc_dontwait()) {
+        loop {
+            let n = match self
+                .sock
+                .recv(&mut &mut self.recv[..], MsgFlags::MSG_DONTWAIT.bits())
+            {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(refusals),
                 Err(source) => {
                     return Err(Error::Receive {
                         operation: operation(),
@@ -103,19 +128,20 @@ impl NftSocket {
                     });
                 }
             };
-            let replies =
-                parse_replies(&self.recv[..n]).map_err(|e| decode_error(&operation(), e))?;
-            for reply in replies {
+            for reply in
+                parse_replies(&self.recv[..n]).map_err(|e| decode_error(&operation(), e))?
+            {
                 let Reply::Ack { seq, code, detail } = reply else {
                     continue;
                 };
+                if !(batch.begin_seq..=batch.end_seq).contains(&seq) {
+                    continue;
+                }
                 if code == 0 && seq == batch.end_seq {
-                    break 'read;
+                    return Ok(refusals);
                 }
                 if code != 0 {
-                    let object = batch
-                        .op_of(seq)
-                        .map_or_else(|| tx.describe(usize::MAX), |i| tx.describe(i));
+                    let object = tx.describe(batch.op_of(seq).unwrap_or(usize::MAX));
                     refusals.push(Refusal {
                         object,
                         source: io::Error::from_raw_os_error(-code),
@@ -124,10 +150,12 @@ impl NftSocket {
                 }
             }
         }
-        if refusals.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Refused(refusals))
+    }
+
+    /// Discards replies left over from an interrupted request.
+    fn drain(&mut self) {
+        while matches!(self.sock.recv(&mut &mut self.recv[..], MsgFlags::MSG_DONTWAIT.bits()), Ok(n) if n > 0)
+        {
         }
     }
 
@@ -228,7 +256,8 @@ impl NftSocket {
     }
 
     /// Sends one request and hands every object of the reply to `each`
-    /// until the dump ends or the request is acknowledged.
+    /// until the dump ends or the request is acknowledged. Replies to
+    /// other (earlier, interrupted) requests are skipped.
     fn request(
         &mut self,
         msg: u16,
@@ -243,6 +272,7 @@ impl NftSocket {
         let start = begin_message(&mut buf, nft_type(msg), flags | NLM_F_ACK, seq, family, 0);
         fill(&mut AttrWriter::new(&mut buf));
         end_message(&mut buf, start);
+        self.drain();
         self.sock.send(&buf, 0).map_err(|source| Error::Send {
             operation: operation.into(),
             source,
@@ -260,10 +290,15 @@ impl NftSocket {
             }
             for reply in parse_replies(&self.recv[..n]).map_err(|e| decode_error(operation, e))? {
                 match reply {
-                    Reply::Object { msg, family, attrs } => {
+                    Reply::Object {
+                        seq: s,
+                        msg,
+                        family,
+                        attrs,
+                    } if s == seq => {
                         each(msg, family, attrs).map_err(|e| decode_error(operation, e))?
                     }
-                    Reply::Done => return Ok(()),
+                    Reply::Done { seq: s } if s == seq => return Ok(()),
                     Reply::Ack {
                         seq: s, code: 0, ..
                     } if s == seq => return Ok(()),
@@ -273,7 +308,7 @@ impl NftSocket {
                             source: io::Error::from_raw_os_error(-code),
                         });
                     }
-                    Reply::Ack { .. } => {}
+                    _ => {}
                 }
             }
         }
@@ -284,10 +319,6 @@ impl NftSocket {
         self.seq = self.seq.wrapping_add(count);
         seq
     }
-}
-
-fn libc_dontwait() -> i32 {
-    MsgFlags::MSG_DONTWAIT.bits()
 }
 
 fn decode_error(operation: &str, e: netlink_packet_core::DecodeError) -> Error {

@@ -12,8 +12,10 @@ const NLM_F_CAPPED: u16 = 0x100;
 /// One reply message.
 #[derive(Debug)]
 pub(crate) enum Reply<'a> {
-    /// An nf_tables object: its `NFT_MSG_*`, family and attributes.
+    /// An nf_tables object in answer to request `seq`: its `NFT_MSG_*`,
+    /// family and attributes.
     Object {
+        seq: u32,
         msg: u16,
         family: u8,
         attrs: &'a [u8],
@@ -24,8 +26,8 @@ pub(crate) enum Reply<'a> {
         code: i32,
         detail: Option<String>,
     },
-    /// The end of a dump.
-    Done,
+    /// The end of the dump requested as `seq`.
+    Done { seq: u32 },
 }
 
 /// Every message in a buffer read from the socket.
@@ -34,12 +36,13 @@ pub(crate) fn parse_replies(mut buf: &[u8]) -> Result<Vec<Reply<'_>>, DecodeErro
     while buf.len() >= 16 {
         let msg = NetlinkBuffer::new_checked(buf)?;
         let len = msg.length() as usize;
-        let (ty, flags) = (msg.message_type(), msg.flags());
+        let (ty, flags, seq) = (msg.message_type(), msg.flags(), msg.sequence_number());
         let payload = &buf[16..len];
         match ty {
-            NLMSG_DONE => out.push(Reply::Done),
+            NLMSG_DONE => out.push(Reply::Done { seq }),
             NLMSG_ERROR => out.push(parse_ack(flags, payload)?),
             _ if ty >> 8 == NFNL_SUBSYS_NFTABLES && payload.len() >= 4 => out.push(Reply::Object {
+                seq,
                 msg: ty & 0xff,
                 family: payload[0],
                 attrs: &payload[4..],
