@@ -9,6 +9,7 @@
 use crate::codec::attrs::AttrWriter;
 use crate::codec::constants::*;
 use crate::codec::message::*;
+use crate::value::concat_text;
 use crate::{Chain, Element, Family, Rule, Set, SetRef, Table};
 
 /// Largest value of one nested attribute (lengths are 16 bits); element
@@ -203,21 +204,39 @@ impl Transaction {
             ),
             Some(Op::FlushSet(s)) => format!("flush set {t} {s}"),
             Some(Op::DeleteSet(s)) => format!("delete set {t} {s}"),
-            Some(Op::AddElements { set, elements }) => format!(
-                "add element {t} {} ({} elements, first {:?})",
-                set.name,
-                elements.len(),
-                elements.first().map(|e| &e.key)
-            ),
+            Some(Op::AddElements { set, elements }) => {
+                format!("add element {t} {} {}", set.name, elements_text(elements))
+            }
             Some(Op::DeleteElements { set, elements }) => format!(
-                "delete element {t} {} ({} elements, first {:?})",
+                "delete element {t} {} {}",
                 set.name,
-                elements.len(),
-                elements.first().map(|e| &e.key)
+                elements_text(elements)
             ),
             None => format!("batch on table {t}"),
         }
     }
+}
+
+/// `{ 10.96.0.1 . tcp . 80 : goto c, … }` for error messages: the first
+/// three elements and how many more.
+fn elements_text(elements: &[Element]) -> String {
+    let shown: Vec<String> = elements
+        .iter()
+        .take(3)
+        .map(|e| match &e.data {
+            Some(crate::ElementData::Verdict(v)) => format!("{} : {v}", concat_text(&e.key)),
+            Some(crate::ElementData::Values(v)) => {
+                format!("{} : {}", concat_text(&e.key), concat_text(v))
+            }
+            None => concat_text(&e.key),
+        })
+        .collect();
+    let more = if elements.len() > 3 {
+        format!(", … ({} elements)", elements.len())
+    } else {
+        String::new()
+    };
+    format!("{{ {}{more} }}", shown.join(", "))
 }
 
 /// Splits an element list into parts whose encoding fits one nested

@@ -238,6 +238,46 @@ impl Value {
     }
 }
 
+/// As `nft` writes it: `10.96.0.1`, `tcp`, `80`, `0x00004000`.
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Ipv4(a) => write!(f, "{a}"),
+            Value::Ipv6(a) => write!(f, "{a}"),
+            Value::Proto(6) => f.write_str("tcp"),
+            Value::Proto(17) => f.write_str("udp"),
+            Value::Proto(132) => f.write_str("sctp"),
+            Value::Proto(p) => write!(f, "{p}"),
+            Value::Port(p) => write!(f, "{p}"),
+            Value::Mark(m) => write!(f, "{m:#010x}"),
+            Value::Integer(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+/// As `nft` writes it: `accept`, `goto <chain>`.
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Accept => f.write_str("accept"),
+            Verdict::Drop => f.write_str("drop"),
+            Verdict::Continue => f.write_str("continue"),
+            Verdict::Return => f.write_str("return"),
+            Verdict::Jump(c) => write!(f, "jump {c}"),
+            Verdict::Goto(c) => write!(f, "goto {c}"),
+        }
+    }
+}
+
+/// A concatenation as `nft` writes it: `10.96.0.1 . tcp . 80`.
+pub(crate) fn concat_text(values: &[Value]) -> String {
+    values
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join(" . ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
