@@ -203,3 +203,27 @@ fn long_comments_are_cut_to_what_nft_accepts() {
         .unwrap();
     assert_eq!(got.rules[0].comment.as_deref().map(str::len), Some(127));
 }
+
+/// The decoder reads what the kernel sends; damaged bytes give an error or
+/// fewer objects, never a panic. Every 3rd byte of the capture is altered
+/// (to 0, 0xff or +1 in turn), and every buffer is cut at every 7th length;
+/// each time the buffers up to the damaged one are decoded.
+#[test]
+fn damaged_replies_never_panic() {
+    let captured = hex_fixture("kube-proxy-test.dump.hex");
+    let mut decoded = 0;
+    for (b, buf) in captured.iter().enumerate() {
+        for at in (0..buf.len()).step_by(3) {
+            let mut damaged = captured[..=b].to_vec();
+            damaged[b][at] = [0x00u8, 0xff, buf[at].wrapping_add(1)][at / 3 % 3];
+            decoded +=
+                usize::from(TableContents::decode(Family::Ip, ruleset::TABLE, &damaged).is_ok());
+        }
+        for len in (0..buf.len()).step_by(7) {
+            let mut cut = captured[..=b].to_vec();
+            cut[b].truncate(len);
+            let _ = TableContents::decode(Family::Ip, ruleset::TABLE, &cut);
+        }
+    }
+    assert!(decoded > 0, "most single-byte changes still decode");
+}
