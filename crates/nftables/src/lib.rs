@@ -10,6 +10,19 @@
 //! object the kernel refused. [`NftSocket::list_table`] reads back our own
 //! table only, into the same types, for a full sync's diff.
 //!
+//! ```no_run
+//! use nftables::{Chain, Family, NftSocket, Op, Rule, Table, Transaction, Verdict, stmt};
+//!
+//! let mut tx = Transaction::new(Family::Ip, "kube-proxy");
+//! tx.push(Op::AddTable(Table::new(Family::Ip, "kube-proxy").with_comment("rules for kube-proxy")))
+//!     .push(Op::AddChain(Chain::regular("services")))
+//!     .push(Op::AddRule(Rule::new("services", stmt::verdict(Verdict::Accept))));
+//! let mut socket = NftSocket::connect()?; // in the network namespace of this thread
+//! socket.apply(&tx)?; // all or nothing; a refusal names the change
+//! let ours = socket.list_table(Family::Ip, "kube-proxy")?; // only our table
+//! # Ok::<(), nftables::Error>(())
+//! ```
+//!
 //! The codec is our own, on `netlink-packet-core` / `netlink-sys`, like
 //! the IPVS one: `rustables` is GPL-3.0 and cannot be used, and mullvad's
 //! `nftnl` needs libnftnl at build and run time (see `README.md`).
