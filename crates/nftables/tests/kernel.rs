@@ -652,3 +652,55 @@ fn element_timeouts_intervals_and_data_maps_read_back() -> Result<()> {
     assert_eq!(after.elements["ranges"], got.elements["ranges"]);
     Ok(())
 }
+
+/// IPv6 DNAT forms: a numgen map to `ipv6_addr . inet_service` and a
+/// single `dnat to [addr]:port`.
+#[test]
+fn ipv6_dnat_forms_list_as_nft_writes_them() -> Result<()> {
+    let ns = netns("nftdnat6")?;
+    let addr = |n: u16| std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, n);
+    let mut tx = Transaction::new(Family::Ip6, "dnat6");
+    tx.push(Op::AddTable(Table::new(Family::Ip6, "dnat6")));
+    tx.push(Op::AddChain(Chain::regular("svc")));
+    tx.push(Op::AddChain(Chain::regular("ep")));
+    let map = Set::anonymous(
+        1,
+        vec![DataType::Integer],
+        Some(vec![DataType::Ipv6Addr, DataType::InetService]),
+    );
+    let elements = (0..2u16)
+        .map(|i| {
+            Element::data(
+                vec![Value::Integer(u32::from(i))],
+                vec![Value::Ipv6(addr(i + 1)), Value::Port(8080)],
+            )
+        })
+        .collect();
+    let map_ref = SetRef::to_set(&map);
+    tx.push(Op::AddSet(map));
+    tx.push(Op::AddElements {
+        set: map_ref.clone(),
+        elements,
+    });
+    tx.push(Op::AddRule(Rule::new(
+        "svc",
+        [stmt::l4proto(6), stmt::dnat_numgen_map(10, 2, map_ref, 16)].concat(),
+    )));
+    tx.push(Op::AddRule(Rule::new(
+        "ep",
+        [stmt::l4proto(6), stmt::dnat_to(addr(1).into(), 8080)].concat(),
+    )));
+    if let Err(e) = apply(&ns, tx)? {
+        bail!("{e}");
+    }
+    let text = nft_list(&ns, "ip6", "dnat6")?;
+    assert!(
+        text.contains("meta l4proto tcp dnat ip6 to numgen random mod 2 map { 0 : fd00::1 . 8080, 1 : fd00::2 . 8080 }"),
+        "{text}"
+    );
+    assert!(
+        text.contains("meta l4proto tcp dnat to [fd00::1]:8080"),
+        "{text}"
+    );
+    Ok(())
+}
