@@ -32,6 +32,7 @@ mod codec;
 mod error;
 mod expr;
 mod listing;
+pub mod render;
 mod rule;
 mod set;
 mod socket;

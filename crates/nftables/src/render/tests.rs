@@ -1,0 +1,1 @@
+//! Unit tests of the renderer, one per traffic kind.
