@@ -79,7 +79,7 @@ pub fn load_concat(fields: &[Field]) -> Vec<Expr> {
     let mut reg = 1;
     let mut out = Vec::with_capacity(fields.len());
     for (i, f) in fields.iter().enumerate() {
-        let r = if i == 0 { Register::R1 } else { Register(reg) };
+        let r = if i == 0 { Register::R1 } else { Register(reg).canonical() };
         out.push(f.load(r));
         // a 16-byte register 1 is 32-bit registers 8..11
         reg = if i == 0 {
@@ -323,7 +323,7 @@ pub fn numgen_vmap(modulus: u32, map: SetRef) -> Vec<Expr> {
 /// `dnat ip to numgen random mod <n> map <map>` where the map's data is
 /// `ipv4_addr . inet_service` (or `ipv6_addr . inet_service`).
 pub fn dnat_numgen_map(family: u8, modulus: u32, map: SetRef, addr_len: u32) -> Vec<Expr> {
-    let port_reg = Register(8 + addr_len.div_ceil(4));
+    let port_reg = Register(8 + addr_len.div_ceil(4)).canonical();
     vec![
         numgen_random(modulus),
         Expr::Lookup {
@@ -492,7 +492,8 @@ mod tests {
         assert!(matches!(
             v6[1],
             Expr::Payload {
-                dreg: Register(12),
+                // 32-bit register 12 is 16-byte register 2, as the kernel lists it
+                dreg: Register(2),
                 ..
             }
         ));

@@ -69,6 +69,16 @@ impl Register {
             Register(8 + index)
         }
     }
+
+    /// The number the kernel dumps for this register: a 32-bit register
+    /// that starts a 16-byte one (12, 16, 20) is listed as that one (2, 3,
+    /// 4). Rules built with canonical numbers read back unchanged.
+    pub fn canonical(self) -> Register {
+        match self.0 {
+            r @ 8..=23 if r % 4 == 0 => Register(r / 4 - 1),
+            _ => self,
+        }
+    }
 }
 
 /// A verdict: in a rule's immediate, a verdict map's data, or a policy.

@@ -180,7 +180,7 @@ mod tests {
         assert!(EndpointNames::new(&svc, &ep).chain.ends_with("-ns/svc/tcp/p__fd00..1/80"));
         let long = "x".repeat(63);
         let svc = ServicePortName::new(&long, &long, &long, Protocol::Sctp);
-        let ep = Endpoint::ready("fd00:1:2:3:4:5:6:7".parse().unwrap(), 65535, None, false);
+        let ep = Endpoint::ready("fd00:1111:2222:3333:4444:5555:6666:7777".parse().unwrap(), 65535, None, false);
         let base = EndpointNames::new(&svc, &ep).chain;
         assert_eq!(base.len(), "endpoint-".len() + NAME_BASE_MAX);
         assert!(base.ends_with("..."));
