@@ -105,7 +105,7 @@ pub(crate) fn duration_text(ms: u64) -> String {
     if out.is_empty() { "0s".to_string() } else { out }
 }
 
-fn element_text(e: &Element) -> String {
+pub(crate) fn element_text(e: &Element) -> String {
     let mut out = concat_text(&e.key);
     if let Some(comment) = &e.comment {
         let _ = write!(out, " comment {}", quoted(comment));
