@@ -106,3 +106,41 @@ fn nft_accepts_the_printed_text_and_lists_the_same() -> Result<()> {
     assert_lists_as_reference(&ns, "ip")?;
     assert_lists_as_reference(&ns, "ip6")
 }
+
+/// Replacing a balancing rule in one transaction (delete the old rule,
+/// add the new one with its map under the same name of ours) is accepted:
+/// the kernel frees the old anonymous map's name with its rule. This is
+/// what lets the renderer name anonymous maps by chain, stably.
+#[test]
+fn a_rule_and_its_named_anonymous_map_can_be_replaced_in_one_transaction() -> Result<()> {
+    use nftables::{Op, SetFlags, SetRef, Transaction};
+    let ns = netns("nftreplace")?;
+    let rendered = render_reference(IpFamily::V4).ruleset;
+    send(&ns, &rendered.contents())?;
+    let chain = "service-QCNCQR2N-storefront/catalog/tcp/http";
+    let current = ns.run(|| NftSocket::connect().and_then(|mut s| s.list_table(Family::Ip, "kube-proxy")))??.expect("our table");
+    let old = current.rules_of(chain).next().expect("the dnat rule").clone();
+
+    // one more endpoint: the same rule shape with a three-element map
+    let mut changed = rendered.clone();
+    let stmts = &mut changed.chains.iter_mut().find(|c| c.chain.name == chain).unwrap().rules[0].stmts;
+    if let nftables::render::Stmt::DnatNumgenMap { targets, .. } = &mut stmts[1] {
+        targets.push(("10.244.3.13".parse().unwrap(), 8080));
+    }
+    let contents = changed.contents();
+    let new_rule = contents.rules_of(chain).next().unwrap().clone();
+    let map = contents.sets.iter().find(|s| s.flags.contains(SetFlags::ANONYMOUS) && s.name == nftables::render::anonymous_set_name(chain, 0)).unwrap().clone();
+    let mut tx = Transaction::new(Family::Ip, "kube-proxy");
+    tx.push(Op::DeleteRule { chain: chain.into(), handle: old.handle.unwrap() });
+    tx.push(Op::AddSet(map.clone()));
+    tx.push(Op::AddElements { set: SetRef::to_set(&map), elements: contents.elements[&map.name].clone() });
+    tx.push(Op::AddRule(new_rule));
+    let result = ns.run(move || NftSocket::connect().and_then(|mut s| s.apply(&tx)))?;
+    if let Err(e) = result {
+        bail!("{e}");
+    }
+    let listed = nft_list(&ns, "ip")?;
+    assert!(listed.contains("dnat ip to numgen random mod 3 map { 0 : 10.244.1.13 . 8080, 1 : 10.244.2.13 . 8080, 2 : 10.244.3.13 . 8080 }"), "{listed}");
+    assert!(!listed.contains("numgen random mod 2 map { 0 : 10.244.1.13"));
+    Ok(())
+}

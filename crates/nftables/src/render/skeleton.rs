@@ -188,12 +188,12 @@ fn shared_sets(ctx: &RenderContext, shared: SharedSets) -> Vec<NamedSet> {
     let port_key = vec![InetProto, InetService];
     let vmap = |name: &str, key: &Vec<DataType>, comment: &str, elements| NamedSet {
         set: Set::map(name, key.clone(), vec![DataType::Verdict]).with_comment(comment),
-        elements,
+        elements: first_per_key(elements),
     };
     let mut sets = vec![
         NamedSet {
             set: Set::new(HAIRPIN_CONNECTIONS, vec![addr, addr, InetProto, InetService]).with_comment("service hairpin connections"),
-            elements: shared.hairpin_connections,
+            elements: first_per_key(shared.hairpin_connections),
         },
         NamedSet { set: Set::new(CLUSTER_IPS, vec![addr]).with_comment("Active ClusterIPs"), elements: unique(&shared.cluster_ips) },
     ];
@@ -216,6 +216,14 @@ fn shared_sets(ctx: &RenderContext, shared: SharedSets) -> Vec<NamedSet> {
         vmap(SERVICE_NODEPORTS, &port_key, "NodePort traffic", shared.service_nodeports),
     ]);
     sets
+}
+
+/// The elements with the first of each key only: two services may name
+/// the same destination (an externalIP), or the same endpoint (hairpin),
+/// and a set holds a key once.
+fn first_per_key(elements: Vec<Element>) -> Vec<Element> {
+    let mut seen = std::collections::HashSet::new();
+    elements.into_iter().filter(|e| seen.insert(e.key.clone())).collect()
 }
 
 /// One element per address, in address order.

@@ -235,3 +235,15 @@ fn anonymous_maps_are_named_by_us_and_keyed_by_name() {
     assert!(rule.exprs.iter().any(|e| matches!(e, Expr::Lookup { set, .. } if set.name == name)));
     assert_ne!(anonymous_set_name(SVC, 0), anonymous_set_name(&SVC.replace("service-", "local-"), 0));
 }
+
+#[test]
+fn a_destination_two_services_name_is_dispatched_once() {
+    let mut a = port("a", "10.96.0.10");
+    a.external_ips = vec![ip("192.0.2.50")];
+    let mut b = port("b", "10.96.0.11");
+    b.external_ips = vec![ip("192.0.2.50")];
+    let r = render(&snapshot(vec![(a, eps(&["10.244.0.5@a"])), (b, eps(&["10.244.0.5@a"]))]), &options(), &facts()).ruleset;
+    let eip: Vec<String> = elements(&r, names::SERVICE_IPS).into_iter().filter(|e| e.starts_with("192.0.2.50 ")).collect();
+    assert_eq!(eip.len(), 1, "{eip:?}");
+    assert_eq!(elements(&r, names::HAIRPIN_CONNECTIONS).len(), 1);
+}
