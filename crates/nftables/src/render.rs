@@ -5,8 +5,8 @@
 //! objects ([`Ruleset::contents`]) for the applier and `nft -f` text
 //! ([`Ruleset::to_nft_text`]) for `--dry-run`.
 //!
-//! One function per traffic kind: [`cluster_ip`](self) dispatch, external
-//! IPs, load balancers with their source-range firewall, NodePorts, the
+//! One function per traffic kind: ClusterIP dispatch, external IPs, load
+//! balancers with their source-range firewall, NodePorts, the
 //! external chain (traffic policies), balancing (the `numgen` DNAT maps
 //! and session affinity) and hairpin connections; the fixed chains, sets
 //! and maps are in `skeleton`.
@@ -93,7 +93,8 @@ pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFact
         if !ctx.sync.family.contains(svc.cluster_ip) {
             continue;
         }
-        let port = service_port::render_service_port(&ctx, svc, snapshot.endpoints_of(name), &mut shared);
+        let port =
+            service_port::render_service_port(&ctx, svc, snapshot.endpoints_of(name), &mut shared);
         no_local_endpoints += port.no_local_endpoints;
         port_chains.extend(port.chains);
         affinity_sets.extend(port.affinity_sets);
@@ -101,7 +102,10 @@ pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFact
     let mut ruleset = skeleton::render_skeleton(&ctx, shared);
     ruleset.sets.extend(affinity_sets);
     ruleset.chains.extend(port_chains);
-    Rendered { ruleset, no_local_endpoints }
+    Rendered {
+        ruleset,
+        no_local_endpoints,
+    }
 }
 
 /// The nf_tables family of `family`.

@@ -79,7 +79,11 @@ pub fn load_concat(fields: &[Field]) -> Vec<Expr> {
     let mut reg = 1;
     let mut out = Vec::with_capacity(fields.len());
     for (i, f) in fields.iter().enumerate() {
-        let r = if i == 0 { Register::R1 } else { Register(reg).canonical() };
+        let r = if i == 0 {
+            Register::R1
+        } else {
+            Register(reg).canonical()
+        };
         out.push(f.load(r));
         // a 16-byte register 1 is 32-bit registers 8..11
         reg = if i == 0 {

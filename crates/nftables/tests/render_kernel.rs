@@ -40,7 +40,12 @@ fn nft_list(ns: &Netns, family: &str) -> Result<String> {
 fn assert_lists_as_reference(ns: &Netns, family: &str) -> Result<()> {
     let listed = nft_list(ns, family)?;
     let diff = differences(&listed, &reference_table(family));
-    assert!(diff.is_empty(), "{family}: {} differences from upstream:\n{}", diff.len(), diff.join("\n"));
+    assert!(
+        diff.is_empty(),
+        "{family}: {} differences from upstream:\n{}",
+        diff.len(),
+        diff.join("\n")
+    );
     Ok(())
 }
 
@@ -70,7 +75,9 @@ fn rendered_tables_read_back_over_netlink_as_rendered() -> Result<()> {
         let contents = render_reference(family).ruleset.contents();
         send(&ns, &contents)?;
         let nf = contents.table.family;
-        let got = ns.run(move || NftSocket::connect().and_then(|mut s| s.list_table(nf, "kube-proxy")))??.expect("our table");
+        let got = ns
+            .run(move || NftSocket::connect().and_then(|mut s| s.list_table(nf, "kube-proxy")))??
+            .expect("our table");
         let (got, want) = (plain(got), plain(contents));
         assert_eq!(got.table, want.table);
         assert_eq!(got.chains, want.chains);
@@ -85,9 +92,13 @@ fn rendered_tables_read_back_over_netlink_as_rendered() -> Result<()> {
         assert_eq!(got_sets, want_sets);
         assert_eq!(got.elements, want.elements);
         // the anonymous maps are ours by name
-        assert!(got.rules.iter().flat_map(|r| &r.exprs).any(
-            |e| matches!(e, Expr::Lookup { set, .. } if set.name.starts_with("__kp-"))
-        ) == (nf == Family::Ip));
+        assert!(
+            got.rules
+                .iter()
+                .flat_map(|r| &r.exprs)
+                .any(|e| matches!(e, Expr::Lookup { set, .. } if set.name.starts_with("__kp-")))
+                == (nf == Family::Ip)
+        );
     }
     Ok(())
 }
@@ -97,7 +108,8 @@ fn nft_accepts_the_printed_text_and_lists_the_same() -> Result<()> {
     let ns = netns("nfttext")?;
     for family in [IpFamily::V4, IpFamily::V6] {
         let text = render_reference(family).ruleset.to_nft_text();
-        let path = std::env::temp_dir().join(format!("nftrender-{}-{family:?}.nft", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("nftrender-{}-{family:?}.nft", std::process::id()));
         std::fs::write(&path, &text)?;
         let loaded = ns.exec("nft", &["-f", path.to_str().unwrap()]);
         std::fs::remove_file(&path)?;
@@ -118,22 +130,48 @@ fn a_rule_and_its_named_anonymous_map_can_be_replaced_in_one_transaction() -> Re
     let rendered = render_reference(IpFamily::V4).ruleset;
     send(&ns, &rendered.contents())?;
     let chain = "service-QCNCQR2N-storefront/catalog/tcp/http";
-    let current = ns.run(|| NftSocket::connect().and_then(|mut s| s.list_table(Family::Ip, "kube-proxy")))??.expect("our table");
-    let old = current.rules_of(chain).next().expect("the dnat rule").clone();
+    let current = ns
+        .run(|| NftSocket::connect().and_then(|mut s| s.list_table(Family::Ip, "kube-proxy")))??
+        .expect("our table");
+    let old = current
+        .rules_of(chain)
+        .next()
+        .expect("the dnat rule")
+        .clone();
 
     // one more endpoint: the same rule shape with a three-element map
     let mut changed = rendered.clone();
-    let stmts = &mut changed.chains.iter_mut().find(|c| c.chain.name == chain).unwrap().rules[0].stmts;
+    let stmts = &mut changed
+        .chains
+        .iter_mut()
+        .find(|c| c.chain.name == chain)
+        .unwrap()
+        .rules[0]
+        .stmts;
     if let nftables::render::Stmt::DnatNumgenMap { targets, .. } = &mut stmts[1] {
         targets.push(("10.244.3.13".parse().unwrap(), 8080));
     }
     let contents = changed.contents();
     let new_rule = contents.rules_of(chain).next().unwrap().clone();
-    let map = contents.sets.iter().find(|s| s.flags.contains(SetFlags::ANONYMOUS) && s.name == nftables::render::anonymous_set_name(chain, 0)).unwrap().clone();
+    let map = contents
+        .sets
+        .iter()
+        .find(|s| {
+            s.flags.contains(SetFlags::ANONYMOUS)
+                && s.name == nftables::render::anonymous_set_name(chain, 0)
+        })
+        .unwrap()
+        .clone();
     let mut tx = Transaction::new(Family::Ip, "kube-proxy");
-    tx.push(Op::DeleteRule { chain: chain.into(), handle: old.handle.unwrap() });
+    tx.push(Op::DeleteRule {
+        chain: chain.into(),
+        handle: old.handle.unwrap(),
+    });
     tx.push(Op::AddSet(map.clone()));
-    tx.push(Op::AddElements { set: SetRef::to_set(&map), elements: contents.elements[&map.name].clone() });
+    tx.push(Op::AddElements {
+        set: SetRef::to_set(&map),
+        elements: contents.elements[&map.name].clone(),
+    });
     tx.push(Op::AddRule(new_rule));
     let result = ns.run(move || NftSocket::connect().and_then(|mut s| s.apply(&tx)))?;
     if let Err(e) = result {

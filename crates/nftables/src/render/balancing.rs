@@ -55,18 +55,29 @@ fn balancing_chain(port: &Port<'_>, name: &str, endpoints: &[&Endpoint]) -> Chai
         let targets = endpoints.iter().map(|ep| (ep.ip, ep.port)).collect();
         chain.push(RuleSpec::new(vec![
             Stmt::L4proto(port.svc().name.protocol),
-            Stmt::DnatNumgenMap { family: port.ctx.family, targets },
+            Stmt::DnatNumgenMap {
+                family: port.ctx.family,
+                targets,
+            },
         ]));
         return chain;
     }
-    let names: Vec<EndpointNames> = endpoints.iter().map(|ep| EndpointNames::new(&port.svc().name, ep)).collect();
+    let names: Vec<EndpointNames> = endpoints
+        .iter()
+        .map(|ep| EndpointNames::new(&port.svc().name, ep))
+        .collect();
     for n in &names {
         chain.push(RuleSpec::new(vec![
-            Stmt::InSet { fields: vec![saddr(port.ctx.family)], set: n.affinity_set.clone() },
+            Stmt::InSet {
+                fields: vec![saddr(port.ctx.family)],
+                set: n.affinity_set.clone(),
+            },
             Stmt::Verdict(Verdict::Goto(n.chain.clone())),
         ]));
     }
-    chain.push(RuleSpec::new(vec![Stmt::NumgenVmap { chains: names.into_iter().map(|n| n.chain).collect() }]));
+    chain.push(RuleSpec::new(vec![Stmt::NumgenVmap {
+        chains: names.into_iter().map(|n| n.chain).collect(),
+    }]));
     chain
 }
 
@@ -76,11 +87,26 @@ fn endpoint_objects(port: &Port<'_>, ep: &Endpoint, seconds: u32) -> (NamedSet, 
     let set = Set {
         timeout_ms: Some(u64::from(seconds) * 1000),
         size: Some(AFFINITY_SET_SIZE),
-        ..Set::new(names.affinity_set.as_str(), vec![addr_type(port.ctx.family)])
-            .with_flags(SetFlags::DYNAMIC | SetFlags::TIMEOUT)
+        ..Set::new(
+            names.affinity_set.as_str(),
+            vec![addr_type(port.ctx.family)],
+        )
+        .with_flags(SetFlags::DYNAMIC | SetFlags::TIMEOUT)
     };
     let mut chain = ChainRules::new(Chain::regular(names.chain.as_str()));
-    chain.push(RuleSpec::new(vec![Stmt::UpdateSaddr { family: port.ctx.family, set: names.affinity_set }]));
-    chain.push(RuleSpec::new(vec![Stmt::L4proto(port.svc().name.protocol), Stmt::DnatTo(ep.ip, ep.port)]));
-    (NamedSet { set, elements: Vec::new() }, chain)
+    chain.push(RuleSpec::new(vec![Stmt::UpdateSaddr {
+        family: port.ctx.family,
+        set: names.affinity_set,
+    }]));
+    chain.push(RuleSpec::new(vec![
+        Stmt::L4proto(port.svc().name.protocol),
+        Stmt::DnatTo(ep.ip, ep.port),
+    ]));
+    (
+        NamedSet {
+            set,
+            elements: Vec::new(),
+        },
+        chain,
+    )
 }

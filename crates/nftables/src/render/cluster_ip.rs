@@ -12,7 +12,9 @@ pub fn render_cluster_ip(port: &Port<'_>, shared: &mut SharedSets) {
     shared.cluster_ips.push(ip);
     let key = port.ip_key(ip);
     match port.plan.internal_refusal {
-        None => shared.service_ips.push(Element::verdict(key, Port::goto(port.internal_chain()))),
+        None => shared
+            .service_ips
+            .push(Element::verdict(key, Port::goto(port.internal_chain()))),
         Some(refusal) => shared.no_endpoint_services.push(port.refused(key, refusal)),
     }
 }

@@ -30,12 +30,19 @@ impl RenderContext {
         let nodeport_ips = match &sync.node_ports {
             NodePorts::EveryLocalAddress => None,
             // upstream: "localhost NodePorts are not supported" here
-            NodePorts::Only(ips) => Some(ips.iter().copied().filter(|ip| !ip.is_loopback()).collect()),
+            NodePorts::Only(ips) => {
+                Some(ips.iter().copied().filter(|ip| !ip.is_loopback()).collect())
+            }
         };
         Self {
             family: super::table_family(sync.family),
             mark: sync.mark.0,
-            service_cidrs: opts.service_cidrs.iter().filter(|c| sync.family.contains_net(c)).copied().collect(),
+            service_cidrs: opts
+                .service_cidrs
+                .iter()
+                .filter(|c| sync.family.contains_net(c))
+                .copied()
+                .collect(),
             nodeport_ips,
             sync,
         }

@@ -21,7 +21,9 @@ pub fn render_external_chain(port: &Port<'_>) -> Option<ChainRules> {
         chain.push(RuleSpec::new(vec![Stmt::MarkOr(port.ctx.mark)]).with_comment("masquerade"));
     }
     if port.plan.has_external {
-        chain.push(RuleSpec::new(vec![Stmt::Verdict(Port::goto(port.external_policy_chain()))]));
+        chain.push(RuleSpec::new(vec![Stmt::Verdict(Port::goto(
+            port.external_policy_chain(),
+        ))]));
     }
     Some(chain)
 }
@@ -31,11 +33,22 @@ fn short_circuits(port: &Port<'_>, chain: &mut ChainRules) {
     let to_cluster = || Stmt::Verdict(Verdict::Goto(port.names.service.clone()));
     if let Some(pods) = port.ctx.sync.local_traffic {
         chain.push(
-            RuleSpec::new(vec![Stmt::Prefix { field: saddr(port.ctx.family), negated: false, net: pods }, to_cluster()])
-                .with_comment("short-circuit pod traffic"),
+            RuleSpec::new(vec![
+                Stmt::Prefix {
+                    field: saddr(port.ctx.family),
+                    negated: false,
+                    net: pods,
+                },
+                to_cluster(),
+            ])
+            .with_comment("short-circuit pod traffic"),
         );
     }
     let local = Stmt::FibLocal { daddr: false };
-    chain.push(RuleSpec::new(vec![local.clone(), Stmt::MarkOr(port.ctx.mark)]).with_comment("masquerade local traffic"));
-    chain.push(RuleSpec::new(vec![local, to_cluster()]).with_comment("short-circuit local traffic"));
+    chain.push(
+        RuleSpec::new(vec![local.clone(), Stmt::MarkOr(port.ctx.mark)])
+            .with_comment("masquerade local traffic"),
+    );
+    chain
+        .push(RuleSpec::new(vec![local, to_cluster()]).with_comment("short-circuit local traffic"));
 }

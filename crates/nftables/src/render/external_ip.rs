@@ -19,7 +19,10 @@ pub fn render_external_ips(port: &Port<'_>, shared: &mut SharedSets) {
 pub fn render_external_destination(port: &Port<'_>, ip: IpAddr, shared: &mut SharedSets) {
     let key = port.ip_key(ip);
     if port.plan.has_endpoints {
-        shared.service_ips.push(Element::verdict(key.clone(), Port::goto(&port.names.external)));
+        shared.service_ips.push(Element::verdict(
+            key.clone(),
+            Port::goto(&port.names.external),
+        ));
     }
     if let Some(refusal) = port.plan.external_refusal {
         shared.no_endpoint_services.push(port.refused(key, refusal));

@@ -10,8 +10,11 @@ use crate::{Element, Value};
 /// Adds an element per reachable endpoint on this node.
 pub fn render_hairpin(port: &Port<'_>, shared: &mut SharedSets) {
     for ep in port.plan.reachable.iter().filter(|ep| ep.is_local) {
-        shared
-            .hairpin_connections
-            .push(Element::new(vec![value(ep.ip), value(ep.ip), port.proto(), Value::Port(ep.port)]));
+        shared.hairpin_connections.push(Element::new(vec![
+            value(ep.ip),
+            value(ep.ip),
+            port.proto(),
+            Value::Port(ep.port),
+        ]));
     }
 }

@@ -27,7 +27,11 @@ impl Interval {
                 first: u128::from(u32::from(n.network())),
                 last: u128::from(u32::from(n.broadcast())),
             },
-            IpNet::V6(n) => Self { v6: true, first: u128::from(n.network()), last: u128::from(n.broadcast()) },
+            IpNet::V6(n) => Self {
+                v6: true,
+                first: u128::from(n.network()),
+                last: u128::from(n.broadcast()),
+            },
         }
     }
 
@@ -40,7 +44,11 @@ impl Interval {
     }
 
     fn max(&self) -> u128 {
-        if self.v6 { u128::MAX } else { u128::from(u32::MAX) }
+        if self.v6 {
+            u128::MAX
+        } else {
+            u128::from(u32::MAX)
+        }
     }
 
     /// The prefix length if the range is exactly one network.
@@ -77,7 +85,10 @@ pub fn merge(nets: &[IpNet]) -> Vec<Interval> {
     let mut out: Vec<Interval> = Vec::with_capacity(all.len());
     for iv in all {
         match out.last_mut() {
-            Some(prev) if prev.v6 == iv.v6 && prev.last.checked_add(1).is_none_or(|next| iv.first <= next) => {
+            Some(prev)
+                if prev.v6 == iv.v6
+                    && prev.last.checked_add(1).is_none_or(|next| iv.first <= next) =>
+            {
                 prev.last = prev.last.max(iv.last);
             }
             _ => out.push(iv),
@@ -92,7 +103,11 @@ pub fn merge(nets: &[IpNet]) -> Vec<Interval> {
 /// `nft` sends).
 pub fn elements(family: Family, ranges: &[Interval]) -> Vec<Element> {
     let v6 = family == Family::Ip6;
-    let zero = Interval { v6, first: 0, last: 0 };
+    let zero = Interval {
+        v6,
+        first: 0,
+        last: 0,
+    };
     let mut out = Vec::with_capacity(ranges.len() * 2 + 1);
     if ranges.first().is_none_or(|r| r.first != 0) {
         out.push(Element::interval_end(vec![value(zero.addr(0))]));
@@ -117,7 +132,12 @@ mod tests {
 
     #[test]
     fn adjacent_addresses_merge_like_nft() {
-        let merged = merge(&nets(&["192.168.86.0/24", "172.20.0.0/28", "192.0.2.10/32", "192.0.2.11/32"]));
+        let merged = merge(&nets(&[
+            "192.168.86.0/24",
+            "172.20.0.0/28",
+            "192.0.2.10/32",
+            "192.0.2.11/32",
+        ]));
         let text: Vec<String> = merged.iter().map(ToString::to_string).collect();
         assert_eq!(text, ["172.20.0.0/28", "192.0.2.10/31", "192.168.86.0/24"]);
         let unaligned = merge(&nets(&["10.0.0.3/32", "10.0.0.4/30", "10.0.0.8/32"]));

@@ -18,7 +18,10 @@ pub fn render_load_balancer(port: &Port<'_>, shared: &mut SharedSets) -> Option<
     for ip in &port.plan.lb_ips {
         render_external_destination(port, *ip, shared);
         if port.plan.uses_firewall {
-            shared.firewall_ips.push(Element::verdict(port.ip_key(*ip), Port::goto(&port.names.firewall)));
+            shared.firewall_ips.push(Element::verdict(
+                port.ip_key(*ip),
+                Port::goto(&port.names.firewall),
+            ));
         }
     }
     port.plan.uses_firewall.then(|| firewall_chain(port))
@@ -34,7 +37,10 @@ fn firewall_chain(port: &Port<'_>) -> ChainRules {
     }
     let mut chain = ChainRules::new(Chain::regular(port.names.firewall.as_str()));
     chain.push(RuleSpec::new(vec![
-        Stmt::SaddrNotIn { family: port.ctx.family, ranges: merge(&allowed) },
+        Stmt::SaddrNotIn {
+            family: port.ctx.family,
+            ranges: merge(&allowed),
+        },
         Stmt::Verdict(Verdict::Drop),
     ]));
     chain

@@ -149,8 +149,14 @@ mod tests {
     fn service_chains_match_upstream_reference() {
         let catalog = ServicePortName::new("storefront", "catalog", "http", Protocol::Tcp);
         let chains = ServiceChains::new(&catalog);
-        assert_eq!(chains.service, "service-QCNCQR2N-storefront/catalog/tcp/http");
-        assert_eq!(chains.external, "external-QCNCQR2N-storefront/catalog/tcp/http");
+        assert_eq!(
+            chains.service,
+            "service-QCNCQR2N-storefront/catalog/tcp/http"
+        );
+        assert_eq!(
+            chains.external,
+            "external-QCNCQR2N-storefront/catalog/tcp/http"
+        );
         let dns = ServicePortName::new("kube-system", "cluster-dns", "dns", Protocol::Udp);
         assert_eq!(
             ServiceChains::new(&dns).service,
@@ -177,10 +183,19 @@ mod tests {
     fn ipv6_endpoints_use_dots_and_long_names_are_cut() {
         let svc = ServicePortName::new("ns", "svc", "p", Protocol::Tcp);
         let ep = Endpoint::ready("fd00::1".parse().unwrap(), 80, None, false);
-        assert!(EndpointNames::new(&svc, &ep).chain.ends_with("-ns/svc/tcp/p__fd00..1/80"));
+        assert!(
+            EndpointNames::new(&svc, &ep)
+                .chain
+                .ends_with("-ns/svc/tcp/p__fd00..1/80")
+        );
         let long = "x".repeat(63);
         let svc = ServicePortName::new(&long, &long, &long, Protocol::Sctp);
-        let ep = Endpoint::ready("fd00:1111:2222:3333:4444:5555:6666:7777".parse().unwrap(), 65535, None, false);
+        let ep = Endpoint::ready(
+            "fd00:1111:2222:3333:4444:5555:6666:7777".parse().unwrap(),
+            65535,
+            None,
+            false,
+        );
         let base = EndpointNames::new(&svc, &ep).chain;
         assert_eq!(base.len(), "endpoint-".len() + NAME_BASE_MAX);
         assert!(base.ends_with("..."));

@@ -8,12 +8,19 @@ use crate::Element;
 
 /// Adds the NodePort's elements, if the port has one.
 pub fn render_node_port(port: &Port<'_>, shared: &mut SharedSets) {
-    let Some(node_port) = port.svc().node_port else { return };
+    let Some(node_port) = port.svc().node_port else {
+        return;
+    };
     let key = port.port_key(node_port);
     if port.plan.has_endpoints {
-        shared.service_nodeports.push(Element::verdict(key.clone(), Port::goto(&port.names.external)));
+        shared.service_nodeports.push(Element::verdict(
+            key.clone(),
+            Port::goto(&port.names.external),
+        ));
     }
     if let Some(refusal) = port.plan.external_refusal {
-        shared.no_endpoint_nodeports.push(port.refused(key, refusal));
+        shared
+            .no_endpoint_nodeports
+            .push(port.refused(key, refusal));
     }
 }

@@ -49,7 +49,10 @@ pub struct RuleSpec {
 impl RuleSpec {
     /// A rule of `stmts`.
     pub fn new(stmts: Vec<Stmt>) -> Self {
-        Self { stmts, comment: None }
+        Self {
+            stmts,
+            comment: None,
+        }
     }
 
     /// The same rule with a comment.
@@ -62,7 +65,10 @@ impl RuleSpec {
 impl ChainRules {
     /// `chain` with no rules yet.
     pub fn new(chain: Chain) -> Self {
-        Self { chain, rules: Vec::new() }
+        Self {
+            chain,
+            rules: Vec::new(),
+        }
     }
 
     /// Appends a rule.
@@ -101,7 +107,8 @@ impl Ruleset {
             elements: BTreeMap::new(),
         };
         for named in &self.sets {
-            out.elements.insert(TableContents::set_key(&named.set), named.elements.clone());
+            out.elements
+                .insert(TableContents::set_key(&named.set), named.elements.clone());
         }
         for chain in &self.chains {
             for (index, rule) in chain.rules.iter().enumerate() {
@@ -116,7 +123,8 @@ impl Ruleset {
                     set.id = None;
                     let set_ref = SetRef::to_set(&set);
                     exprs.extend(stmt.exprs(Some(&set_ref)));
-                    out.elements.insert(TableContents::set_key(&set), anon.elements);
+                    out.elements
+                        .insert(TableContents::set_key(&set), anon.elements);
                     out.sets.push(set);
                 }
                 let mut typed = Rule::new(chain.chain.name.as_str(), exprs);

@@ -5,7 +5,10 @@ use super::names::{ServiceChains, service_port_comment};
 use super::ruleset::{ChainRules, NamedSet};
 use super::shared::SharedSets;
 use super::statement::{proto_number, value};
-use super::{RenderContext, balancing, cluster_ip, external_chain, external_ip, hairpin, load_balancer, node_port};
+use super::{
+    RenderContext, balancing, cluster_ip, external_chain, external_ip, hairpin, load_balancer,
+    node_port,
+};
 use crate::{Element, Value, Verdict};
 use model::{Endpoint, ServicePort};
 use plan::{NoLocalEndpoints, PortPlan, Refusal};
@@ -45,13 +48,21 @@ impl Port<'_> {
     /// The chain ClusterIP traffic goes to (`local-` with
     /// internalTrafficPolicy Local).
     pub fn internal_chain(&self) -> &str {
-        if self.svc().internal_policy_local { &self.names.local } else { &self.names.service }
+        if self.svc().internal_policy_local {
+            &self.names.local
+        } else {
+            &self.names.service
+        }
     }
 
     /// The chain the external chain hands traffic to after its special
     /// cases (`local-` with externalTrafficPolicy Local).
     pub fn external_policy_chain(&self) -> &str {
-        if self.plan.external_local { &self.names.local } else { &self.names.service }
+        if self.plan.external_local {
+            &self.names.local
+        } else {
+            &self.names.service
+        }
     }
 
     /// `<ip> . <proto> . <port>`: a key of the IP dispatch maps.
@@ -93,7 +104,12 @@ pub fn render_service_port(
 ) -> PortOutput {
     let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
     let plan = PortPlan::new(&ctx.sync, svc, &endpoints);
-    let port = Port { ctx, plan: &plan, names: ServiceChains::new(&svc.name), comment: service_port_comment(&svc.name) };
+    let port = Port {
+        ctx,
+        plan: &plan,
+        names: ServiceChains::new(&svc.name),
+        comment: service_port_comment(&svc.name),
+    };
     cluster_ip::render_cluster_ip(&port, shared);
     external_ip::render_external_ips(&port, shared);
     let firewall = load_balancer::render_load_balancer(&port, shared);
@@ -105,5 +121,9 @@ pub fn render_service_port(
     chains.extend(balancing.local);
     chains.extend(external_chain::render_external_chain(&port));
     chains.extend(firewall);
-    PortOutput { chains, affinity_sets: balancing.affinity_sets, no_local_endpoints: plan.no_local_endpoints() }
+    PortOutput {
+        chains,
+        affinity_sets: balancing.affinity_sets,
+        no_local_endpoints: plan.no_local_endpoints(),
+    }
 }

@@ -2,13 +2,15 @@
 //! dispatch and check chains, masquerading, and the shared sets and maps
 //! (filled with the elements the service ports produced).
 
+use super::RenderContext;
 use super::names::*;
 use super::ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset};
 use super::shared::SharedSets;
 use super::statement::{Stmt, addr_type, daddr, saddr, value};
-use super::RenderContext;
 use crate::stmt::Field;
-use crate::{BaseChain, Chain, ChainType, DataType, Element, Family, Hook, Policy, Set, Table, Verdict};
+use crate::{
+    BaseChain, Chain, ChainType, DataType, Element, Family, Hook, Policy, Set, Table, Verdict,
+};
 use ipnet::IpNet;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -25,8 +27,20 @@ pub fn render_skeleton(ctx: &RenderContext, shared: SharedSets) -> Ruleset {
     let mut chains = base_chains();
     chains.extend([
         nodeport_endpoints_check(ctx),
-        single(SERVICE_ENDPOINTS_CHECK, Stmt::Vmap { fields: daddr_proto_port(ctx.family), map: NO_ENDPOINT_SERVICES.into() }),
-        single(FIREWALL_CHECK, Stmt::Vmap { fields: daddr_proto_port(ctx.family), map: FIREWALL_IPS.into() }),
+        single(
+            SERVICE_ENDPOINTS_CHECK,
+            Stmt::Vmap {
+                fields: daddr_proto_port(ctx.family),
+                map: NO_ENDPOINT_SERVICES.into(),
+            },
+        ),
+        single(
+            FIREWALL_CHECK,
+            Stmt::Vmap {
+                fields: daddr_proto_port(ctx.family),
+                map: FIREWALL_IPS.into(),
+            },
+        ),
         services(ctx),
         masquerading(ctx),
         cluster_ips_check(ctx),
@@ -39,8 +53,22 @@ pub fn render_skeleton(ctx: &RenderContext, shared: SharedSets) -> Ruleset {
     }
 }
 
-fn base(name: &str, kind: ChainType, hook: Hook, priority: i32, jumps: &[(bool, &str)]) -> ChainRules {
-    let mut chain = ChainRules::new(Chain::base(name, BaseChain { kind, hook, priority, policy: Policy::Accept }));
+fn base(
+    name: &str,
+    kind: ChainType,
+    hook: Hook,
+    priority: i32,
+    jumps: &[(bool, &str)],
+) -> ChainRules {
+    let mut chain = ChainRules::new(Chain::base(
+        name,
+        BaseChain {
+            kind,
+            hook,
+            priority,
+            policy: Policy::Accept,
+        },
+    ));
     for (new_only, target) in jumps {
         let mut stmts = Vec::new();
         if *new_only {
@@ -58,14 +86,65 @@ fn base_chains() -> Vec<ChainRules> {
     use ChainType::{Filter, Nat};
     let services_checks = [(true, SERVICE_ENDPOINTS_CHECK), (true, CLUSTER_IPS_CHECK)];
     vec![
-        base("filter-prerouting-pre-dnat", Filter, Hook::Prerouting, DSTNAT - 10, &[(true, FIREWALL_CHECK)]),
-        base("filter-output-pre-dnat", Filter, Hook::Output, DSTNAT - 10, &[(true, FIREWALL_CHECK)]),
-        base("filter-input", Filter, Hook::Input, FILTER, &[(true, NODEPORT_ENDPOINTS_CHECK), (true, SERVICE_ENDPOINTS_CHECK)]),
-        base("filter-forward", Filter, Hook::Forward, FILTER, &services_checks),
-        base("filter-output", Filter, Hook::Output, FILTER, &services_checks),
-        base("nat-prerouting", Nat, Hook::Prerouting, DSTNAT, &[(false, SERVICES)]),
-        base("nat-output", Nat, Hook::Output, DSTNAT, &[(false, SERVICES)]),
-        base("nat-postrouting", Nat, Hook::Postrouting, SRCNAT, &[(false, MASQUERADING)]),
+        base(
+            "filter-prerouting-pre-dnat",
+            Filter,
+            Hook::Prerouting,
+            DSTNAT - 10,
+            &[(true, FIREWALL_CHECK)],
+        ),
+        base(
+            "filter-output-pre-dnat",
+            Filter,
+            Hook::Output,
+            DSTNAT - 10,
+            &[(true, FIREWALL_CHECK)],
+        ),
+        base(
+            "filter-input",
+            Filter,
+            Hook::Input,
+            FILTER,
+            &[
+                (true, NODEPORT_ENDPOINTS_CHECK),
+                (true, SERVICE_ENDPOINTS_CHECK),
+            ],
+        ),
+        base(
+            "filter-forward",
+            Filter,
+            Hook::Forward,
+            FILTER,
+            &services_checks,
+        ),
+        base(
+            "filter-output",
+            Filter,
+            Hook::Output,
+            FILTER,
+            &services_checks,
+        ),
+        base(
+            "nat-prerouting",
+            Nat,
+            Hook::Prerouting,
+            DSTNAT,
+            &[(false, SERVICES)],
+        ),
+        base(
+            "nat-output",
+            Nat,
+            Hook::Output,
+            DSTNAT,
+            &[(false, SERVICES)],
+        ),
+        base(
+            "nat-postrouting",
+            Nat,
+            Hook::Postrouting,
+            SRCNAT,
+            &[(false, MASQUERADING)],
+        ),
     ]
 }
 
@@ -87,8 +166,19 @@ fn proto_port() -> Vec<Field> {
 /// on loopback in this mode.
 fn not_loopback(family: Family) -> Stmt {
     match family {
-        Family::Ip6 => Stmt::Address { field: daddr(family), negated: true, addr: std::net::Ipv6Addr::LOCALHOST.into() },
-        _ => Stmt::Prefix { field: daddr(family), negated: true, net: IpNet::V4(ipnet::Ipv4Net::new_assert(std::net::Ipv4Addr::new(127, 0, 0, 0), 8)) },
+        Family::Ip6 => Stmt::Address {
+            field: daddr(family),
+            negated: true,
+            addr: std::net::Ipv6Addr::LOCALHOST.into(),
+        },
+        _ => Stmt::Prefix {
+            field: daddr(family),
+            negated: true,
+            net: IpNet::V4(ipnet::Ipv4Net::new_assert(
+                std::net::Ipv4Addr::new(127, 0, 0, 0),
+                8,
+            )),
+        },
     }
 }
 
@@ -97,7 +187,10 @@ fn not_loopback(family: Family) -> Stmt {
 /// hook, where every address is local).
 fn nodeport_destination(ctx: &RenderContext, fib_local: bool) -> Vec<Stmt> {
     match ctx.nodeport_ips {
-        Some(_) => vec![Stmt::InSet { fields: vec![daddr(ctx.family)], set: NODEPORT_IPS.into() }],
+        Some(_) => vec![Stmt::InSet {
+            fields: vec![daddr(ctx.family)],
+            set: NODEPORT_IPS.into(),
+        }],
         None if fib_local => vec![Stmt::FibLocal { daddr: true }, not_loopback(ctx.family)],
         None => vec![not_loopback(ctx.family)],
     }
@@ -105,7 +198,10 @@ fn nodeport_destination(ctx: &RenderContext, fib_local: bool) -> Vec<Stmt> {
 
 fn nodeport_endpoints_check(ctx: &RenderContext) -> ChainRules {
     let mut stmts = nodeport_destination(ctx, false);
-    stmts.push(Stmt::Vmap { fields: proto_port(), map: NO_ENDPOINT_NODEPORTS.into() });
+    stmts.push(Stmt::Vmap {
+        fields: proto_port(),
+        map: NO_ENDPOINT_NODEPORTS.into(),
+    });
     let mut chain = ChainRules::new(Chain::regular(NODEPORT_ENDPOINTS_CHECK));
     chain.push(RuleSpec::new(stmts));
     chain
@@ -118,9 +214,15 @@ fn services(ctx: &RenderContext) -> ChainRules {
     if let Some(rule) = cluster_ip_masquerade(ctx) {
         chain.push(rule);
     }
-    chain.push(RuleSpec::new(vec![Stmt::Vmap { fields: daddr_proto_port(ctx.family), map: SERVICE_IPS.into() }]));
+    chain.push(RuleSpec::new(vec![Stmt::Vmap {
+        fields: daddr_proto_port(ctx.family),
+        map: SERVICE_IPS.into(),
+    }]));
     let mut nodeports = nodeport_destination(ctx, true);
-    nodeports.push(Stmt::Vmap { fields: proto_port(), map: SERVICE_NODEPORTS.into() });
+    nodeports.push(Stmt::Vmap {
+        fields: proto_port(),
+        map: SERVICE_NODEPORTS.into(),
+    });
     chain.push(RuleSpec::new(nodeports));
     chain
 }
@@ -129,12 +231,22 @@ fn services(ctx: &RenderContext) -> ChainRules {
 /// `masqueradeAll`, else what does not come from the pod network; none
 /// when pod traffic cannot be told apart.
 fn cluster_ip_masquerade(ctx: &RenderContext) -> Option<RuleSpec> {
-    let to_cluster_ip = Stmt::InSet { fields: vec![daddr(ctx.family)], set: CLUSTER_IPS.into() };
+    let to_cluster_ip = Stmt::InSet {
+        fields: vec![daddr(ctx.family)],
+        set: CLUSTER_IPS.into(),
+    };
     if ctx.sync.masquerade_all {
-        return Some(RuleSpec::new(vec![to_cluster_ip, Stmt::MarkOr(ctx.mark)]).with_comment("masquerade all clusterIP traffic"));
+        return Some(
+            RuleSpec::new(vec![to_cluster_ip, Stmt::MarkOr(ctx.mark)])
+                .with_comment("masquerade all clusterIP traffic"),
+        );
     }
     let pods = ctx.sync.local_traffic?;
-    let not_from_pods = Stmt::Prefix { field: saddr(ctx.family), negated: true, net: pods };
+    let not_from_pods = Stmt::Prefix {
+        field: saddr(ctx.family),
+        negated: true,
+        net: pods,
+    };
     Some(
         RuleSpec::new(vec![to_cluster_ip, not_from_pods, Stmt::MarkOr(ctx.mark)])
             .with_comment("masquerade clusterIP traffic from outside cluster"),
@@ -143,11 +255,23 @@ fn cluster_ip_masquerade(ctx: &RenderContext) -> Option<RuleSpec> {
 
 fn masquerading(ctx: &RenderContext) -> ChainRules {
     let mut chain = ChainRules::new(Chain::regular(MASQUERADING));
-    chain.push(RuleSpec::new(vec![Stmt::MarkHas(ctx.mark), Stmt::MarkXor(ctx.mark), Stmt::MasqueradeFullyRandom]));
-    let hairpin = vec![saddr(ctx.family), daddr(ctx.family), Field::L4proto, Field::ThDport];
+    chain.push(RuleSpec::new(vec![
+        Stmt::MarkHas(ctx.mark),
+        Stmt::MarkXor(ctx.mark),
+        Stmt::MasqueradeFullyRandom,
+    ]));
+    let hairpin = vec![
+        saddr(ctx.family),
+        daddr(ctx.family),
+        Field::L4proto,
+        Field::ThDport,
+    ];
     chain.push(RuleSpec::new(vec![
         Stmt::CtStatusDnat,
-        Stmt::InSet { fields: hairpin, set: HAIRPIN_CONNECTIONS.into() },
+        Stmt::InSet {
+            fields: hairpin,
+            set: HAIRPIN_CONNECTIONS.into(),
+        },
         Stmt::MasqueradeFullyRandom,
     ]));
     chain
@@ -158,13 +282,23 @@ fn masquerading(ctx: &RenderContext) -> ChainRules {
 fn cluster_ips_check(ctx: &RenderContext) -> ChainRules {
     let mut chain = ChainRules::new(Chain::regular(CLUSTER_IPS_CHECK));
     chain.push(
-        RuleSpec::new(vec![Stmt::InSet { fields: vec![daddr(ctx.family)], set: CLUSTER_IPS.into() }, Stmt::Reject(ctx.family)])
-            .with_comment("Reject traffic to invalid ports of ClusterIPs"),
+        RuleSpec::new(vec![
+            Stmt::InSet {
+                fields: vec![daddr(ctx.family)],
+                set: CLUSTER_IPS.into(),
+            },
+            Stmt::Reject(ctx.family),
+        ])
+        .with_comment("Reject traffic to invalid ports of ClusterIPs"),
     );
     for cidr in &ctx.service_cidrs {
         chain.push(
             RuleSpec::new(vec![
-                Stmt::Prefix { field: daddr(ctx.family), negated: false, net: cidr.trunc() },
+                Stmt::Prefix {
+                    field: daddr(ctx.family),
+                    negated: false,
+                    net: cidr.trunc(),
+                },
                 Stmt::Verdict(Verdict::Drop),
             ])
             .with_comment("Drop traffic to unallocated ClusterIPs"),
@@ -174,8 +308,10 @@ fn cluster_ips_check(ctx: &RenderContext) -> ChainRules {
 }
 
 fn reject_chain(family: Family) -> ChainRules {
-    let mut chain =
-        ChainRules::new(Chain::regular(REJECT_CHAIN).with_comment("helper for @no-endpoint-services / @no-endpoint-nodeports"));
+    let mut chain = ChainRules::new(
+        Chain::regular(REJECT_CHAIN)
+            .with_comment("helper for @no-endpoint-services / @no-endpoint-nodeports"),
+    );
     chain.push(RuleSpec::new(vec![Stmt::Reject(family)]));
     chain
 }
@@ -192,28 +328,56 @@ fn shared_sets(ctx: &RenderContext, shared: SharedSets) -> Vec<NamedSet> {
     };
     let mut sets = vec![
         NamedSet {
-            set: Set::new(HAIRPIN_CONNECTIONS, vec![addr, addr, InetProto, InetService]).with_comment("service hairpin connections"),
+            set: Set::new(
+                HAIRPIN_CONNECTIONS,
+                vec![addr, addr, InetProto, InetService],
+            )
+            .with_comment("service hairpin connections"),
             elements: first_per_key(shared.hairpin_connections),
         },
-        NamedSet { set: Set::new(CLUSTER_IPS, vec![addr]).with_comment("Active ClusterIPs"), elements: unique(&shared.cluster_ips) },
+        NamedSet {
+            set: Set::new(CLUSTER_IPS, vec![addr]).with_comment("Active ClusterIPs"),
+            elements: unique(&shared.cluster_ips),
+        },
     ];
     if let Some(ips) = &ctx.nodeport_ips {
         sets.push(NamedSet {
-            set: Set::new(NODEPORT_IPS, vec![addr]).with_comment("IPs that accept NodePort traffic"),
+            set: Set::new(NODEPORT_IPS, vec![addr])
+                .with_comment("IPs that accept NodePort traffic"),
             elements: unique(ips),
         });
     }
     sets.extend([
-        vmap(NO_ENDPOINT_SERVICES, &svc_key, "vmap to drop or reject packets to services with no endpoints", shared.no_endpoint_services),
+        vmap(
+            NO_ENDPOINT_SERVICES,
+            &svc_key,
+            "vmap to drop or reject packets to services with no endpoints",
+            shared.no_endpoint_services,
+        ),
         vmap(
             NO_ENDPOINT_NODEPORTS,
             &port_key,
             "vmap to drop or reject packets to service nodeports with no endpoints",
             shared.no_endpoint_nodeports,
         ),
-        vmap(FIREWALL_IPS, &svc_key, "destinations that are subject to LoadBalancerSourceRanges", shared.firewall_ips),
-        vmap(SERVICE_IPS, &svc_key, "ClusterIP, ExternalIP and LoadBalancer IP traffic", shared.service_ips),
-        vmap(SERVICE_NODEPORTS, &port_key, "NodePort traffic", shared.service_nodeports),
+        vmap(
+            FIREWALL_IPS,
+            &svc_key,
+            "destinations that are subject to LoadBalancerSourceRanges",
+            shared.firewall_ips,
+        ),
+        vmap(
+            SERVICE_IPS,
+            &svc_key,
+            "ClusterIP, ExternalIP and LoadBalancer IP traffic",
+            shared.service_ips,
+        ),
+        vmap(
+            SERVICE_NODEPORTS,
+            &port_key,
+            "NodePort traffic",
+            shared.service_nodeports,
+        ),
     ]);
     sets
 }
@@ -223,10 +387,18 @@ fn shared_sets(ctx: &RenderContext, shared: SharedSets) -> Vec<NamedSet> {
 /// and a set holds a key once.
 fn first_per_key(elements: Vec<Element>) -> Vec<Element> {
     let mut seen = std::collections::HashSet::new();
-    elements.into_iter().filter(|e| seen.insert(e.key.clone())).collect()
+    elements
+        .into_iter()
+        .filter(|e| seen.insert(e.key.clone()))
+        .collect()
 }
 
 /// One element per address, in address order.
 fn unique(ips: &[IpAddr]) -> Vec<Element> {
-    ips.iter().copied().collect::<BTreeSet<_>>().into_iter().map(|ip| Element::new(vec![value(ip)])).collect()
+    ips.iter()
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|ip| Element::new(vec![value(ip)]))
+        .collect()
 }

@@ -133,7 +133,10 @@ impl Stmt {
                 elements: (0u32..)
                     .zip(targets)
                     .map(|(i, (ip, port))| {
-                        Element::data(vec![Value::Integer(i)], vec![value(*ip), Value::Port(*port)])
+                        Element::data(
+                            vec![Value::Integer(i)],
+                            vec![value(*ip), Value::Port(*port)],
+                        )
                     })
                     .collect(),
             }),
@@ -143,7 +146,9 @@ impl Stmt {
                 flags: SetFlags::default(),
                 elements: (0u32..)
                     .zip(chains)
-                    .map(|(i, c)| Element::verdict(vec![Value::Integer(i)], Verdict::Goto(c.clone())))
+                    .map(|(i, c)| {
+                        Element::verdict(vec![Value::Integer(i)], Verdict::Goto(c.clone()))
+                    })
                     .collect(),
             }),
             Stmt::SaddrNotIn { family, ranges } => Some(AnonymousSet {
@@ -159,16 +164,26 @@ impl Stmt {
     /// The kernel expressions; `anonymous` names the set from
     /// [`Stmt::anonymous_set`] when there is one.
     pub fn exprs(&self, anonymous: Option<&SetRef>) -> Vec<Expr> {
-        let anon = || anonymous.cloned().unwrap_or_else(|| SetRef::named("__set%d"));
+        let anon = || {
+            anonymous
+                .cloned()
+                .unwrap_or_else(|| SetRef::named("__set%d"))
+        };
         match self {
             Stmt::CtStateNew => stmt::ct_state(stmt::CT_STATE_NEW),
             Stmt::CtStatusDnat => stmt::ct_status(stmt::CT_STATUS_DNAT),
             Stmt::InSet { fields, set } => stmt::in_set(fields, SetRef::named(set), false),
             Stmt::Vmap { fields, map } => stmt::vmap(fields, SetRef::named(map)),
-            Stmt::Prefix { field, negated, net } => {
-                stmt::prefix(*field, cmp(*negated), net.network(), net.prefix_len())
-            }
-            Stmt::Address { field, negated, addr } => stmt::compare(*field, cmp(*negated), &value(*addr).to_bytes()),
+            Stmt::Prefix {
+                field,
+                negated,
+                net,
+            } => stmt::prefix(*field, cmp(*negated), net.network(), net.prefix_len()),
+            Stmt::Address {
+                field,
+                negated,
+                addr,
+            } => stmt::compare(*field, cmp(*negated), &value(*addr).to_bytes()),
             Stmt::FibLocal { daddr } => stmt::fib_type_local(*daddr),
             Stmt::MarkHas(m) => stmt::mark_has(*m),
             Stmt::MarkOr(m) => stmt::mark_or(*m),
@@ -185,7 +200,9 @@ impl Stmt {
             }
             Stmt::NumgenVmap { chains } => stmt::numgen_vmap(modulus(chains.len()), anon()),
             Stmt::SaddrNotIn { family, .. } => stmt::in_set(&[saddr(*family)], anon(), true),
-            Stmt::UpdateSaddr { family, set } => stmt::update_set(saddr(*family), SetRef::named(set)),
+            Stmt::UpdateSaddr { family, set } => {
+                stmt::update_set(saddr(*family), SetRef::named(set))
+            }
             Stmt::DnatTo(ip, port) => stmt::dnat_to(*ip, *port),
         }
     }
@@ -245,7 +262,11 @@ pub(crate) fn field_text(field: Field) -> &'static str {
 }
 
 fn fields_text(fields: &[Field]) -> String {
-    fields.iter().map(|f| field_text(*f)).collect::<Vec<_>>().join(" . ")
+    fields
+        .iter()
+        .map(|f| field_text(*f))
+        .collect::<Vec<_>>()
+        .join(" . ")
 }
 
 fn neq(negated: bool) -> &'static str {
@@ -260,11 +281,23 @@ impl fmt::Display for Stmt {
             Stmt::CtStatusDnat => f.write_str("ct status dnat"),
             Stmt::InSet { fields, set } => write!(f, "{} @{set}", fields_text(fields)),
             Stmt::Vmap { fields, map } => write!(f, "{} vmap @{map}", fields_text(fields)),
-            Stmt::Prefix { field, negated, net } => {
+            Stmt::Prefix {
+                field,
+                negated,
+                net,
+            } => {
                 write!(f, "{} {}{}", field_text(*field), neq(*negated), net.trunc())
             }
-            Stmt::Address { field, negated, addr } => write!(f, "{} {}{addr}", field_text(*field), neq(*negated)),
-            Stmt::FibLocal { daddr } => write!(f, "fib {} type local", if *daddr { "daddr" } else { "saddr" }),
+            Stmt::Address {
+                field,
+                negated,
+                addr,
+            } => write!(f, "{} {}{addr}", field_text(*field), neq(*negated)),
+            Stmt::FibLocal { daddr } => write!(
+                f,
+                "fib {} type local",
+                if *daddr { "daddr" } else { "saddr" }
+            ),
             Stmt::MarkHas(m) => write!(f, "meta mark & {m:#010x} != 0x00000000"),
             Stmt::MarkOr(m) => write!(f, "meta mark set meta mark | {m:#010x}"),
             Stmt::MarkXor(m) => write!(f, "meta mark set meta mark ^ {m:#010x}"),
@@ -273,8 +306,11 @@ impl fmt::Display for Stmt {
             Stmt::MasqueradeFullyRandom => f.write_str("masquerade fully-random"),
             Stmt::Reject(_) => f.write_str("reject"),
             Stmt::DnatNumgenMap { family, targets } => {
-                let items: Vec<String> =
-                    targets.iter().enumerate().map(|(i, (ip, port))| format!("{i} : {ip} . {port}")).collect();
+                let items: Vec<String> = targets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (ip, port))| format!("{i} : {ip} . {port}"))
+                    .collect();
                 write!(
                     f,
                     "dnat {} to numgen random mod {} map {{ {} }}",
@@ -284,14 +320,30 @@ impl fmt::Display for Stmt {
                 )
             }
             Stmt::NumgenVmap { chains } => {
-                let items: Vec<String> = chains.iter().enumerate().map(|(i, c)| format!("{i} : goto {c}")).collect();
-                write!(f, "numgen random mod {} vmap {{ {} }}", chains.len(), items.join(", "))
+                let items: Vec<String> = chains
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{i} : goto {c}"))
+                    .collect();
+                write!(
+                    f,
+                    "numgen random mod {} vmap {{ {} }}",
+                    chains.len(),
+                    items.join(", ")
+                )
             }
             Stmt::SaddrNotIn { family, ranges } => {
                 let items: Vec<String> = ranges.iter().map(Interval::to_string).collect();
-                write!(f, "{} != {{ {} }}", field_text(saddr(*family)), items.join(", "))
+                write!(
+                    f,
+                    "{} != {{ {} }}",
+                    field_text(saddr(*family)),
+                    items.join(", ")
+                )
             }
-            Stmt::UpdateSaddr { family, set } => write!(f, "update @{set} {{ {} }}", field_text(saddr(*family))),
+            Stmt::UpdateSaddr { family, set } => {
+                write!(f, "update @{set} {{ {} }}", field_text(saddr(*family)))
+            }
             Stmt::DnatTo(IpAddr::V4(ip), port) => write!(f, "dnat to {ip}:{port}"),
             Stmt::DnatTo(IpAddr::V6(ip), port) => write!(f, "dnat to [{ip}]:{port}"),
         }
@@ -307,27 +359,55 @@ mod tests {
     fn dnat_maps_print_and_bind_an_anonymous_map() {
         let s = Stmt::DnatNumgenMap {
             family: Family::Ip,
-            targets: vec![("10.244.1.13".parse().unwrap(), 8080), ("10.244.2.13".parse().unwrap(), 8080)],
+            targets: vec![
+                ("10.244.1.13".parse().unwrap(), 8080),
+                ("10.244.2.13".parse().unwrap(), 8080),
+            ],
         };
-        assert_eq!(s.to_string(), "dnat ip to numgen random mod 2 map { 0 : 10.244.1.13 . 8080, 1 : 10.244.2.13 . 8080 }");
+        assert_eq!(
+            s.to_string(),
+            "dnat ip to numgen random mod 2 map { 0 : 10.244.1.13 . 8080, 1 : 10.244.2.13 . 8080 }"
+        );
         let set = s.anonymous_set().unwrap();
         assert_eq!(set.elements.len(), 2);
-        assert_eq!(set.data, Some(vec![DataType::Ipv4Addr, DataType::InetService]));
+        assert_eq!(
+            set.data,
+            Some(vec![DataType::Ipv4Addr, DataType::InetService])
+        );
         let named = SetRef::named("__kp1");
-        assert!(s.exprs(Some(&named)).iter().any(|e| matches!(e, Expr::Lookup { set, .. } if set == &named)));
+        assert!(
+            s.exprs(Some(&named))
+                .iter()
+                .any(|e| matches!(e, Expr::Lookup { set, .. } if set == &named))
+        );
     }
 
     #[test]
     fn matches_print_as_nft_lists_them() {
         let pods: IpNet = "10.244.0.0/16".parse().unwrap();
         assert_eq!(
-            Stmt::Prefix { field: Field::IpSaddr, negated: true, net: pods }.to_string(),
+            Stmt::Prefix {
+                field: Field::IpSaddr,
+                negated: true,
+                net: pods
+            }
+            .to_string(),
             "ip saddr != 10.244.0.0/16"
         );
-        assert_eq!(Stmt::MarkOr(0x4000).to_string(), "meta mark set meta mark | 0x00004000");
-        assert_eq!(Stmt::DnatTo("fd00::1".parse().unwrap(), 80).to_string(), "dnat to [fd00::1]:80");
         assert_eq!(
-            Stmt::Vmap { fields: vec![Field::L4proto, Field::ThDport], map: "m".into() }.to_string(),
+            Stmt::MarkOr(0x4000).to_string(),
+            "meta mark set meta mark | 0x00004000"
+        );
+        assert_eq!(
+            Stmt::DnatTo("fd00::1".parse().unwrap(), 80).to_string(),
+            "dnat to [fd00::1]:80"
+        );
+        assert_eq!(
+            Stmt::Vmap {
+                fields: vec![Field::L4proto, Field::ThDport],
+                map: "m".into()
+            }
+            .to_string(),
             "meta l4proto . th dport vmap @m"
         );
     }

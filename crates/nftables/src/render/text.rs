@@ -14,12 +14,20 @@ impl Ruleset {
     /// maps first, then chains, in creation order; each element on its own
     /// line.
     pub fn to_nft_text(&self) -> String {
-        let mut out = format!("table {} {} {{\n", self.table.family.name(), self.table.name);
+        let mut out = format!(
+            "table {} {} {{\n",
+            self.table.family.name(),
+            self.table.name
+        );
         if let Some(comment) = &self.table.comment {
             let _ = writeln!(out, "\tcomment {}", quoted(comment));
         }
-        let blocks: Vec<String> =
-            self.sets.iter().map(set_text).chain(self.chains.iter().map(chain_text)).collect();
+        let blocks: Vec<String> = self
+            .sets
+            .iter()
+            .map(set_text)
+            .chain(self.chains.iter().map(chain_text))
+            .collect();
         out.push_str(&blocks.join("\n"));
         out.push_str("}\n");
         out
@@ -54,14 +62,22 @@ fn set_text(named: &NamedSet) -> String {
     }
     if !named.elements.is_empty() {
         let items: Vec<String> = named.elements.iter().map(element_text).collect();
-        let _ = writeln!(out, "\t\telements = {{ {} }}", items.join(&format!(",\n{ELEMENT_INDENT}")));
+        let _ = writeln!(
+            out,
+            "\t\telements = {{ {} }}",
+            items.join(&format!(",\n{ELEMENT_INDENT}"))
+        );
     }
     out.push_str("\t}\n");
     out
 }
 
 fn types_text(types: &[DataType]) -> String {
-    types.iter().map(|t| type_name(*t)).collect::<Vec<_>>().join(" . ")
+    types
+        .iter()
+        .map(|t| type_name(*t))
+        .collect::<Vec<_>>()
+        .join(" . ")
 }
 
 fn type_name(t: DataType) -> &'static str {
@@ -93,7 +109,13 @@ fn flags_text(flags: SetFlags) -> String {
 
 /// `10m`, `1h30m`, `3d`, `500ms`, as `nft` prints durations.
 pub(crate) fn duration_text(ms: u64) -> String {
-    let units = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1000, "s"), (1, "ms")];
+    let units = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1000, "s"),
+        (1, "ms"),
+    ];
     let mut rest = ms;
     let mut out = String::new();
     for (size, unit) in units {
@@ -102,7 +124,11 @@ pub(crate) fn duration_text(ms: u64) -> String {
             rest %= size;
         }
     }
-    if out.is_empty() { "0s".to_string() } else { out }
+    if out.is_empty() {
+        "0s".to_string()
+    } else {
+        out
+    }
 }
 
 pub(crate) fn element_text(e: &Element) -> String {
@@ -139,7 +165,12 @@ fn chain_text(chain: &ChainRules) -> String {
 
 /// A rule as `nft` writes it.
 pub(crate) fn rule_text(rule: &RuleSpec) -> String {
-    let mut out = rule.stmts.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ");
+    let mut out = rule
+        .stmts
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
     if let Some(comment) = &rule.comment {
         let _ = write!(out, " comment {}", quoted(comment));
     }
@@ -163,13 +194,21 @@ fn base_text(base: &BaseChain) -> String {
         Policy::Accept => "accept",
         Policy::Drop => "drop",
     };
-    format!("type {kind} hook {hook} priority {}; policy {policy};", priority_text(base.hook, base.priority))
+    format!(
+        "type {kind} hook {hook} priority {}; policy {policy};",
+        priority_text(base.hook, base.priority)
+    )
 }
 
 /// A priority as `nft` lists it: a standard name of the hook, with an
 /// offset of at most 10, else the number.
 fn priority_text(hook: Hook, priority: i32) -> String {
-    let mut names = vec![("raw", -300), ("mangle", -150), ("filter", 0), ("security", 50)];
+    let mut names = vec![
+        ("raw", -300),
+        ("mangle", -150),
+        ("filter", 0),
+        ("security", 50),
+    ];
     match hook {
         Hook::Prerouting => names.push(("dstnat", -100)),
         Hook::Postrouting => names.push(("srcnat", 100)),

@@ -17,9 +17,16 @@ pub fn create_all(contents: &TableContents) -> Transaction {
     sets.sort_by_key(|s| s.flags.contains(SetFlags::ANONYMOUS));
     for set in sets {
         tx.push(Op::AddSet(set.clone()));
-        let elements = contents.elements.get(&TableContents::set_key(set)).cloned().unwrap_or_default();
+        let elements = contents
+            .elements
+            .get(&TableContents::set_key(set))
+            .cloned()
+            .unwrap_or_default();
         if !elements.is_empty() {
-            tx.push(Op::AddElements { set: SetRef::to_set(set), elements });
+            tx.push(Op::AddElements {
+                set: SetRef::to_set(set),
+                elements,
+            });
         }
     }
     for rule in &contents.rules {

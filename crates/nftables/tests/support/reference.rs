@@ -8,7 +8,8 @@ use nftables::render::{RenderOptions, Rendered, render};
 use plan::{LocalDetection, NodeFacts};
 
 pub const CLUSTER_YAML: &str = include_str!("../../../../testdata/upstream-v1.36/cluster.yaml");
-pub const RULESET_NFT: &str = include_str!("../../../../testdata/upstream-v1.36/nftables/ruleset.nft");
+pub const RULESET_NFT: &str =
+    include_str!("../../../../testdata/upstream-v1.36/nftables/ruleset.nft");
 
 /// `cluster.yaml` as the tracker hands it to the proxier of `family` on
 /// node-a (the same loader as the iptables reference test).
@@ -26,7 +27,8 @@ pub fn reference_snapshot(family: IpFamily) -> Snapshot {
 /// otherwise (`nodePortAddresses` unset: `primary`).
 pub fn reference_options(family: IpFamily) -> RenderOptions {
     let mut opts = RenderOptions::nftables_defaults(family);
-    opts.common.local_detection = LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]);
+    opts.common.local_detection =
+        LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]);
     opts.service_cidrs = vec!["10.96.0.0/12".parse().unwrap()];
     opts
 }
@@ -34,20 +36,32 @@ pub fn reference_options(family: IpFamily) -> RenderOptions {
 /// node-a's addresses in the corpus's network namespace.
 pub fn reference_facts() -> NodeFacts {
     NodeFacts {
-        local_addresses: ["192.168.86.2", "172.20.0.1", "10.244.0.1", "127.0.0.1", "::1"]
-            .iter()
-            .map(|s| s.parse().unwrap())
-            .collect(),
+        local_addresses: [
+            "192.168.86.2",
+            "172.20.0.1",
+            "10.244.0.1",
+            "127.0.0.1",
+            "::1",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect(),
     }
 }
 
 pub fn render_reference(family: IpFamily) -> Rendered {
-    render(&reference_snapshot(family), &reference_options(family), &reference_facts())
+    render(
+        &reference_snapshot(family),
+        &reference_options(family),
+        &reference_facts(),
+    )
 }
 
 /// The `table <family> kube-proxy { … }` block of the reference.
 pub fn reference_table(family: &str) -> String {
-    let start = RULESET_NFT.find(&format!("table {family} kube-proxy {{")).expect("table in reference");
+    let start = RULESET_NFT
+        .find(&format!("table {family} kube-proxy {{"))
+        .expect("table in reference");
     let rest = &RULESET_NFT[start..];
     let end = rest.find("\n}\n").expect("end of table") + 3;
     rest[..end].to_string()
