@@ -1,0 +1,120 @@
+//! nftables mode's renderer: the shared plan ([`plan::PortPlan`]) named
+//! and printed as upstream v1.36's nftables proxier writes its table
+//! (`ip kube-proxy` / `ip6 kube-proxy`). Pure: no socket, no netlink; the
+//! result is a [`Ruleset`] of statements that becomes the codec's typed
+//! objects ([`Ruleset::contents`]) for the applier and `nft -f` text
+//! ([`Ruleset::to_nft_text`]) for `--dry-run`.
+//!
+//! One function per traffic kind: ClusterIP dispatch, external IPs, load
+//! balancers with their source-range firewall, NodePorts, the
+//! external chain (traffic policies), balancing (the `numgen` DNAT maps
+//! and session affinity) and hairpin connections; the fixed chains, sets
+//! and maps are in `skeleton`.
+
+mod balancing;
+mod cluster_ip;
+mod context;
+mod external_chain;
+mod external_ip;
+mod hairpin;
+pub mod interval;
+mod load_balancer;
+pub mod names;
+mod node_port;
+mod ruleset;
+mod service_port;
+mod shared;
+mod skeleton;
+pub mod statement;
+mod text;
+
+pub use context::RenderContext;
+pub use ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset, anonymous_set_name};
+pub use statement::Stmt;
+
+use crate::Family;
+use ipnet::IpNet;
+use plan::{NoLocalEndpoints, NodeFacts, Options};
+use shared::SharedSets;
+
+/// Everything the renderer is configured with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// The options every mode shares (family, local-traffic detection,
+    /// masquerade bit, NodePort addresses…). nftables mode's defaults
+    /// differ from iptables mode's: see [`RenderOptions::nftables_defaults`].
+    pub common: Options,
+    /// The service CIDRs (`--service-cluster-ip-range` or the ServiceCIDR
+    /// objects): traffic to their unallocated addresses is dropped in
+    /// `cluster-ips-check`. Empty: no such rule (upstream adds it only when
+    /// it knows the CIDRs).
+    pub service_cidrs: Vec<IpNet>,
+}
+
+impl RenderOptions {
+    /// nftables mode's defaults for `family`: `nodePortAddresses` unset
+    /// means `primary`, and there are no localhost NodePorts.
+    pub fn nftables_defaults(family: plan::IpFamily) -> Self {
+        Self {
+            common: Options {
+                family,
+                node_port_addresses: plan::NodePortAddresses::Primary,
+                localhost_nodeports: false,
+                ..Options::default()
+            },
+            service_cidrs: Vec::new(),
+        }
+    }
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        Self::nftables_defaults(plan::IpFamily::V4)
+    }
+}
+
+/// A render's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The table as it must be.
+    pub ruleset: Ruleset,
+    /// For `kubeproxy_sync_proxy_rules_no_local_endpoints_total`.
+    pub no_local_endpoints: NoLocalEndpoints,
+}
+
+/// The table for `snapshot` with `opts` on a node with `facts`.
+pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFacts) -> Rendered {
+    let ctx = RenderContext::new(snapshot, opts, facts);
+    let mut shared = SharedSets::default();
+    let mut port_chains = Vec::new();
+    let mut affinity_sets = Vec::new();
+    let mut no_local_endpoints = NoLocalEndpoints::default();
+    for (name, svc) in &snapshot.services {
+        if !ctx.sync.family.contains(svc.cluster_ip) {
+            continue;
+        }
+        let port =
+            service_port::render_service_port(&ctx, svc, snapshot.endpoints_of(name), &mut shared);
+        no_local_endpoints += port.no_local_endpoints;
+        port_chains.extend(port.chains);
+        affinity_sets.extend(port.affinity_sets);
+    }
+    let mut ruleset = skeleton::render_skeleton(&ctx, shared);
+    ruleset.sets.extend(affinity_sets);
+    ruleset.chains.extend(port_chains);
+    Rendered {
+        ruleset,
+        no_local_endpoints,
+    }
+}
+
+/// The nf_tables family of `family`.
+pub fn table_family(family: plan::IpFamily) -> Family {
+    match family {
+        plan::IpFamily::V4 => Family::Ip,
+        plan::IpFamily::V6 => Family::Ip6,
+    }
+}
+
+#[cfg(test)]
+mod tests;

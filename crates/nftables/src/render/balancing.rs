@@ -1,0 +1,112 @@
+//! Balancing: the `service-` chain over cluster-wide endpoints and the
+//! `local-` chain over this node's. Without session affinity one rule
+//! DNATs through `numgen random mod N map { … }`; with it, each endpoint
+//! gets an `affinity-` set (sources seen, with the affinity timeout) and
+//! an `endpoint-` chain that records the source and DNATs, and the
+//! balancing chain first sends known sources back to their endpoint.
+
+use super::names::EndpointNames;
+use super::ruleset::{ChainRules, NamedSet, RuleSpec};
+use super::service_port::Port;
+use super::statement::{Stmt, addr_type, saddr};
+use crate::{Chain, Set, SetFlags, Verdict};
+use model::Endpoint;
+
+/// Upstream's size of an affinity set.
+const AFFINITY_SET_SIZE: u32 = 65535;
+
+/// A port's balancing chains and what they use.
+#[derive(Debug, Default)]
+pub struct Balancing {
+    /// `endpoint-` chains (session affinity only).
+    pub endpoint_chains: Vec<ChainRules>,
+    /// `affinity-` sets (session affinity only).
+    pub affinity_sets: Vec<NamedSet>,
+    /// The `service-` chain, if cluster-wide endpoints are used.
+    pub service: Option<ChainRules>,
+    /// The `local-` chain, if node-local endpoints are used.
+    pub local: Option<ChainRules>,
+}
+
+/// Renders the port's balancing chains.
+pub fn render_balancing(port: &Port<'_>) -> Balancing {
+    let plan = port.plan;
+    let mut out = Balancing::default();
+    if let Some(seconds) = plan.affinity_seconds {
+        for ep in &plan.reachable {
+            let (set, chain) = endpoint_objects(port, ep, seconds);
+            out.affinity_sets.push(set);
+            out.endpoint_chains.push(chain);
+        }
+    }
+    if plan.uses_cluster_endpoints {
+        out.service = Some(balancing_chain(port, &port.names.service, &plan.cluster));
+    }
+    if plan.uses_local_endpoints {
+        out.local = Some(balancing_chain(port, &port.names.local, &plan.local));
+    }
+    out
+}
+
+/// A chain balancing over `endpoints`.
+fn balancing_chain(port: &Port<'_>, name: &str, endpoints: &[&Endpoint]) -> ChainRules {
+    let mut chain = ChainRules::new(Chain::regular(name));
+    if port.plan.affinity_seconds.is_none() {
+        let targets = endpoints.iter().map(|ep| (ep.ip, ep.port)).collect();
+        chain.push(RuleSpec::new(vec![
+            Stmt::L4proto(port.svc().name.protocol),
+            Stmt::DnatNumgenMap {
+                family: port.ctx.family,
+                targets,
+            },
+        ]));
+        return chain;
+    }
+    let names: Vec<EndpointNames> = endpoints
+        .iter()
+        .map(|ep| EndpointNames::new(&port.svc().name, ep))
+        .collect();
+    for n in &names {
+        chain.push(RuleSpec::new(vec![
+            Stmt::InSet {
+                fields: vec![saddr(port.ctx.family)],
+                set: n.affinity_set.clone(),
+            },
+            Stmt::Verdict(Verdict::Goto(n.chain.clone())),
+        ]));
+    }
+    chain.push(RuleSpec::new(vec![Stmt::NumgenVmap {
+        chains: names.into_iter().map(|n| n.chain).collect(),
+    }]));
+    chain
+}
+
+/// An endpoint's affinity set and chain.
+fn endpoint_objects(port: &Port<'_>, ep: &Endpoint, seconds: u32) -> (NamedSet, ChainRules) {
+    let names = EndpointNames::new(&port.svc().name, ep);
+    let set = Set {
+        timeout_ms: Some(u64::from(seconds) * 1000),
+        size: Some(AFFINITY_SET_SIZE),
+        ..Set::new(
+            names.affinity_set.as_str(),
+            vec![addr_type(port.ctx.family)],
+        )
+        .with_flags(SetFlags::DYNAMIC | SetFlags::TIMEOUT)
+    };
+    let mut chain = ChainRules::new(Chain::regular(names.chain.as_str()));
+    chain.push(RuleSpec::new(vec![Stmt::UpdateSaddr {
+        family: port.ctx.family,
+        set: names.affinity_set,
+    }]));
+    chain.push(RuleSpec::new(vec![
+        Stmt::L4proto(port.svc().name.protocol),
+        Stmt::DnatTo(ep.ip, ep.port),
+    ]));
+    (
+        NamedSet {
+            set,
+            elements: Vec::new(),
+        },
+        chain,
+    )
+}

@@ -1,0 +1,50 @@
+//! The per-sync settings the nftables renderer works with: the shared
+//! plan's context plus what only this mode needs.
+
+use super::RenderOptions;
+use crate::Family;
+use ipnet::IpNet;
+use plan::{NodeFacts, NodePorts, SyncContext};
+use std::net::IpAddr;
+
+/// Settings derived once per sync.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderContext {
+    /// The shared plan's per-sync context.
+    pub sync: SyncContext,
+    /// The table's family.
+    pub family: Family,
+    /// The masquerade mark's bits.
+    pub mark: u32,
+    /// The service CIDRs of the family.
+    pub service_cidrs: Vec<IpNet>,
+    /// The addresses of `nodeport-ips`; `None` when NodePorts answer on
+    /// every local address (no such set).
+    pub nodeport_ips: Option<Vec<IpAddr>>,
+}
+
+impl RenderContext {
+    /// Derives the settings.
+    pub fn new(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFacts) -> Self {
+        let sync = SyncContext::new(snapshot, &opts.common, facts);
+        let nodeport_ips = match &sync.node_ports {
+            NodePorts::EveryLocalAddress => None,
+            // upstream: "localhost NodePorts are not supported" here
+            NodePorts::Only(ips) => {
+                Some(ips.iter().copied().filter(|ip| !ip.is_loopback()).collect())
+            }
+        };
+        Self {
+            family: super::table_family(sync.family),
+            mark: sync.mark.0,
+            service_cidrs: opts
+                .service_cidrs
+                .iter()
+                .filter(|c| sync.family.contains_net(c))
+                .copied()
+                .collect(),
+            nodeport_ips,
+            sync,
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! Unit tests of the renderer, one per traffic kind, on small hand-built
+//! snapshots; assertions on the `nft` text of single chains and elements.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::text::{element_text, rule_text};
+use super::*;
+use crate::{Expr, SetFlags, TableContents};
+use model::{Endpoint, IpFamily, NodeInfo, Protocol, ServicePort, ServicePortName, Snapshot};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn name(svc: &str) -> ServicePortName {
+    ServicePortName::new("ns", svc, "p", Protocol::Tcp)
+}
+
+fn port(svc: &str, cluster_ip: &str) -> ServicePort {
+    ServicePort::cluster_ip(name(svc), ip(cluster_ip), 80)
+}
+
+/// `ip@local` for an endpoint on this node, `ip` for one elsewhere.
+fn eps(specs: &[&str]) -> Vec<Endpoint> {
+    specs
+        .iter()
+        .map(|s| {
+            let (addr, local) = s.split_once('@').map_or((*s, false), |(a, _)| (a, true));
+            let node = if local { "node-a" } else { "node-b" };
+            Endpoint::ready(ip(addr), 8080, Some(node), local)
+        })
+        .collect()
+}
+
+fn snapshot(ports: Vec<(ServicePort, Vec<Endpoint>)>) -> Snapshot {
+    let mut snap = Snapshot {
+        node: NodeInfo {
+            name: "node-a".into(),
+            addresses: vec![ip("192.168.0.2"), ip("fd00::2")],
+            ..NodeInfo::default()
+        },
+        ..Snapshot::default()
+    };
+    for (p, e) in ports {
+        if !e.is_empty() {
+            snap.endpoints.insert(p.name.clone(), Arc::new(e));
+        }
+        snap.services.insert(p.name.clone(), Arc::new(p));
+    }
+    snap
+}
+
+fn options() -> RenderOptions {
+    let mut opts = RenderOptions::default();
+    opts.common.local_detection =
+        plan::LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]);
+    opts
+}
+
+fn facts() -> NodeFacts {
+    NodeFacts {
+        local_addresses: vec![ip("192.168.0.2"), ip("127.0.0.1"), ip("fd00::2")],
+    }
+}
+
+fn render_one(p: ServicePort, e: Vec<Endpoint>) -> Ruleset {
+    render(&snapshot(vec![(p, e)]), &options(), &facts()).ruleset
+}
+
+fn rules(r: &Ruleset, chain: &str) -> Vec<String> {
+    r.chain(chain)
+        .unwrap_or_else(|| panic!("no chain {chain}"))
+        .rules
+        .iter()
+        .map(rule_text)
+        .collect()
+}
+
+fn elements(r: &Ruleset, set: &str) -> Vec<String> {
+    r.set(set)
+        .unwrap_or_else(|| panic!("no set {set}"))
+        .elements
+        .iter()
+        .map(element_text)
+        .collect()
+}
+
+fn chain_names(r: &Ruleset) -> Vec<&str> {
+    r.chains
+        .iter()
+        .map(|c| c.chain.name.as_str())
+        .filter(|n| n.contains('/'))
+        .collect()
+}
+
+const SVC: &str = "service-KGB2OZAJ-ns/web/tcp/p";
+
+#[test]
+fn cluster_ip_dispatches_to_the_service_chain() {
+    let r = render_one(
+        port("web", "10.96.0.10"),
+        eps(&["10.244.1.5", "10.244.0.5@a"]),
+    );
+    assert_eq!(elements(&r, names::CLUSTER_IPS), ["10.96.0.10"]);
+    assert_eq!(
+        elements(&r, names::SERVICE_IPS),
+        [format!("10.96.0.10 . tcp . 80 : goto {SVC}")]
+    );
+    assert_eq!(chain_names(&r), [SVC]);
+    // upstream's endpoint order: sorted as text
+    assert_eq!(
+        rules(&r, SVC),
+        [
+            "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.5 . 8080, 1 : 10.244.1.5 . 8080 }"
+        ]
+    );
+    assert!(elements(&r, names::NO_ENDPOINT_SERVICES).is_empty());
+}
+
+#[test]
+fn cluster_ip_without_endpoints_is_rejected() {
+    let r = render_one(port("web", "10.96.0.10"), vec![]);
+    assert_eq!(
+        elements(&r, names::NO_ENDPOINT_SERVICES),
+        ["10.96.0.10 . tcp . 80 comment \"ns/web:p\" : goto reject-chain"]
+    );
+    assert!(elements(&r, names::SERVICE_IPS).is_empty());
+    assert!(chain_names(&r).is_empty());
+    // still a ClusterIP: other ports are rejected by cluster-ips-check
+    assert_eq!(elements(&r, names::CLUSTER_IPS), ["10.96.0.10"]);
+}
+
+#[test]
+fn internal_policy_local_uses_the_local_chain_or_drops() {
+    let mut p = port("web", "10.96.0.10");
+    p.internal_policy_local = true;
+    let r = render_one(p.clone(), eps(&["10.244.0.5@a", "10.244.1.5"]));
+    let local = SVC.replace("service-", "local-");
+    assert_eq!(
+        elements(&r, names::SERVICE_IPS),
+        [format!("10.96.0.10 . tcp . 80 : goto {local}")]
+    );
+    assert_eq!(chain_names(&r), [local.as_str()]);
+    let out = render(
+        &snapshot(vec![(p, eps(&["10.244.1.5"]))]),
+        &options(),
+        &facts(),
+    );
+    assert_eq!(
+        elements(&out.ruleset, names::NO_ENDPOINT_SERVICES),
+        ["10.96.0.10 . tcp . 80 comment \"ns/web:p\" : drop"]
+    );
+    assert_eq!(
+        (
+            out.no_local_endpoints.internal,
+            out.no_local_endpoints.external
+        ),
+        (1, 0)
+    );
+}
+
+#[test]
+fn external_ips_go_through_the_external_chain_and_are_masqueraded() {
+    let mut p = port("web", "10.96.0.10");
+    p.external_ips = vec![ip("192.0.2.50"), ip("fd00::50")];
+    let r = render_one(p, eps(&["10.244.1.5"]));
+    let ext = SVC.replace("service-", "external-");
+    assert!(
+        elements(&r, names::SERVICE_IPS).contains(&format!("192.0.2.50 . tcp . 80 : goto {ext}"))
+    );
+    assert_eq!(
+        elements(&r, names::SERVICE_IPS).len(),
+        2,
+        "the IPv6 externalIP is not in the IPv4 table"
+    );
+    assert_eq!(
+        rules(&r, &ext),
+        [
+            "meta mark set meta mark | 0x00004000 comment \"masquerade\"",
+            &format!("goto {SVC}")
+        ]
+    );
+}
+
+#[test]
+fn load_balancer_source_ranges_use_the_firewall_chain() {
+    let mut p = port("web", "10.96.0.10");
+    p.load_balancer_ips = vec![ip("192.0.2.10"), ip("192.0.2.11")];
+    p.load_balancer_source_ranges = vec![
+        "203.0.113.0/24".parse().unwrap(),
+        "192.168.0.0/24".parse().unwrap(),
+    ];
+    let r = render_one(p, eps(&["10.244.1.5"]));
+    let fw = SVC.replace("service-", "firewall-");
+    assert_eq!(
+        elements(&r, names::FIREWALL_IPS),
+        [
+            format!("192.0.2.10 . tcp . 80 : goto {fw}"),
+            format!("192.0.2.11 . tcp . 80 : goto {fw}")
+        ]
+    );
+    // the node's IP is in a range: the LB IPs are allowed as sources too
+    assert_eq!(
+        rules(&r, &fw),
+        ["ip saddr != { 192.0.2.10/31, 192.168.0.0/24, 203.0.113.0/24 } drop"]
+    );
+    let contents = r.contents();
+    let anon: Vec<_> = contents
+        .sets
+        .iter()
+        .filter(|s| s.flags.contains(SetFlags::ANONYMOUS))
+        .collect();
+    assert!(anon.iter().any(|s| s.flags.contains(SetFlags::INTERVAL)));
+}
+
+#[test]
+fn node_ports_with_external_policy_local_and_no_local_endpoint_are_dropped() {
+    let mut p = port("web", "10.96.0.10");
+    p.node_port = Some(30080);
+    p.external_policy_local = true;
+    let out = render(
+        &snapshot(vec![(p, eps(&["10.244.1.5"]))]),
+        &options(),
+        &facts(),
+    );
+    let r = &out.ruleset;
+    let ext = SVC.replace("service-", "external-");
+    assert_eq!(
+        elements(r, names::SERVICE_NODEPORTS),
+        [format!("tcp . 30080 : goto {ext}")]
+    );
+    assert_eq!(
+        elements(r, names::NO_ENDPOINT_NODEPORTS),
+        ["tcp . 30080 comment \"ns/web:p\" : drop"]
+    );
+    assert_eq!(
+        rules(r, &ext),
+        [
+            format!("ip saddr 10.244.0.0/16 goto {SVC} comment \"short-circuit pod traffic\""),
+            "fib saddr type local meta mark set meta mark | 0x00004000 comment \"masquerade local traffic\"".to_string(),
+            format!("fib saddr type local goto {SVC} comment \"short-circuit local traffic\""),
+        ]
+    );
+    assert_eq!(out.no_local_endpoints.external, 1);
+    assert_eq!(
+        elements(r, names::NODEPORT_IPS),
+        ["192.168.0.2"],
+        "primary: the node IP, never loopback"
+    );
+}
+
+#[test]
+fn session_affinity_uses_endpoint_chains_and_affinity_sets() {
+    let mut p = port("web", "10.96.0.10");
+    p.session_affinity_seconds = Some(10800);
+    let r = render_one(p, eps(&["10.244.1.5", "10.244.2.5"]));
+    let sets: Vec<_> = r
+        .sets
+        .iter()
+        .filter(|s| s.set.name.starts_with("affinity-"))
+        .collect();
+    assert_eq!(sets.len(), 2);
+    assert_eq!(
+        (sets[0].set.timeout_ms, sets[0].set.size),
+        (Some(10_800_000), Some(65535))
+    );
+    let (aff, ep) = (
+        &sets[0].set.name,
+        sets[0].set.name.replace("affinity-", "endpoint-"),
+    );
+    assert_eq!(
+        rules(&r, &ep),
+        [
+            format!("update @{aff} {{ ip saddr }}"),
+            "meta l4proto tcp dnat to 10.244.1.5:8080".into()
+        ]
+    );
+    let svc = rules(&r, SVC);
+    assert_eq!(svc[0], format!("ip saddr @{aff} goto {ep}"));
+    assert!(svc[2].starts_with(&format!(
+        "numgen random mod 2 vmap {{ 0 : goto {ep}, 1 : goto endpoint-"
+    )));
+    assert!(
+        r.to_nft_text()
+            .contains("\t\tflags dynamic,timeout\n\t\ttimeout 3h\n")
+    );
+}
+
+#[test]
+fn local_endpoints_are_hairpin_connections() {
+    let mut dns = ServicePort::cluster_ip(
+        ServicePortName::new("ns", "dns", "dns", Protocol::Udp),
+        ip("10.96.0.53"),
+        53,
+    );
+    dns.port = 53;
+    let r = render(
+        &snapshot(vec![(dns, eps(&["10.244.0.7@a", "10.244.1.7"]))]),
+        &options(),
+        &facts(),
+    )
+    .ruleset;
+    assert_eq!(
+        elements(&r, names::HAIRPIN_CONNECTIONS),
+        ["10.244.0.7 . 10.244.0.7 . udp . 8080"]
+    );
+}
+
+#[test]
+fn fixed_rules_follow_the_options() {
+    let snap = snapshot(vec![]);
+    let r = render(&snap, &options(), &facts()).ruleset;
+    assert_eq!(
+        rules(&r, names::CLUSTER_IPS_CHECK).len(),
+        1,
+        "no service CIDR known: no drop rule"
+    );
+    assert_eq!(
+        rules(&r, names::SERVICES)[0],
+        "ip daddr @cluster-ips ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000 comment \"masquerade clusterIP traffic from outside cluster\""
+    );
+
+    let mut opts = options();
+    opts.service_cidrs = vec![
+        "10.96.0.0/12".parse().unwrap(),
+        "fd00:96::/108".parse().unwrap(),
+    ];
+    opts.common.local_detection = plan::LocalDetection::default();
+    opts.common.node_port_addresses = plan::NodePortAddresses::All;
+    let r = render(&snap, &opts, &facts()).ruleset;
+    assert_eq!(
+        rules(&r, names::CLUSTER_IPS_CHECK)[1],
+        "ip daddr 10.96.0.0/12 drop comment \"Drop traffic to unallocated ClusterIPs\""
+    );
+    assert_eq!(
+        rules(&r, names::CLUSTER_IPS_CHECK).len(),
+        2,
+        "only the CIDR of the family"
+    );
+    assert_eq!(
+        rules(&r, names::SERVICES),
+        [
+            "ip daddr . meta l4proto . th dport vmap @service-ips",
+            "fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports"
+        ]
+    );
+    assert_eq!(
+        rules(&r, names::NODEPORT_ENDPOINTS_CHECK),
+        ["ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @no-endpoint-nodeports"]
+    );
+    assert!(r.set(names::NODEPORT_IPS).is_none());
+}
+
+#[test]
+fn ipv6_tables_dnat_with_ip6_maps() {
+    let p = ServicePort::cluster_ip(name("web"), ip("fd00:96::10"), 80);
+    let mut opts = RenderOptions::nftables_defaults(IpFamily::V6);
+    opts.service_cidrs = vec!["fd00:96::/108".parse().unwrap()];
+    let e = vec![Endpoint::ready(
+        ip("fd00:244::5"),
+        8080,
+        Some("node-b"),
+        false,
+    )];
+    let r = render(&snapshot(vec![(p, e)]), &opts, &facts()).ruleset;
+    assert_eq!(r.family(), crate::Family::Ip6);
+    assert_eq!(
+        rules(&r, SVC),
+        ["meta l4proto tcp dnat ip6 to numgen random mod 1 map { 0 : fd00:244::5 . 8080 }"]
+    );
+    assert_eq!(
+        rules(&r, names::CLUSTER_IPS_CHECK)[1],
+        "ip6 daddr fd00:96::/108 drop comment \"Drop traffic to unallocated ClusterIPs\""
+    );
+    assert_eq!(elements(&r, names::NODEPORT_IPS), ["fd00::2"]);
+}
+
+#[test]
+fn anonymous_maps_are_named_by_us_and_keyed_by_name() {
+    let r = render_one(port("web", "10.96.0.10"), eps(&["10.244.1.5"]));
+    let contents = r.contents();
+    let name = anonymous_set_name(SVC, 0);
+    let set = contents
+        .sets
+        .iter()
+        .find(|s| s.name == name)
+        .expect("the dnat map");
+    assert!(set.flags.contains(SetFlags::ANONYMOUS) && set.id.is_none());
+    assert_eq!(contents.elements[&TableContents::set_key(set)].len(), 1);
+    let rule = contents.rules_of(SVC).next().unwrap();
+    assert!(
+        rule.exprs
+            .iter()
+            .any(|e| matches!(e, Expr::Lookup { set, .. } if set.name == name))
+    );
+    assert_ne!(
+        anonymous_set_name(SVC, 0),
+        anonymous_set_name(&SVC.replace("service-", "local-"), 0)
+    );
+}
+
+#[test]
+fn a_destination_two_services_name_is_dispatched_once() {
+    let mut a = port("a", "10.96.0.10");
+    a.external_ips = vec![ip("192.0.2.50")];
+    let mut b = port("b", "10.96.0.11");
+    b.external_ips = vec![ip("192.0.2.50")];
+    let r = render(
+        &snapshot(vec![
+            (a, eps(&["10.244.0.5@a"])),
+            (b, eps(&["10.244.0.5@a"])),
+        ]),
+        &options(),
+        &facts(),
+    )
+    .ruleset;
+    let eip: Vec<String> = elements(&r, names::SERVICE_IPS)
+        .into_iter()
+        .filter(|e| e.starts_with("192.0.2.50 "))
+        .collect();
+    assert_eq!(eip.len(), 1, "{eip:?}");
+    assert_eq!(elements(&r, names::HAIRPIN_CONNECTIONS).len(), 1);
+}

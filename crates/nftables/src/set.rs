@@ -1,0 +1,184 @@
+//! Sets and maps (a map is a set with data: a verdict map's data is a
+//! verdict), named or anonymous, and their elements.
+
+use crate::{DataType, Value, Verdict};
+
+/// `NFT_SET_*` flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SetFlags(pub u32);
+
+impl SetFlags {
+    /// An anonymous set, bound to the rule that uses it.
+    pub const ANONYMOUS: SetFlags = SetFlags(0x1);
+    /// Elements cannot change after the transaction that made it.
+    pub const CONSTANT: SetFlags = SetFlags(0x2);
+    /// `flags interval`.
+    pub const INTERVAL: SetFlags = SetFlags(0x4);
+    /// A map.
+    pub const MAP: SetFlags = SetFlags(0x8);
+    /// `flags timeout`.
+    pub const TIMEOUT: SetFlags = SetFlags(0x10);
+    /// `flags dynamic` (updated from the packet path).
+    pub const DYNAMIC: SetFlags = SetFlags(0x20);
+    /// A concatenated key in an interval set (what `nft` sets for
+    /// `flags interval` with a concatenation; not for hash sets).
+    pub const CONCAT: SetFlags = SetFlags(0x80);
+
+    /// Whether every flag of `other` is set.
+    pub fn contains(self, other: SetFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for SetFlags {
+    type Output = SetFlags;
+    fn bitor(self, rhs: SetFlags) -> SetFlags {
+        SetFlags(self.0 | rhs.0)
+    }
+}
+
+/// A set or map of our table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Set {
+    /// Its name; `__set%d` for an anonymous set the kernel names.
+    pub name: String,
+    /// The transaction-local id rules use to name a set created in the
+    /// same transaction (needed for anonymous sets, whose names the
+    /// kernel picks). Not read back.
+    pub id: Option<u32>,
+    /// Key type; more than one field is a concatenation (`a . b . c`).
+    pub key: Vec<DataType>,
+    /// Data type for a map (`: verdict`, `: ipv4_addr . inet_service`).
+    pub data: Option<Vec<DataType>>,
+    /// Flags.
+    pub flags: SetFlags,
+    /// `timeout …` in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// `size …`.
+    pub size: Option<u32>,
+    /// `comment "…"`.
+    pub comment: Option<String>,
+}
+
+impl Set {
+    /// A named set with key `key`.
+    pub fn new(name: impl Into<String>, key: Vec<DataType>) -> Self {
+        Self {
+            name: name.into(),
+            id: None,
+            key,
+            data: None,
+            flags: SetFlags::default(),
+            timeout_ms: None,
+            size: None,
+            comment: None,
+        }
+    }
+
+    /// A named map from `key` to `data`.
+    pub fn map(name: impl Into<String>, key: Vec<DataType>, data: Vec<DataType>) -> Self {
+        let mut set = Self::new(name, key);
+        set.flags = set.flags | SetFlags::MAP;
+        set.data = Some(data);
+        set
+    }
+
+    /// An anonymous constant set or map (`{ … }` inside a rule), known in
+    /// its transaction as `id`.
+    pub fn anonymous(id: u32, key: Vec<DataType>, data: Option<Vec<DataType>>) -> Self {
+        let mut set = match data {
+            Some(data) => Self::map("__set%d", key, data),
+            None => Self::new("__set%d", key),
+        };
+        set.id = Some(id);
+        set.flags = set.flags | SetFlags::ANONYMOUS | SetFlags::CONSTANT;
+        set
+    }
+
+    /// The same set with these flags added.
+    pub fn with_flags(mut self, flags: SetFlags) -> Self {
+        self.flags = self.flags | flags;
+        self
+    }
+
+    /// The same set with a comment.
+    pub fn with_comment(mut self, comment: impl Into<String>) -> Self {
+        self.comment = Some(comment.into());
+        self
+    }
+
+    /// Whether it is a verdict map.
+    pub fn is_verdict_map(&self) -> bool {
+        self.data.as_deref() == Some(&[DataType::Verdict])
+    }
+}
+
+/// An element of a set or map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Element {
+    /// Its key (one value per field of the set's key type).
+    pub key: Vec<Value>,
+    /// The end of a range in a concatenated interval set.
+    pub key_end: Option<Vec<Value>>,
+    /// A map element's data.
+    pub data: Option<ElementData>,
+    /// Marks the end of an interval in an interval set.
+    pub interval_end: bool,
+    /// A per-element timeout in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// `comment "…"`.
+    pub comment: Option<String>,
+}
+
+/// A map element's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElementData {
+    /// A verdict map's verdict.
+    Verdict(Verdict),
+    /// A data map's values.
+    Values(Vec<Value>),
+}
+
+impl Element {
+    /// A set element.
+    pub fn new(key: Vec<Value>) -> Self {
+        Self {
+            key,
+            key_end: None,
+            data: None,
+            interval_end: false,
+            timeout_ms: None,
+            comment: None,
+        }
+    }
+
+    /// A verdict map element.
+    pub fn verdict(key: Vec<Value>, verdict: Verdict) -> Self {
+        Self {
+            data: Some(ElementData::Verdict(verdict)),
+            ..Self::new(key)
+        }
+    }
+
+    /// A data map element.
+    pub fn data(key: Vec<Value>, data: Vec<Value>) -> Self {
+        Self {
+            data: Some(ElementData::Values(data)),
+            ..Self::new(key)
+        }
+    }
+
+    /// An interval set's end marker at `key` (the first value past a range).
+    pub fn interval_end(key: Vec<Value>) -> Self {
+        Self {
+            interval_end: true,
+            ..Self::new(key)
+        }
+    }
+
+    /// The same element with a comment.
+    pub fn with_comment(mut self, comment: impl Into<String>) -> Self {
+        self.comment = Some(comment.into());
+        self
+    }
+}

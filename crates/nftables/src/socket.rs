@@ -1,0 +1,329 @@
+//! The transport: a blocking `NETLINK_NETFILTER` socket that sends a
+//! [`Transaction`] as one batch in one `sendmsg` (several buffers, one
+//! transaction) and reads back our own table.
+//!
+//! nf_tables state is per network namespace: the socket acts on the
+//! namespace of the thread that opens it (so a test opens it on a thread
+//! that entered its namespace, and the proxy under `ip netns exec` opens
+//! it where it runs), and keeps acting there whichever thread uses it.
+//!
+//! The kernel processes a batch inside `sendmsg`, so when it returns every
+//! reply is queued: errors for refused messages, then the ack of
+//! `BATCH_END` (kernels from 6.10 ack it; on older ones the queue simply
+//! ends). The socket caps acks to headers (`NETLINK_CAP_ACK`) and has
+//! large buffers so that a batch of any size fits and its errors too.
+//!
+//! Blocking: from async code, call it inside `spawn_blocking` (the kernel
+//! spends its transaction time inside `sendmsg`).
+
+use crate::codec::attrs::{AttrWriter, attrs, be32};
+use crate::codec::constants::*;
+use crate::codec::message::{begin_message, end_message, nft_type};
+use crate::codec::reply::{Reply, parse_replies};
+use crate::listing::{TableContents, TableReader};
+use crate::{Batch, Error, Family, Refusal, Transaction};
+use netlink_sys::protocols::NETLINK_NETFILTER;
+use netlink_sys::{Socket, SocketAddr};
+use nix::sys::socket::{MsgFlags, NetlinkAddr, setsockopt, sockopt};
+use std::io::{self, IoSlice};
+use std::os::fd::AsRawFd;
+
+/// Receive buffer size; replies of a dump come in messages of up to 16 KiB.
+const RECV_BUF: usize = 1 << 20;
+/// Socket receive buffer (queued errors of a large refused batch).
+const RCVBUF: usize = 16 << 20;
+/// `ENOENT`: no such table.
+const ENOENT: i32 = 2;
+
+/// An nf_tables netlink socket.
+#[derive(Debug)]
+pub struct NftSocket {
+    sock: Socket,
+    seq: u32,
+    recv: Vec<u8>,
+    capture: Option<Vec<Vec<u8>>>,
+}
+
+impl NftSocket {
+    /// Opens a socket in the calling thread's network namespace.
+    pub fn connect() -> Result<Self, Error> {
+        let mut sock = Socket::new(NETLINK_NETFILTER).map_err(Error::Socket)?;
+        sock.bind_auto().map_err(Error::Socket)?;
+        sock.connect(&SocketAddr::new(0, 0))
+            .map_err(Error::Socket)?;
+        sock.set_cap_ack(true).map_err(Error::Socket)?;
+        sock.set_ext_ack(true).map_err(Error::Socket)?;
+        // Raising past rmem_max needs CAP_NET_ADMIN, which changing
+        // nf_tables needs anyway; without it the default stays.
+        let _ = setsockopt(&sock, sockopt::RcvBufForce, &RCVBUF);
+        let seq = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs() as u32);
+        Ok(Self {
+            sock,
+            seq,
+            recv: vec![0; RECV_BUF],
+            capture: None,
+        })
+    }
+
+    /// Applies `tx` as one atomic batch. On [`Error::Refused`] nothing of
+    /// it was applied, and each refusal names the change it belongs to.
+    pub fn apply(&mut self, tx: &Transaction) -> Result<(), Error> {
+        let batch = tx.encode(self.next_seq(tx.ops.len() as u32 + 2));
+        let operation = || {
+            format!(
+                "nf_tables transaction on table {} {}",
+                tx.family.name(),
+                tx.table
+            )
+        };
+        self.drain();
+        self.send_batch(&batch).map_err(|source| Error::Send {
+            operation: operation(),
+            source,
+        })?;
+        let refusals = self.read_refusals(tx, &batch, &operation)?;
+        if refusals.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Refused(refusals))
+        }
+    }
+
+    /// Sends every buffer of `batch` in one `sendmsg`: one transaction.
+    fn send_batch(&mut self, batch: &Batch) -> io::Result<()> {
+        let _ = setsockopt(&self.sock, sockopt::SndBufForce, &(batch.len() + 4096));
+        let iov: Vec<IoSlice<'_>> = batch.chunks.iter().map(|c| IoSlice::new(c)).collect();
+        nix::sys::socket::sendmsg::<NetlinkAddr>(
+            self.sock.as_raw_fd(),
+            &iov,
+            &[],
+            MsgFlags::empty(),
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// Reads the batch's replies (all queued once `sendmsg` returned) up to
+    /// the ack of `BATCH_END`: the errors, each named by its change.
+    fn read_refusals(
+        &mut self,
+        tx: &Transaction,
+        batch: &Batch,
+        operation: &dyn Fn() -> String,
+    ) -> Result<Vec<Refusal>, Error> {
+        let mut refusals = Vec::new();
+        loop {
+            let n = match self
+                .sock
+                .recv(&mut &mut self.recv[..], MsgFlags::MSG_DONTWAIT.bits())
+            {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(refusals),
+                Err(source) => {
+                    return Err(Error::Receive {
+                        operation: operation(),
+                        source,
+                    });
+                }
+            };
+            for reply in
+                parse_replies(&self.recv[..n]).map_err(|e| decode_error(&operation(), e))?
+            {
+                let Reply::Ack { seq, code, detail } = reply else {
+                    continue;
+                };
+                if !(batch.begin_seq..=batch.end_seq).contains(&seq) {
+                    continue;
+                }
+                if code == 0 && seq == batch.end_seq {
+                    return Ok(refusals);
+                }
+                if code != 0 {
+                    let object = tx.describe(batch.op_of(seq).unwrap_or(usize::MAX));
+                    refusals.push(Refusal {
+                        object,
+                        source: io::Error::from_raw_os_error(-code),
+                        detail,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Discards replies left over from an interrupted request.
+    fn drain(&mut self) {
+        while matches!(self.sock.recv(&mut &mut self.recv[..], MsgFlags::MSG_DONTWAIT.bits()), Ok(n) if n > 0)
+        {
+        }
+    }
+
+    /// The ruleset generation (changes with every committed transaction).
+    pub fn generation(&mut self) -> Result<u32, Error> {
+        let op = "get nf_tables generation";
+        let mut found = None;
+        self.request(
+            NFT_MSG_GETGEN,
+            0,
+            0,
+            op,
+            |_| {},
+            |msg, _, attrs_| {
+                if msg == NFT_MSG_NEWGEN {
+                    for a in attrs(attrs_) {
+                        let (k, v) = a?;
+                        if k == NFTA_GEN_ID {
+                            found = Some(be32(v)?);
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        found.ok_or_else(|| Error::Decode {
+            operation: op.into(),
+            reason: "no generation id".into(),
+        })
+    }
+
+    /// Starts keeping every buffer read for listings (tests and
+    /// debugging: what the kernel sent, for [`TableContents::decode`]).
+    pub fn capture(&mut self) {
+        self.capture = Some(Vec::new());
+    }
+
+    /// The buffers kept since [`NftSocket::capture`], which stops.
+    pub fn take_capture(&mut self) -> Vec<Vec<u8>> {
+        self.capture.take().unwrap_or_default()
+    }
+
+    /// Reads back table `family name` and everything in it, asking the
+    /// kernel only about this table; `None` if it does not exist.
+    pub fn list_table(
+        &mut self,
+        family: Family,
+        name: &str,
+    ) -> Result<Option<TableContents>, Error> {
+        let mut reader = TableReader::new(family, name);
+        let nfproto = family.nfproto();
+        let table_op = format!("get table {} {name}", family.name());
+        match self.request(
+            NFT_MSG_GETTABLE,
+            0,
+            nfproto,
+            &table_op,
+            |w| w.str(NFTA_TABLE_NAME, name),
+            |m, f, p| reader.feed(m, f, p),
+        ) {
+            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => {
+                return Ok(None);
+            }
+            other => other?,
+        }
+        for (msg, what) in [
+            (NFT_MSG_GETCHAIN, "chains"),
+            (NFT_MSG_GETSET, "sets"),
+            (NFT_MSG_GETRULE, "rules"),
+        ] {
+            let op = format!("list {what} of table {} {name}", family.name());
+            self.request(
+                msg,
+                NLM_F_DUMP,
+                nfproto,
+                &op,
+                |w| w.str(1, name),
+                |m, f, p| reader.feed(m, f, p),
+            )?;
+        }
+        let sets: Vec<String> = reader.sets().iter().map(|s| s.name.clone()).collect();
+        for set in sets {
+            let op = format!("list elements of set {} {name} {set}", family.name());
+            let fill = |w: &mut AttrWriter<'_>| {
+                w.str(NFTA_SET_ELEM_LIST_TABLE, name);
+                w.str(NFTA_SET_ELEM_LIST_SET, &set);
+            };
+            self.request(
+                NFT_MSG_GETSETELEM,
+                NLM_F_DUMP,
+                nfproto,
+                &op,
+                fill,
+                |m, f, p| reader.feed(m, f, p),
+            )?;
+        }
+        Ok(reader.finish())
+    }
+
+    /// Sends one request and hands every object of the reply to `each`
+    /// until the dump ends or the request is acknowledged. Replies to
+    /// other (earlier, interrupted) requests are skipped.
+    fn request(
+        &mut self,
+        msg: u16,
+        flags: u16,
+        family: u8,
+        operation: &str,
+        fill: impl FnOnce(&mut AttrWriter<'_>),
+        mut each: impl FnMut(u16, u8, &[u8]) -> Result<(), netlink_packet_core::DecodeError>,
+    ) -> Result<(), Error> {
+        let seq = self.next_seq(1);
+        let mut buf = Vec::with_capacity(256);
+        let start = begin_message(&mut buf, nft_type(msg), flags | NLM_F_ACK, seq, family, 0);
+        fill(&mut AttrWriter::new(&mut buf));
+        end_message(&mut buf, start);
+        self.drain();
+        self.sock.send(&buf, 0).map_err(|source| Error::Send {
+            operation: operation.into(),
+            source,
+        })?;
+        loop {
+            let n = self
+                .sock
+                .recv(&mut &mut self.recv[..], 0)
+                .map_err(|source| Error::Receive {
+                    operation: operation.into(),
+                    source,
+                })?;
+            if let Some(capture) = &mut self.capture {
+                capture.push(self.recv[..n].to_vec());
+            }
+            for reply in parse_replies(&self.recv[..n]).map_err(|e| decode_error(operation, e))? {
+                match reply {
+                    Reply::Object {
+                        seq: s,
+                        msg,
+                        family,
+                        attrs,
+                    } if s == seq => {
+                        each(msg, family, attrs).map_err(|e| decode_error(operation, e))?
+                    }
+                    Reply::Done { seq: s } if s == seq => return Ok(()),
+                    Reply::Ack {
+                        seq: s, code: 0, ..
+                    } if s == seq => return Ok(()),
+                    Reply::Ack { seq: s, code, .. } if s == seq => {
+                        return Err(Error::Kernel {
+                            operation: operation.into(),
+                            source: io::Error::from_raw_os_error(-code),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn next_seq(&mut self, count: u32) -> u32 {
+        let seq = self.seq;
+        self.seq = self.seq.wrapping_add(count);
+        seq
+    }
+}
+
+fn decode_error(operation: &str, e: netlink_packet_core::DecodeError) -> Error {
+    Error::Decode {
+        operation: operation.to_string(),
+        reason: e.to_string(),
+    }
+}

@@ -1,0 +1,165 @@
+//! The upstream v1.36 reference scenario (`testdata/upstream-v1.36`):
+//! `cluster.yaml` read by the manifests source and the tracker as node-a,
+//! the nftables-mode options of its `kube-proxy-config.yaml`, and its
+//! `ruleset.nft`, plus the comparison of `nft` texts.
+
+use model::{IpFamily, Snapshot};
+use nftables::render::{RenderOptions, Rendered, render};
+use plan::{LocalDetection, NodeFacts};
+
+pub const CLUSTER_YAML: &str = include_str!("../../../../testdata/upstream-v1.36/cluster.yaml");
+pub const RULESET_NFT: &str =
+    include_str!("../../../../testdata/upstream-v1.36/nftables/ruleset.nft");
+
+/// `cluster.yaml` as the tracker hands it to the proxier of `family` on
+/// node-a (the same loader as the iptables reference test).
+pub fn reference_snapshot(family: IpFamily) -> Snapshot {
+    let parsed = source::manifests::parse(CLUSTER_YAML).expect("cluster.yaml parses");
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    let mut tracker = tracker::Tracker::with_family("node-a", family);
+    let warnings = tracker.replace_all(&parsed.objects);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    tracker.snapshot().0
+}
+
+/// nftables mode with the corpus's configuration: clusterCIDR
+/// 10.244.0.0/16 (IPv4 only), the ServiceCIDR 10.96.0.0/12, defaults
+/// otherwise (`nodePortAddresses` unset: `primary`).
+pub fn reference_options(family: IpFamily) -> RenderOptions {
+    let mut opts = RenderOptions::nftables_defaults(family);
+    opts.common.local_detection =
+        LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]);
+    opts.service_cidrs = vec!["10.96.0.0/12".parse().unwrap()];
+    opts
+}
+
+/// node-a's addresses in the corpus's network namespace.
+pub fn reference_facts() -> NodeFacts {
+    NodeFacts {
+        local_addresses: [
+            "192.168.86.2",
+            "172.20.0.1",
+            "10.244.0.1",
+            "127.0.0.1",
+            "::1",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect(),
+    }
+}
+
+pub fn render_reference(family: IpFamily) -> Rendered {
+    render(
+        &reference_snapshot(family),
+        &reference_options(family),
+        &reference_facts(),
+    )
+}
+
+/// The `table <family> kube-proxy { … }` block of the reference.
+pub fn reference_table(family: &str) -> String {
+    let start = RULESET_NFT
+        .find(&format!("table {family} kube-proxy {{"))
+        .expect("table in reference");
+    let rest = &RULESET_NFT[start..];
+    let end = rest.find("\n}\n").expect("end of table") + 3;
+    rest[..end].to_string()
+}
+
+/// `nft` text normalised for comparison: each `elements = { … }` on one
+/// line with its elements sorted (the kernel's hash order is not ours to
+/// fix), and each run of per-service blocks (names with a `/`) sorted
+/// (upstream's order across services is random).
+pub fn normalize(text: &str) -> String {
+    let joined = join_elements(text);
+    let mut lines = joined.lines();
+    let mut out = Vec::new();
+    let mut header = Vec::new();
+    for line in lines.by_ref() {
+        header.push(line.to_string());
+        if !line.starts_with("table ") && !line.starts_with("\tcomment") {
+            break;
+        }
+    }
+    let mut blocks: Vec<String> = Vec::new();
+    let mut current = header.pop().map(|l| vec![l]).unwrap_or_default();
+    out.extend(header);
+    for line in lines {
+        if line.is_empty() {
+            continue;
+        }
+        current.push(line.to_string());
+        if line == "\t}" {
+            blocks.push(current.join("\n"));
+            current.clear();
+        }
+    }
+    out.extend(sort_service_runs(blocks));
+    out.extend(current);
+    out.join("\n") + "\n"
+}
+
+fn join_elements(text: &str) -> String {
+    let mut out = String::new();
+    let mut pending: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if let Some(acc) = &mut pending {
+            acc.push(' ');
+            acc.push_str(line.trim_start());
+        } else if let Some(rest) = line.trim_start().strip_prefix("elements = { ") {
+            pending = Some(rest.to_string());
+        } else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        if let Some(acc) = pending.as_ref().filter(|a| a.ends_with(" }")) {
+            let mut items: Vec<&str> = acc.trim_end_matches(" }").split(", ").collect();
+            items.sort_unstable();
+            out.push_str(&format!("\t\telements = {{ {} }}\n", items.join(", ")));
+            pending = None;
+        }
+    }
+    out
+}
+
+fn is_service_block(block: &str) -> bool {
+    block.lines().next().is_some_and(|l| l.contains('/'))
+}
+
+fn sort_service_runs(blocks: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    for block in blocks {
+        if is_service_block(&block) {
+            run.push(block);
+            continue;
+        }
+        run.sort();
+        out.append(&mut run);
+        out.push(block);
+    }
+    run.sort();
+    out.append(&mut run);
+    out
+}
+
+/// The lines of `ours` and `theirs` (normalised) that differ.
+pub fn differences(ours: &str, theirs: &str) -> Vec<String> {
+    let (o, t) = (normalize(ours), normalize(theirs));
+    let o_lines: Vec<&str> = o.lines().collect();
+    let t_lines: Vec<&str> = t.lines().collect();
+    let mut out = Vec::new();
+    for l in o_lines.iter().filter(|l| !t_lines.contains(l)) {
+        out.push(format!("only ours:     {l}"));
+    }
+    for l in t_lines.iter().filter(|l| !o_lines.contains(l)) {
+        out.push(format!("only upstream: {l}"));
+    }
+    if out.is_empty() && o != t {
+        out.push("same lines, different order".to_string());
+    }
+    out
+}
