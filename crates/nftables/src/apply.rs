@@ -26,6 +26,7 @@
 mod cleanup;
 mod diff;
 mod report;
+mod split;
 mod state;
 mod syncer;
 #[cfg(test)]

@@ -67,7 +67,7 @@ fn full_sync_from_nothing_then_nothing_to_write() -> Result<()> {
     assert!(syncer.needs_full_sync());
     let desired = services::table(&services(5));
 
-    let first = ok(syncer.sync_partial(&mut sock, &desired))?;
+    let first = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
     assert!(first.full, "the first sync is full");
     assert_eq!(first.counts.chains_written, 10);
     assert_eq!(first.counts.rules_written, 10);
@@ -86,10 +86,10 @@ fn full_sync_from_nothing_then_nothing_to_write() -> Result<()> {
     assert!(text.contains(": goto service-"), "{text}");
 
     // the same state again: nothing sent, partial or full
-    let again = ok(syncer.sync_partial(&mut sock, &desired))?;
+    let again = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
     assert!(!again.full);
     assert!(again.counts.is_empty() && again.changes == 0, "{again:?}");
-    let full = ok(syncer.sync_full(&mut sock, &desired))?;
+    let full = ok(syncer.sync_full(&mut sock, desired.clone()))?;
     assert!(full.full);
     assert!(
         full.counts.is_empty(),
@@ -106,7 +106,7 @@ fn partial_sync_writes_only_the_changed_chain_and_element() -> Result<()> {
     let mut sock = socket(&ns)?;
     let mut syncer = Syncer::new(Family::Ip);
     let mut svcs = services(20);
-    ok(syncer.sync_full(&mut sock, &services::table(&svcs)))?;
+    ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
 
     // one service gets a fourth endpoint; another's map element points
     // to a third service's chain
@@ -117,7 +117,7 @@ fn partial_sync_writes_only_the_changed_chain_and_element() -> Result<()> {
     let at = vmap.iter().position(|e| *e == moved).unwrap();
     vmap[at].data = Some(ElementData::Verdict(Verdict::Goto(svcs[8].chain())));
 
-    let report = ok(syncer.sync_partial(&mut sock, &desired))?;
+    let report = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
     assert!(!report.full);
     let c = report.counts;
     assert_eq!(
@@ -138,7 +138,11 @@ fn partial_sync_writes_only_the_changed_chain_and_element() -> Result<()> {
     let moved_line = format!("10.96.0.8 . tcp . 80 : goto {}", svcs[8].chain());
     assert!(text.contains(&moved_line), "{text}");
     // what the kernel holds is exactly the desired table
-    assert!(ok(syncer.sync_full(&mut sock, &desired))?.counts.is_empty());
+    assert!(
+        ok(syncer.sync_full(&mut sock, desired.clone()))?
+            .counts
+            .is_empty()
+    );
     Ok(())
 }
 
@@ -149,7 +153,7 @@ fn a_refused_transaction_changes_nothing_and_names_the_object() -> Result<()> {
     let mut syncer = Syncer::new(Family::Ip);
     let svcs = services(3);
     let good = services::table(&svcs);
-    ok(syncer.sync_full(&mut sock, &good))?;
+    ok(syncer.sync_full(&mut sock, good.clone()))?;
     let before = list_ours(&ns)?;
 
     // a changed service whose rule jumps to a chain that does not exist
@@ -158,7 +162,7 @@ fn a_refused_transaction_changes_nothing_and_names_the_object() -> Result<()> {
         svcs[1].chain(),
         stmt::verdict(Verdict::Jump("no-such-chain".into())),
     ));
-    let Err(Error::Refused(refusals)) = syncer.sync_partial(&mut sock, &bad) else {
+    let Err(Error::Refused(refusals)) = syncer.sync_partial(&mut sock, bad.clone()) else {
         bail!("the kernel should refuse a jump to a missing chain");
     };
     let named = &refusals[0].object;
@@ -172,7 +176,7 @@ fn a_refused_transaction_changes_nothing_and_names_the_object() -> Result<()> {
 
     // the next good sync is full and works
     let desired = services::table(&services(4));
-    let next = ok(syncer.sync_partial(&mut sock, &desired))?;
+    let next = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
     assert!(next.full);
     assert_eq!(next.counts.chains_written, 1);
     assert!(!syncer.needs_full_sync());
@@ -187,11 +191,11 @@ fn our_table_deleted_by_hand_is_back_after_the_next_sync() -> Result<()> {
     let mut sock = socket(&ns)?;
     let mut syncer = Syncer::new(Family::Ip);
     let desired = services::table(&services(4));
-    ok(syncer.sync_full(&mut sock, &desired))?;
+    ok(syncer.sync_full(&mut sock, desired.clone()))?;
     let before = list_ours(&ns)?;
 
     nft(&ns, &["delete", "table", "ip", "kube-proxy"])?;
-    let report = ok(syncer.sync_partial(&mut sock, &desired))?;
+    let report = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
     assert!(report.full, "a deleted table is detected: {report:?}");
     assert_eq!(report.counts.chains_written, 9);
     assert_eq!(list_ours(&ns)?, before, "the same table again");
@@ -205,21 +209,39 @@ fn a_chain_added_to_our_table_by_hand_is_removed_by_a_full_sync() -> Result<()> 
     let mut sock = socket(&ns)?;
     let mut syncer = Syncer::new(Family::Ip);
     let desired = services::table(&services(2));
-    ok(syncer.sync_full(&mut sock, &desired))?;
+    ok(syncer.sync_full(&mut sock, desired.clone()))?;
 
     // someone else's commit elsewhere: still partial, nothing written
     nft(&ns, &["add table ip elsewhere"])?;
-    let r = ok(syncer.sync_partial(&mut sock, &desired))?;
+    let r = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
     assert!(!r.full && r.counts.is_empty(), "{r:?}");
 
     nft(
         &ns,
         &["add chain ip kube-proxy intruder; add rule ip kube-proxy intruder accept"],
     )?;
-    let r = ok(syncer.sync_partial(&mut sock, &desired))?;
+    let r = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
     assert!(r.full, "a changed table is detected");
     assert_eq!((r.counts.chains_flushed, r.counts.chains_deleted), (1, 1));
     assert!(!list_ours(&ns)?.contains("intruder"));
+    Ok(())
+}
+
+#[test]
+fn a_cold_start_split_into_parts_builds_the_same_table() -> Result<()> {
+    let ns = netns("apsplit")?;
+    let mut sock = socket(&ns)?;
+    let desired = services::table(&services(5));
+    let mut whole = Syncer::for_table(Family::Ip, "kube-proxy");
+    ok(whole.sync_full(&mut sock, desired.clone()))?;
+    let text = list_ours(&ns)?;
+    assert!(cleanup(&mut sock, Family::Ip)?);
+
+    let mut split = Syncer::new(Family::Ip).with_max_anonymous_sets_per_transaction(2);
+    let r = ok(split.sync_full(&mut sock, desired.clone()))?;
+    assert_eq!(r.transactions, 3, "{r:?}");
+    assert_eq!(list_ours(&ns)?, text);
+    assert!(ok(split.sync_full(&mut sock, desired))?.counts.is_empty());
     Ok(())
 }
 
@@ -229,7 +251,7 @@ fn cleanup_removes_our_table_only() -> Result<()> {
     let other = other_table(&ns)?;
     let mut sock = socket(&ns)?;
     assert!(!cleanup(&mut sock, Family::Ip)?, "nothing to remove yet");
-    ok(Syncer::new(Family::Ip).sync_full(&mut sock, &services::table(&services(2))))?;
+    ok(Syncer::new(Family::Ip).sync_full(&mut sock, services::table(&services(2))))?;
     assert!(cleanup(&mut sock, Family::Ip)?);
     assert!(list_ours(&ns).is_err(), "our table is gone");
     assert!(!cleanup(&mut sock, Family::Ip)?);

@@ -14,9 +14,11 @@
 //!    chains (a base chain's hook or priority changed) are deleted and
 //!    added again with their rules.
 
-use super::state::{ANONYMOUS_PLACEHOLDER, ChainState, RuleShape, SetState, TableState};
+use super::state::{
+    ANONYMOUS_PLACEHOLDER, ChainState, ElementKey, RuleShape, SetState, TableState,
+};
 use crate::{Element, Expr, Op, SetRef, TableContents, Transaction};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Prefix of the names we give new anonymous sets.
 const ANONYMOUS_PREFIX: &str = "__kp";
@@ -28,8 +30,12 @@ pub fn diff(desired: &TableContents, current: Option<&TableContents>) -> Transac
     if let Some(current) = current {
         names.seed(current);
     }
-    let current = current.map(TableState::new);
-    diff_states(&TableState::new(desired), current.as_ref(), &mut names)
+    let current = current.cloned().map(TableState::new);
+    diff_states(
+        &TableState::new(desired.clone()),
+        current.as_ref(),
+        &mut names,
+    )
 }
 
 /// Names for new anonymous sets: `__kp<n>`, `n` never used before in the
@@ -225,13 +231,14 @@ impl Writer<'_> {
 
     fn delete_elements(&mut self, plan: &Plan<'_>) {
         for (want, have) in &plan.kept_sets {
-            if have.is_dynamic() {
+            if have.is_dynamic() || want.elements == have.elements {
                 continue;
             }
+            let wanted = by_key(&want.elements);
             let gone: Vec<Element> = have
                 .elements
                 .iter()
-                .filter(|e| want.element(e) != Some(*e))
+                .filter(|e| wanted.get(&ElementKey::of(e)) != Some(e))
                 .cloned()
                 .collect();
             if !gone.is_empty() {
@@ -248,13 +255,14 @@ impl Writer<'_> {
             self.push_elements(s, s.elements.clone());
         }
         for (want, have) in &plan.kept_sets {
-            if have.is_dynamic() {
+            if have.is_dynamic() || want.elements == have.elements {
                 continue;
             }
+            let had = by_key(&have.elements);
             let new: Vec<Element> = want
                 .elements
                 .iter()
-                .filter(|e| have.element(e) != Some(*e))
+                .filter(|e| had.get(&ElementKey::of(e)) != Some(e))
                 .cloned()
                 .collect();
             self.push_elements(want, new);
@@ -293,6 +301,11 @@ impl Writer<'_> {
                 .push(Op::AddRule(with_anonymous_refs(&shape.rule, &refs)));
         }
     }
+}
+
+/// Elements by key.
+fn by_key(elements: &[Element]) -> HashMap<ElementKey<'_>, &Element> {
+    elements.iter().map(|e| (ElementKey::of(e), e)).collect()
 }
 
 /// `rule` with its anonymous set placeholders replaced by `refs`.

@@ -81,6 +81,10 @@ pub struct SyncReport {
     pub counts: SyncCounts,
     /// The transaction's size in messages (changes), 0 if none was sent.
     pub changes: usize,
+    /// How many transactions carried it (1, or more for a large one split
+    /// with [`crate::apply::Syncer::with_max_anonymous_sets_per_transaction`];
+    /// 0 if nothing was sent).
+    pub transactions: usize,
     /// Time the kernel spent on the transaction (inside `sendmsg` and
     /// reading its acks).
     pub kernel: Duration,

@@ -5,7 +5,8 @@
 //! them itself), their elements sorted.
 
 use crate::{Chain, Element, Expr, Rule, Set, SetFlags, SetRef, Table, TableContents, Value};
-use std::collections::HashMap;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
 
 /// What an anonymous set reference becomes inside a [`RuleShape`]; its id
 /// is the index into [`RuleShape::anonymous`].
@@ -49,48 +50,53 @@ pub(crate) struct AnonymousSet {
 pub(crate) struct SetState {
     pub(crate) set: Set,
     pub(crate) elements: Vec<Element>,
-    index: HashMap<ElementKey, usize>,
 }
 
 /// What identifies an element within its set.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct ElementKey {
-    key: Vec<Value>,
-    key_end: Option<Vec<Value>>,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ElementKey<'a> {
+    key: &'a [Value],
+    key_end: Option<&'a [Value]>,
     interval_end: bool,
 }
 
-impl ElementKey {
-    pub(crate) fn of(e: &Element) -> Self {
+impl<'a> ElementKey<'a> {
+    pub(crate) fn of(e: &'a Element) -> Self {
         Self {
-            key: e.key.clone(),
-            key_end: e.key_end.clone(),
+            key: &e.key,
+            key_end: e.key_end.as_deref(),
             interval_end: e.interval_end,
         }
     }
 }
 
 impl TableState {
-    /// `contents`, normalized.
-    pub(crate) fn new(contents: &TableContents) -> Self {
-        let sets_by_ref = index_sets(contents);
-        let mut state = Self::empty(contents.table.clone());
-        for chain in &contents.chains {
-            state.push_chain(chain.clone());
+    /// `contents`, normalized (taken apart, nothing copied).
+    pub(crate) fn new(contents: TableContents) -> Self {
+        let TableContents {
+            table,
+            chains,
+            rules,
+            sets,
+            mut elements,
+        } = contents;
+        let mut state = Self::empty(table);
+        for chain in chains {
+            state.push_chain(chain);
         }
-        for rule in &contents.rules {
+        let (anonymous, named): (Vec<Set>, Vec<Set>) = sets.into_iter().partition(is_anonymous);
+        let mut anonymous = AnonymousSets::new(anonymous, &mut elements);
+        for rule in rules {
             if let Some(&i) = state.chain_index.get(&rule.chain) {
-                let shape = RuleShape::new(rule, contents, &sets_by_ref);
+                let shape = RuleShape::new(rule, &mut anonymous);
                 state.chains[i].rules.push(shape);
             }
         }
-        for set in contents.sets.iter().filter(|s| !is_anonymous(s)) {
-            let elements = contents
-                .elements
-                .get(&TableContents::set_key(set))
-                .cloned()
+        for set in named {
+            let elements = elements
+                .remove(&TableContents::set_key(&set))
                 .unwrap_or_default();
-            state.push_set(SetState::new(set.clone(), elements));
+            state.push_set(SetState { set, elements });
         }
         state
     }
@@ -132,26 +138,6 @@ impl TableState {
 }
 
 impl SetState {
-    fn new(set: Set, elements: Vec<Element>) -> Self {
-        let index = elements
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (ElementKey::of(e), i))
-            .collect();
-        Self {
-            set,
-            elements,
-            index,
-        }
-    }
-
-    /// The element with `e`'s key.
-    pub(crate) fn element(&self, e: &Element) -> Option<&Element> {
-        self.index
-            .get(&ElementKey::of(e))
-            .map(|&i| &self.elements[i])
-    }
-
     /// Whether the packet path fills it (affinity sets): its elements are
     /// not ours to compare.
     pub(crate) fn is_dynamic(&self) -> bool {
@@ -160,14 +146,13 @@ impl SetState {
 }
 
 impl RuleShape {
-    fn new(rule: &Rule, contents: &TableContents, sets: &SetsByRef<'_>) -> Self {
-        let mut rule = rule.clone();
+    fn new(mut rule: Rule, anonymous_sets: &mut AnonymousSets) -> Self {
         rule.handle = None;
         let mut anonymous = Vec::new();
         for expr in &mut rule.exprs {
             match expr {
                 Expr::Lookup { set, .. } | Expr::Dynset { set, .. } => {
-                    if let Some(anon) = sets.anonymous(set, contents) {
+                    if let Some(anon) = anonymous_sets.take(set) {
                         *set = SetRef {
                             name: ANONYMOUS_PLACEHOLDER.to_string(),
                             id: Some(anonymous.len() as u32),
@@ -190,54 +175,74 @@ impl RuleShape {
     }
 }
 
+/// A table's anonymous sets, by how rules name them: by transaction id
+/// (new ones), else by name (as listed). Each is taken by the one rule
+/// that owns it.
+struct AnonymousSets {
+    by_id: HashMap<u32, AnonymousSet>,
+    by_name: HashMap<String, AnonymousSet>,
+}
+
+impl AnonymousSets {
+    fn new(sets: Vec<Set>, elements: &mut BTreeMap<String, Vec<Element>>) -> Self {
+        let mut out = Self {
+            by_id: HashMap::new(),
+            by_name: HashMap::new(),
+        };
+        for mut set in sets {
+            let mut members = elements
+                .remove(&TableContents::set_key(&set))
+                .unwrap_or_default();
+            if !members.is_sorted_by(|a, b| element_order(a, b).is_le()) {
+                members.sort_by(element_order);
+            }
+            let (name, id) = (std::mem::take(&mut set.name), set.id.take());
+            let anon = AnonymousSet {
+                set,
+                elements: members,
+            };
+            match id {
+                Some(id) => out.by_id.insert(id, anon),
+                None => out.by_name.insert(name, anon),
+            };
+        }
+        out
+    }
+
+    /// The anonymous set `r` names, by content; `None` for a named set.
+    fn take(&mut self, r: &SetRef) -> Option<AnonymousSet> {
+        r.id.and_then(|id| self.by_id.remove(&id))
+            .or_else(|| self.by_name.remove(&r.name))
+    }
+}
+
 /// Whether `set` is anonymous (bound to one rule).
 pub(crate) fn is_anonymous(set: &Set) -> bool {
     set.flags.contains(SetFlags::ANONYMOUS)
 }
 
-/// The sets of a table by how rules name them: name and transaction id.
-struct SetsByRef<'a> {
-    by_ref: HashMap<(&'a str, Option<u32>), &'a Set>,
-}
-
-fn index_sets(contents: &TableContents) -> SetsByRef<'_> {
-    SetsByRef {
-        by_ref: contents
-            .sets
-            .iter()
-            .map(|s| ((s.name.as_str(), s.id), s))
-            .collect(),
-    }
-}
-
-impl SetsByRef<'_> {
-    /// The anonymous set `r` names, by content; `None` for a named set.
-    fn anonymous(&self, r: &SetRef, contents: &TableContents) -> Option<AnonymousSet> {
-        let set = self
-            .by_ref
-            .get(&(r.name.as_str(), r.id))
-            .or_else(|| self.by_ref.get(&(r.name.as_str(), None)))?;
-        if !is_anonymous(set) {
-            return None;
-        }
-        let mut elements = contents
-            .elements
-            .get(&TableContents::set_key(set))
-            .cloned()
-            .unwrap_or_default();
-        elements.sort_by_cached_key(element_order);
-        let mut set = (*set).clone();
-        set.name.clear();
-        set.id = None;
-        Some(AnonymousSet { set, elements })
-    }
-}
-
 /// A total order on elements that does not depend on the kernel's.
-fn element_order(e: &Element) -> (Vec<u8>, bool, Option<Vec<u8>>) {
-    (
-        Value::concat_bytes(&e.key),
-        e.interval_end,
-        e.key_end.as_deref().map(Value::concat_bytes),
-    )
+fn element_order(a: &Element, b: &Element) -> Ordering {
+    values_order(&a.key, &b.key)
+        .then(a.interval_end.cmp(&b.interval_end))
+        .then_with(|| match (&a.key_end, &b.key_end) {
+            (Some(x), Some(y)) => values_order(x, y),
+            (x, y) => x.is_some().cmp(&y.is_some()),
+        })
+}
+
+fn values_order(a: &[Value], b: &[Value]) -> Ordering {
+    a.iter().map(value_rank).cmp(b.iter().map(value_rank))
+}
+
+/// A value as a number, for ordering only.
+fn value_rank(v: &Value) -> (u8, u128) {
+    match v {
+        Value::Ipv4(a) => (0, u32::from(*a).into()),
+        Value::Ipv6(a) => (1, u128::from(*a)),
+        Value::Proto(p) => (2, (*p).into()),
+        Value::Port(p) => (3, (*p).into()),
+        Value::Mark(m) => (4, (*m).into()),
+        Value::Integer(i) => (5, (*i).into()),
+    }
 }

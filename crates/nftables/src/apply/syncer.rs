@@ -12,6 +12,7 @@
 
 use super::diff::{AnonymousNames, diff_states};
 use super::report::{SyncCounts, SyncReport};
+use super::split::split;
 use super::state::TableState;
 use crate::{Error, Family, NftSocket, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
@@ -25,6 +26,7 @@ pub struct Syncer {
     needs_full: bool,
     names: AnonymousNames,
     seen: Option<Seen>,
+    max_anonymous: Option<usize>,
 }
 
 /// The kernel as our last transaction left it.
@@ -49,7 +51,20 @@ impl Syncer {
             needs_full: true,
             names: AnonymousNames::default(),
             seen: None,
+            max_anonymous: None,
         }
+    }
+
+    /// Sends a transaction that creates more than `max` anonymous sets
+    /// (cold start: one `numgen` map per service) as several transactions
+    /// of at most `max` each, in order, instead of one: the kernel's cost
+    /// of binding anonymous sets grows with the square of a transaction's
+    /// size. A sync split so is no longer all or nothing: if a later part
+    /// is refused, the earlier ones stay and the next sync is full (which
+    /// repairs it). Off by default.
+    pub fn with_max_anonymous_sets_per_transaction(mut self, max: usize) -> Self {
+        self.max_anonymous = Some(max);
+        self
     }
 
     /// Whether the next sync must be full: nothing applied yet, the last
@@ -73,7 +88,7 @@ impl Syncer {
     pub fn sync_full(
         &mut self,
         socket: &mut NftSocket,
-        desired: &TableContents,
+        desired: TableContents,
     ) -> Result<SyncReport, Error> {
         let start = Instant::now();
         let result = self.full(socket, desired, start);
@@ -89,11 +104,17 @@ impl Syncer {
     pub fn sync_partial(
         &mut self,
         socket: &mut NftSocket,
-        desired: &TableContents,
+        desired: TableContents,
     ) -> Result<SyncReport, Error> {
         let start = Instant::now();
-        if !self.needs_full_sync() && self.changed_outside(socket)? {
-            self.needs_full = true;
+        if !self.needs_full_sync() {
+            match self.changed_outside(socket) {
+                Ok(changed) => self.needs_full = changed,
+                Err(e) => {
+                    self.needs_full = true;
+                    return Err(e);
+                }
+            }
         }
         if self.needs_full_sync() {
             return self.sync_full(socket, desired);
@@ -106,7 +127,7 @@ impl Syncer {
     fn full(
         &mut self,
         socket: &mut NftSocket,
-        desired: &TableContents,
+        desired: TableContents,
         start: Instant,
     ) -> Result<SyncReport, Error> {
         let generation = socket.generation()?;
@@ -115,27 +136,27 @@ impl Syncer {
         if let Some(current) = &current {
             self.names.seed(current);
         }
-        let current = current.as_ref().map(TableState::new);
+        let current = current.map(TableState::new);
         let desired = TableState::new(desired);
         let mut tx = diff_states(&desired, current.as_ref(), &mut self.names);
         tx.generation = Some(generation);
         let mut report = self.send(socket, &tx, start, true)?;
         report.full = true;
         report.read_back = read_back;
-        self.last = Some(desired);
+        drop_later((self.last.replace(desired), current));
         Ok(report)
     }
 
     fn partial(
         &mut self,
         socket: &mut NftSocket,
-        desired: &TableContents,
+        desired: TableContents,
         start: Instant,
     ) -> Result<SyncReport, Error> {
         let desired = TableState::new(desired);
         let tx = diff_states(&desired, self.last.as_ref(), &mut self.names);
         let report = self.send(socket, &tx, start, false)?;
-        self.last = Some(desired);
+        drop_later(self.last.replace(desired));
         Ok(report)
     }
 
@@ -153,10 +174,21 @@ impl Syncer {
             ..SyncReport::default()
         };
         if !tx.ops.is_empty() {
-            let applied = socket.apply(tx);
-            report.kernel = socket.last_kernel_time();
-            applied?;
+            let parts = match self.max_anonymous {
+                Some(max) if report.counts.anonymous_sets_written > max => split(tx, max),
+                _ => Vec::new(),
+            };
+            let parts: Vec<&Transaction> = match parts.is_empty() {
+                true => vec![tx],
+                false => parts.iter().collect(),
+            };
+            for part in &parts {
+                let applied = socket.apply(part);
+                report.kernel += socket.last_kernel_time();
+                applied?;
+            }
             report.changes = tx.ops.len();
+            report.transactions = parts.len();
         }
         if !tx.ops.is_empty() || look || self.seen.is_none() {
             self.seen = Some(self.look(socket)?);
@@ -190,4 +222,14 @@ impl Syncer {
         self.seen = Some(Seen { generation, table });
         Ok(false)
     }
+}
+
+/// Frees `value` on another thread: a table of 10,000 services is some
+/// 300,000 allocations, whose freeing need not delay the sync.
+fn drop_later<T: Send + 'static>(value: T) {
+    let spawned = std::thread::Builder::new()
+        .name("nft-state-drop".into())
+        .spawn(move || drop(value));
+    // If no thread can be made the value was dropped here already.
+    drop(spawned);
 }
