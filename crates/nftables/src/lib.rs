@@ -29,6 +29,7 @@
 //! the IPVS one: `rustables` is GPL-3.0 and cannot be used, and mullvad's
 //! `nftnl` needs libnftnl at build and run time (see `README.md`).
 
+pub mod apply;
 mod chain;
 mod codec;
 mod error;
@@ -49,7 +50,7 @@ pub use expr::{CmpOp, CtKey, Expr, ImmediateData, MetaDir, MetaKey, NatType, Pay
 pub use listing::TableContents;
 pub use rule::Rule;
 pub use set::{Element, ElementData, Set, SetFlags};
-pub use socket::NftSocket;
+pub use socket::{NftSocket, TableIdentity};
 pub use table::Table;
 pub use transaction::{Batch, Op, Transaction};
 pub use value::{DataType, Family, Register, Value, Verdict};

@@ -16,7 +16,7 @@
 //! Blocking: from async code, call it inside `spawn_blocking` (the kernel
 //! spends its transaction time inside `sendmsg`).
 
-use crate::codec::attrs::{AttrWriter, attrs, be32};
+use crate::codec::attrs::{AttrWriter, attrs, be32, be64};
 use crate::codec::constants::*;
 use crate::codec::message::{begin_message, end_message, nft_type};
 use crate::codec::reply::{Reply, parse_replies};
@@ -27,6 +27,7 @@ use netlink_sys::{Socket, SocketAddr};
 use nix::sys::socket::{MsgFlags, NetlinkAddr, setsockopt, sockopt};
 use std::io::{self, IoSlice};
 use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
 
 /// Receive buffer size; replies of a dump come in messages of up to 16 KiB.
 const RECV_BUF: usize = 1 << 20;
@@ -42,6 +43,19 @@ pub struct NftSocket {
     seq: u32,
     recv: Vec<u8>,
     capture: Option<Vec<Vec<u8>>>,
+    kernel_time: Duration,
+}
+
+/// What identifies one incarnation of a table, cheaply (one request):
+/// its handle changes when it is deleted and made again, its use count
+/// when chains or sets are added or deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableIdentity {
+    /// `NFTA_TABLE_HANDLE`.
+    pub handle: u64,
+    /// `NFTA_TABLE_USE`: how many chains, sets (anonymous ones too) and
+    /// other objects it holds.
+    pub use_count: u32,
 }
 
 impl NftSocket {
@@ -64,6 +78,7 @@ impl NftSocket {
             seq,
             recv: vec![0; RECV_BUF],
             capture: None,
+            kernel_time: Duration::ZERO,
         })
     }
 
@@ -79,15 +94,67 @@ impl NftSocket {
             )
         };
         self.drain();
+        let start = Instant::now();
+        self.kernel_time = Duration::ZERO;
         self.send_batch(&batch).map_err(|source| Error::Send {
             operation: operation(),
             source,
         })?;
-        let refusals = self.read_refusals(tx, &batch, &operation)?;
+        let refusals = self.read_refusals(tx, &batch, &operation);
+        self.kernel_time = start.elapsed();
+        let refusals = refusals?;
         if refusals.is_empty() {
             Ok(())
         } else {
             Err(Error::Refused(refusals))
+        }
+    }
+
+    /// How long the last [`NftSocket::apply`] spent in the kernel: from
+    /// `sendmsg` of the encoded batch to its last reply read (the kernel
+    /// runs the whole transaction inside `sendmsg`). Encoding is not in it.
+    pub fn last_kernel_time(&self) -> Duration {
+        self.kernel_time
+    }
+
+    /// Handle and use count of table `family name` (one small request, no
+    /// dump); `None` if it does not exist.
+    pub fn table_identity(
+        &mut self,
+        family: Family,
+        name: &str,
+    ) -> Result<Option<TableIdentity>, Error> {
+        let op = format!("get table {} {name}", family.name());
+        let (mut handle, mut use_count) = (None, 0);
+        let found = self.request(
+            NFT_MSG_GETTABLE,
+            0,
+            family.nfproto(),
+            &op,
+            |w| w.str(NFTA_TABLE_NAME, name),
+            |msg, _, payload| {
+                if msg == NFT_MSG_NEWTABLE {
+                    for a in attrs(payload) {
+                        let (k, v) = a?;
+                        match k {
+                            NFTA_TABLE_HANDLE => handle = Some(be64(v)?),
+                            NFTA_TABLE_USE => use_count = be32(v)?,
+                            _ => {}
+                        }
+                    }
+                }
+                Ok(())
+            },
+        );
+        match found {
+            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => Ok(None),
+            Err(e) => Err(e),
+            Ok(()) => handle
+                .map(|handle| Some(TableIdentity { handle, use_count }))
+                .ok_or_else(|| Error::Decode {
+                    operation: op,
+                    reason: "no table handle".into(),
+                }),
         }
     }
 

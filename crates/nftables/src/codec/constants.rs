@@ -40,6 +40,8 @@ pub const NFTA_LIST_ELEM: u16 = 1;
 
 pub const NFTA_TABLE_NAME: u16 = 1;
 pub const NFTA_TABLE_FLAGS: u16 = 2;
+pub const NFTA_TABLE_USE: u16 = 3;
+pub const NFTA_TABLE_HANDLE: u16 = 4;
 pub const NFTA_TABLE_USERDATA: u16 = 6;
 
 pub const NFTA_CHAIN_TABLE: u16 = 1;

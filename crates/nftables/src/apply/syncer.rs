@@ -1,0 +1,235 @@
+//! The per-table syncer: what it applied last, full and partial syncs,
+//! and when only a full sync is safe.
+//!
+//! Outside changes are detected cheaply before a partial sync: the ruleset
+//! generation (one small request) tells whether anything at all was
+//! committed since our last transaction; only if so, our table's handle
+//! and use count (one more request, no dump) tell whether it was deleted,
+//! made again, or lost or gained chains or sets. A partial transaction the
+//! kernel refuses (e.g. because an object it names is gone) also makes the
+//! next sync full. Changes that leave those unchanged (a rule deleted by
+//! hand) are repaired by the next full sync, which the caller schedules.
+
+use super::diff::{AnonymousNames, diff_states};
+use super::report::{SyncCounts, SyncReport};
+use super::split::split;
+use super::state::TableState;
+use crate::{Error, Family, NftSocket, TableContents, TableIdentity, Transaction};
+use std::time::Instant;
+
+/// Brings one of our tables to a desired state, sync after sync.
+#[derive(Debug, Clone)]
+pub struct Syncer {
+    family: Family,
+    table: String,
+    last: Option<TableState>,
+    needs_full: bool,
+    names: AnonymousNames,
+    seen: Option<Seen>,
+    max_anonymous: Option<usize>,
+}
+
+/// The kernel as our last transaction left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    generation: u32,
+    table: Option<TableIdentity>,
+}
+
+impl Syncer {
+    /// A syncer for table `family kube-proxy`; its first sync is full.
+    pub fn new(family: Family) -> Self {
+        Self::for_table(family, super::KUBE_PROXY_TABLE)
+    }
+
+    /// A syncer for table `family table`.
+    pub fn for_table(family: Family, table: impl Into<String>) -> Self {
+        Self {
+            family,
+            table: table.into(),
+            last: None,
+            needs_full: true,
+            names: AnonymousNames::default(),
+            seen: None,
+            max_anonymous: None,
+        }
+    }
+
+    /// Sends a transaction that creates more than `max` anonymous sets
+    /// (cold start: one `numgen` map per service) as several transactions
+    /// of at most `max` each, in order, instead of one: the kernel's cost
+    /// of binding anonymous sets grows with the square of a transaction's
+    /// size. A sync split so is no longer all or nothing: if a later part
+    /// is refused, the earlier ones stay and the next sync is full (which
+    /// repairs it). Off by default.
+    pub fn with_max_anonymous_sets_per_transaction(mut self, max: usize) -> Self {
+        self.max_anonymous = Some(max);
+        self
+    }
+
+    /// Whether the next sync must be full: nothing applied yet, the last
+    /// transaction failed, or our table was found changed by someone else.
+    /// [`Syncer::sync_partial`] then does a full sync itself.
+    pub fn needs_full_sync(&self) -> bool {
+        self.needs_full || self.last.is_none()
+    }
+
+    /// Marks the next sync as full (e.g. periodic resync decided by the
+    /// caller).
+    pub fn request_full_sync(&mut self) {
+        self.needs_full = true;
+    }
+
+    /// Reads our table back (only ours), diffs `desired` against it and
+    /// applies the difference as one transaction. The transaction carries
+    /// the generation read before listing, so the kernel refuses it if
+    /// anything changed in between. On error nothing was applied and the
+    /// next sync is full.
+    pub fn sync_full(
+        &mut self,
+        socket: &mut NftSocket,
+        desired: TableContents,
+    ) -> Result<SyncReport, Error> {
+        let start = Instant::now();
+        let result = self.full(socket, desired, start);
+        self.needs_full = result.is_err();
+        result
+    }
+
+    /// Diffs `desired` against what this syncer applied last, without
+    /// reading anything back, and applies the difference (only the changed
+    /// chains and elements). Does a full sync instead when
+    /// [`Syncer::needs_full_sync`] or when the kernel shows our table was
+    /// changed by someone else; the report says which it was.
+    pub fn sync_partial(
+        &mut self,
+        socket: &mut NftSocket,
+        desired: TableContents,
+    ) -> Result<SyncReport, Error> {
+        let start = Instant::now();
+        if !self.needs_full_sync() {
+            match self.changed_outside(socket) {
+                Ok(changed) => self.needs_full = changed,
+                Err(e) => {
+                    self.needs_full = true;
+                    return Err(e);
+                }
+            }
+        }
+        if self.needs_full_sync() {
+            return self.sync_full(socket, desired);
+        }
+        let result = self.partial(socket, desired, start);
+        self.needs_full = result.is_err();
+        result
+    }
+
+    fn full(
+        &mut self,
+        socket: &mut NftSocket,
+        desired: TableContents,
+        start: Instant,
+    ) -> Result<SyncReport, Error> {
+        let generation = socket.generation()?;
+        let current = socket.list_table(self.family, &self.table)?;
+        let read_back = start.elapsed();
+        if let Some(current) = &current {
+            self.names.seed(current);
+        }
+        let current = current.map(TableState::new);
+        let desired = TableState::new(desired);
+        let mut tx = diff_states(&desired, current.as_ref(), &mut self.names);
+        tx.generation = Some(generation);
+        let mut report = self.send(socket, &tx, start, true)?;
+        report.full = true;
+        report.read_back = read_back;
+        drop_later((self.last.replace(desired), current));
+        Ok(report)
+    }
+
+    fn partial(
+        &mut self,
+        socket: &mut NftSocket,
+        desired: TableContents,
+        start: Instant,
+    ) -> Result<SyncReport, Error> {
+        let desired = TableState::new(desired);
+        let tx = diff_states(&desired, self.last.as_ref(), &mut self.names);
+        let report = self.send(socket, &tx, start, false)?;
+        drop_later(self.last.replace(desired));
+        Ok(report)
+    }
+
+    /// Applies `tx` unless it is empty, then notes the kernel's state (if
+    /// anything was sent, or `look` asks for it).
+    fn send(
+        &mut self,
+        socket: &mut NftSocket,
+        tx: &Transaction,
+        start: Instant,
+        look: bool,
+    ) -> Result<SyncReport, Error> {
+        let mut report = SyncReport {
+            counts: SyncCounts::of(tx),
+            ..SyncReport::default()
+        };
+        if !tx.ops.is_empty() {
+            let parts = match self.max_anonymous {
+                Some(max) if report.counts.anonymous_sets_written > max => split(tx, max),
+                _ => Vec::new(),
+            };
+            let parts: Vec<&Transaction> = match parts.is_empty() {
+                true => vec![tx],
+                false => parts.iter().collect(),
+            };
+            for part in &parts {
+                let applied = socket.apply(part);
+                report.kernel += socket.last_kernel_time();
+                applied?;
+            }
+            report.changes = tx.ops.len();
+            report.transactions = parts.len();
+        }
+        if !tx.ops.is_empty() || look || self.seen.is_none() {
+            self.seen = Some(self.look(socket)?);
+        }
+        report.total = start.elapsed();
+        Ok(report)
+    }
+
+    fn look(&self, socket: &mut NftSocket) -> Result<Seen, Error> {
+        Ok(Seen {
+            generation: socket.generation()?,
+            table: socket.table_identity(self.family, &self.table)?,
+        })
+    }
+
+    /// Whether our table changed since our last transaction, as far as
+    /// the generation, its handle and its use count tell.
+    fn changed_outside(&mut self, socket: &mut NftSocket) -> Result<bool, Error> {
+        let Some(seen) = self.seen else {
+            return Ok(true);
+        };
+        let generation = socket.generation()?;
+        if generation == seen.generation {
+            return Ok(false);
+        }
+        let table = socket.table_identity(self.family, &self.table)?;
+        if table != seen.table {
+            return Ok(true);
+        }
+        // Someone else's commit: note it so the next check is one request.
+        self.seen = Some(Seen { generation, table });
+        Ok(false)
+    }
+}
+
+/// Frees `value` on another thread: a table of 10,000 services is some
+/// 300,000 allocations, whose freeing need not delay the sync.
+fn drop_later<T: Send + 'static>(value: T) {
+    let spawned = std::thread::Builder::new()
+        .name("nft-state-drop".into())
+        .spawn(move || drop(value));
+    // If no thread can be made the value was dropped here already.
+    drop(spawned);
+}

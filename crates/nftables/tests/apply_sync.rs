@@ -1,0 +1,260 @@
+//! The applier against the kernel, each test in a fresh network
+//! namespace: full sync from nothing, nothing written when nothing
+//! changed, a partial sync writes only what changed, a refused
+//! transaction changes nothing and names the object, our table deleted
+//! or changed by hand is repaired by a full sync, another program's table
+//! is never changed, `cleanup` removes ours only.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/apply_services.rs"]
+mod services;
+
+use anyhow::{Result, bail};
+use nftables::apply::{SyncReport, Syncer, cleanup};
+use nftables::*;
+use services::Service;
+use testkit::netns::Netns;
+
+fn netns(label: &str) -> Result<Netns> {
+    if let Some(why) = testkit::netns::unavailable() {
+        panic!("{why}");
+    }
+    Netns::new(label)
+}
+
+/// A socket acting in `ns` (it keeps acting there from any thread).
+fn socket(ns: &Netns) -> Result<NftSocket> {
+    Ok(ns.run(NftSocket::connect)??)
+}
+
+fn nft(ns: &Netns, args: &[&str]) -> Result<String> {
+    ns.exec("nft", args)
+}
+
+fn list_ours(ns: &Netns) -> Result<String> {
+    nft(ns, &["list", "table", "ip", "kube-proxy"])
+}
+
+/// Another program's table, with a chain and a rule; its listing.
+fn other_table(ns: &Netns) -> Result<String> {
+    nft(
+        ns,
+        &[
+            "add table ip other; add chain ip other c { type filter hook input priority 0; }; add rule ip other c tcp dport 22 counter accept",
+        ],
+    )?;
+    nft(ns, &["list", "table", "ip", "other"])
+}
+
+fn services(n: u32) -> Vec<Service> {
+    (1..=n).map(|i| Service::numbered(i, 3)).collect()
+}
+
+fn ok(r: Result<SyncReport, Error>) -> Result<SyncReport> {
+    match r {
+        Ok(r) => Ok(r),
+        Err(e) => bail!("{e}"),
+    }
+}
+
+#[test]
+fn full_sync_from_nothing_then_nothing_to_write() -> Result<()> {
+    let ns = netns("apfull")?;
+    let other = other_table(&ns)?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    assert!(syncer.needs_full_sync());
+    let desired = services::table(&services(5));
+
+    let first = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
+    assert!(first.full, "the first sync is full");
+    assert_eq!(first.counts.chains_written, 10);
+    assert_eq!(first.counts.rules_written, 10);
+    assert_eq!(first.counts.sets_written, 3);
+    assert_eq!(first.counts.anonymous_sets_written, 5);
+    assert_eq!(first.counts.elements_written, 10);
+    assert_eq!(first.counts.anonymous_elements_written, 15);
+    assert!(first.kernel > std::time::Duration::ZERO);
+    assert!(!syncer.needs_full_sync());
+
+    let text = list_ours(&ns)?;
+    assert!(
+        text.contains("dnat ip to numgen random mod 3 map { 0 : 10.244.0.16 . 8080"),
+        "{text}"
+    );
+    assert!(text.contains(": goto service-"), "{text}");
+
+    // the same state again: nothing sent, partial or full
+    let again = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
+    assert!(!again.full);
+    assert!(again.counts.is_empty() && again.changes == 0, "{again:?}");
+    let full = ok(syncer.sync_full(&mut sock, desired.clone()))?;
+    assert!(full.full);
+    assert!(
+        full.counts.is_empty(),
+        "read back equals what we wrote: {full:?}"
+    );
+    assert_eq!(list_ours(&ns)?, text);
+    assert_eq!(nft(&ns, &["list", "table", "ip", "other"])?, other);
+    Ok(())
+}
+
+#[test]
+fn partial_sync_writes_only_the_changed_chain_and_element() -> Result<()> {
+    let ns = netns("appart")?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    let mut svcs = services(20);
+    ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
+
+    // one service gets a fourth endpoint; another's map element points
+    // to a third service's chain
+    svcs[4].endpoints.push("10.244.99.4".parse()?);
+    let mut desired = services::table(&svcs);
+    let moved = svcs[7].vmap_element();
+    let vmap = desired.elements.get_mut("service-ips").unwrap();
+    let at = vmap.iter().position(|e| *e == moved).unwrap();
+    vmap[at].data = Some(ElementData::Verdict(Verdict::Goto(svcs[8].chain())));
+
+    let report = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
+    assert!(!report.full);
+    let c = report.counts;
+    assert_eq!(
+        (c.chains_written, c.chains_flushed, c.rules_written),
+        (0, 1, 1),
+        "{c:?}"
+    );
+    assert_eq!(
+        (c.anonymous_sets_written, c.anonymous_elements_written),
+        (1, 4)
+    );
+    assert_eq!((c.elements_written, c.elements_deleted), (1, 1));
+    assert_eq!(c.objects_deleted(), 1);
+
+    let text = list_ours(&ns)?;
+    assert!(text.contains("numgen random mod 4 map"), "{text}");
+    assert!(text.contains("10.244.99.4 . 8080"));
+    let moved_line = format!("10.96.0.8 . tcp . 80 : goto {}", svcs[8].chain());
+    assert!(text.contains(&moved_line), "{text}");
+    // what the kernel holds is exactly the desired table
+    assert!(
+        ok(syncer.sync_full(&mut sock, desired.clone()))?
+            .counts
+            .is_empty()
+    );
+    Ok(())
+}
+
+#[test]
+fn a_refused_transaction_changes_nothing_and_names_the_object() -> Result<()> {
+    let ns = netns("aprefuse")?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    let svcs = services(3);
+    let good = services::table(&svcs);
+    ok(syncer.sync_full(&mut sock, good.clone()))?;
+    let before = list_ours(&ns)?;
+
+    // a changed service whose rule jumps to a chain that does not exist
+    let mut bad = services::table(&services(4));
+    bad.rules.push(Rule::new(
+        svcs[1].chain(),
+        stmt::verdict(Verdict::Jump("no-such-chain".into())),
+    ));
+    let Err(Error::Refused(refusals)) = syncer.sync_partial(&mut sock, bad.clone()) else {
+        bail!("the kernel should refuse a jump to a missing chain");
+    };
+    let named = &refusals[0].object;
+    assert!(
+        named.starts_with(&format!("add rule ip kube-proxy {}", svcs[1].chain())),
+        "{named}"
+    );
+    assert_eq!(refusals[0].source.raw_os_error(), Some(2), "ENOENT");
+    assert_eq!(list_ours(&ns)?, before, "nothing of it applied");
+    assert!(syncer.needs_full_sync());
+
+    // the next good sync is full and works
+    let desired = services::table(&services(4));
+    let next = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
+    assert!(next.full);
+    assert_eq!(next.counts.chains_written, 1);
+    assert!(!syncer.needs_full_sync());
+    assert!(list_ours(&ns)?.contains(&services(4)[3].chain()));
+    Ok(())
+}
+
+#[test]
+fn our_table_deleted_by_hand_is_back_after_the_next_sync() -> Result<()> {
+    let ns = netns("apdel")?;
+    let other = other_table(&ns)?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    let desired = services::table(&services(4));
+    ok(syncer.sync_full(&mut sock, desired.clone()))?;
+    let before = list_ours(&ns)?;
+
+    nft(&ns, &["delete", "table", "ip", "kube-proxy"])?;
+    let report = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
+    assert!(report.full, "a deleted table is detected: {report:?}");
+    assert_eq!(report.counts.chains_written, 9);
+    assert_eq!(list_ours(&ns)?, before, "the same table again");
+    assert_eq!(nft(&ns, &["list", "table", "ip", "other"])?, other);
+    Ok(())
+}
+
+#[test]
+fn a_chain_added_to_our_table_by_hand_is_removed_by_a_full_sync() -> Result<()> {
+    let ns = netns("apintr")?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    let desired = services::table(&services(2));
+    ok(syncer.sync_full(&mut sock, desired.clone()))?;
+
+    // someone else's commit elsewhere: still partial, nothing written
+    nft(&ns, &["add table ip elsewhere"])?;
+    let r = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
+    assert!(!r.full && r.counts.is_empty(), "{r:?}");
+
+    nft(
+        &ns,
+        &["add chain ip kube-proxy intruder; add rule ip kube-proxy intruder accept"],
+    )?;
+    let r = ok(syncer.sync_partial(&mut sock, desired.clone()))?;
+    assert!(r.full, "a changed table is detected");
+    assert_eq!((r.counts.chains_flushed, r.counts.chains_deleted), (1, 1));
+    assert!(!list_ours(&ns)?.contains("intruder"));
+    Ok(())
+}
+
+#[test]
+fn a_cold_start_split_into_parts_builds_the_same_table() -> Result<()> {
+    let ns = netns("apsplit")?;
+    let mut sock = socket(&ns)?;
+    let desired = services::table(&services(5));
+    let mut whole = Syncer::for_table(Family::Ip, "kube-proxy");
+    ok(whole.sync_full(&mut sock, desired.clone()))?;
+    let text = list_ours(&ns)?;
+    assert!(cleanup(&mut sock, Family::Ip)?);
+
+    let mut split = Syncer::new(Family::Ip).with_max_anonymous_sets_per_transaction(2);
+    let r = ok(split.sync_full(&mut sock, desired.clone()))?;
+    assert_eq!(r.transactions, 3, "{r:?}");
+    assert_eq!(list_ours(&ns)?, text);
+    assert!(ok(split.sync_full(&mut sock, desired))?.counts.is_empty());
+    Ok(())
+}
+
+#[test]
+fn cleanup_removes_our_table_only() -> Result<()> {
+    let ns = netns("apclean")?;
+    let other = other_table(&ns)?;
+    let mut sock = socket(&ns)?;
+    assert!(!cleanup(&mut sock, Family::Ip)?, "nothing to remove yet");
+    ok(Syncer::new(Family::Ip).sync_full(&mut sock, services::table(&services(2))))?;
+    assert!(cleanup(&mut sock, Family::Ip)?);
+    assert!(list_ours(&ns).is_err(), "our table is gone");
+    assert!(!cleanup(&mut sock, Family::Ip)?);
+    assert_eq!(nft(&ns, &["list", "table", "ip", "other"])?, other);
+    Ok(())
+}
