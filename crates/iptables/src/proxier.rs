@@ -104,6 +104,8 @@ fn report(synced: &Synced, apply: std::time::Duration) -> SyncReport {
         rule_tables: rule_tables.into(),
         written_chains: Some(synced.written_chains),
         virtual_servers: None,
+        nftables: None,
+        kernel: None,
         no_local_internal: counts.no_local_endpoints.internal,
         no_local_external: counts.no_local_endpoints.external,
     }

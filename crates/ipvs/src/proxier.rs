@@ -70,6 +70,8 @@ impl IpvsProxier {
             rule_tables: rule_tables.into(),
             written_chains: None,
             virtual_servers: Some(state.services.len()),
+            nftables: None,
+            kernel: None,
             no_local_internal: state.no_local_endpoints.internal,
             no_local_external: state.no_local_endpoints.external,
         })

@@ -35,6 +35,7 @@ mod codec;
 mod error;
 mod expr;
 mod listing;
+pub mod proxier;
 pub mod render;
 mod rule;
 mod set;

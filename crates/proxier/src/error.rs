@@ -9,6 +9,12 @@ pub enum Failure {
         /// The failed sync was a partial one.
         partial: bool,
     },
+    /// An nftables transaction (or the read-back of our table before it)
+    /// failed (`sync_proxy_rules_nftables_sync_failures_total`).
+    NftablesSync,
+    /// Removing nftables objects that are no longer wanted failed, apart
+    /// from a sync (`sync_proxy_rules_nftables_cleanup_failures_total`).
+    NftablesCleanup,
     /// Anything else (IPVS netlink, ipset, addresses): no restore counter.
     Other,
 }

@@ -1,4 +1,4 @@
-//! The proxier seam: what every mode (iptables, IPVS, later nftables)
+//! The proxier seam: what every mode (iptables, IPVS, nftables)
 //! offers the binary, so the binary only picks a mode and wires source →
 //! tracker → runner → proxier → health and metrics.
 //!
@@ -21,7 +21,7 @@ mod report;
 
 pub use cleanup::{Cleaned, Cleanup};
 pub use error::{Failure, SyncError};
-pub use report::{SyncReport, TableRules};
+pub use report::{NftablesFigures, SyncReport, TableRules};
 
 use model::Snapshot;
 use std::future::Future;
@@ -37,6 +37,8 @@ pub enum Mode {
     Iptables,
     /// IPVS mode.
     Ipvs,
+    /// nftables mode.
+    Nftables,
 }
 
 impl Mode {
@@ -45,6 +47,7 @@ impl Mode {
         match self {
             Mode::Iptables => "iptables",
             Mode::Ipvs => "ipvs",
+            Mode::Nftables => "nftables",
         }
     }
 }

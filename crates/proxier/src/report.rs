@@ -20,6 +20,11 @@ pub struct SyncReport {
     pub written_chains: Option<usize>,
     /// Virtual servers programmed (IPVS mode only).
     pub virtual_servers: Option<usize>,
+    /// Objects of nftables mode's table (nftables mode only).
+    pub nftables: Option<NftablesFigures>,
+    /// Of [`SyncReport::apply`], the time the kernel itself spent on the
+    /// transaction (modes that can measure it: nftables).
+    pub kernel: Option<Duration>,
     /// Services with internalTrafficPolicy Local and no local endpoint.
     pub no_local_internal: usize,
     /// Services with externalTrafficPolicy Local and no local endpoint.
@@ -37,6 +42,32 @@ pub struct TableRules {
     pub chains: usize,
     /// Rules written by this sync.
     pub written: usize,
+}
+
+/// nftables mode's figures of one sync: its table as rendered, and what
+/// the transaction changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NftablesFigures {
+    /// Chains rendered.
+    pub chains: usize,
+    /// Rules rendered.
+    pub rules: usize,
+    /// Named sets and maps rendered.
+    pub sets: usize,
+    /// Elements of named sets and maps rendered.
+    pub elements: usize,
+    /// Messages in the transaction (0: nothing was sent).
+    pub changes: usize,
+    /// Chains added or rewritten.
+    pub chains_written: usize,
+    /// Rules added.
+    pub rules_written: usize,
+    /// Elements added (named and anonymous sets).
+    pub elements_written: usize,
+    /// Tables, chains, sets and elements deleted.
+    pub objects_deleted: usize,
+    /// Time reading our table back (full syncs).
+    pub read_back: Duration,
 }
 
 impl SyncReport {
