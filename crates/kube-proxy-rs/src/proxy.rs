@@ -15,7 +15,7 @@ mod shutdown;
 mod sources;
 mod stale_flows;
 
-use crate::config::{Config, ProxyMode};
+use crate::config::Config;
 use anyhow::Context;
 
 /// Runs what the configuration asks for and returns when it is done (the
@@ -29,10 +29,6 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     if config.cleanup {
         return runtime.block_on(cleanup::run(&config));
     }
-    anyhow::ensure!(
-        config.mode != ProxyMode::Nftables,
-        "--proxy-mode=nftables is not implemented yet; use iptables or ipvs"
-    );
     if config.init_only {
         return runtime.block_on(init_only::run(&config));
     }

@@ -1,7 +1,7 @@
 //! `--cleanup`: remove everything every mode of ours created — iptables
 //! chains and jumps for both IP families and both iptables backends, IPVS
 //! mode's virtual servers (outside `--ipvs-exclude-cidrs`), ipsets and
-//! `kube-ipvs0` — then exit.
+//! `kube-ipvs0`, nftables mode's `ip`/`ip6 kube-proxy` tables — then exit.
 
 use crate::config::Config;
 

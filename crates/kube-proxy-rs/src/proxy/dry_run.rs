@@ -1,12 +1,16 @@
-//! `--dry-run`: read the manifests once, render the rules and print the
-//! `iptables-restore` input the proxy would apply, then exit. Nothing on
-//! the node is changed: the local addresses are read, nfacct matches are
-//! left out (so the output restores on any kernel), and the jumps from
-//! the built-in chains, which the applier ensures one by one, are printed
-//! as comments.
+//! `--dry-run`: read the manifests once, render the rules and print what
+//! the proxy would apply, then exit. Nothing on the node is changed: the
+//! local addresses are read, nothing else.
+//!
+//! * iptables and IPVS modes: the `iptables-restore` input of iptables
+//!   mode, nfacct matches left out (so the output restores on any kernel),
+//!   and the jumps from the built-in chains, which the applier ensures one
+//!   by one, printed as comments.
+//! * nftables mode: the table as `nft -f` text (`table ip kube-proxy { … }`),
+//!   which `nft -c -f` accepts.
 
 use super::{mode_options, node_name};
-use crate::config::Config;
+use crate::config::{Config, ProxyMode};
 use anyhow::Context;
 use model::IpFamily;
 use std::fmt::Write;
@@ -20,6 +24,10 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
     source::manifests::Held::default().replace(&checked, &tracker);
     drop(checked);
     let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
+    if config.mode == ProxyMode::Nftables {
+        print!("{}", nftables_text(config, &snapshot).await?);
+        return Ok(());
+    }
     let opts = iptables::render::RenderOptions {
         local_addresses: host::read_local_addresses().await?,
         ..mode_options::iptables_render_options(config, IpFamily::V4)
@@ -27,6 +35,13 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
     let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
     print!("{}{}", builtin_jumps_as_comments(&ruleset), ruleset.to_restore());
     Ok(())
+}
+
+/// nftables mode's table for `snapshot` on this node, as `nft -f` text.
+async fn nftables_text(config: &Config, snapshot: &model::Snapshot) -> anyhow::Result<String> {
+    let facts = plan::NodeFacts { local_addresses: host::read_local_addresses().await? };
+    let opts = mode_options::nftables_render_options(config, IpFamily::V4);
+    Ok(nftables::render::render(snapshot, &opts, &facts).ruleset.to_nft_text())
 }
 
 fn builtin_jumps_as_comments(ruleset: &iptables::Ruleset) -> String {

@@ -5,13 +5,17 @@
 
 use super::mode_options::wants_route_localnet;
 use super::mode::ipvs_if_configured;
-use crate::config::Config;
+use crate::config::{Config, ProxyMode};
 use iptables::proxier::IptablesProxier;
 use model::IpFamily;
 
 /// Applies the sysctls and kernel objects the mode needs.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     super::conntrack_setup::apply(config);
+    if config.mode == ProxyMode::Nftables {
+        tracing::info!("nftables mode needs no further set-up; exiting (--init-only)");
+        return Ok(());
+    }
     if ipvs_if_configured(config, IpFamily::V4).await?.is_some() {
         tracing::info!("IPVS mode set up; exiting (--init-only)");
         return Ok(());

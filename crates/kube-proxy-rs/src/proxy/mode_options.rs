@@ -16,6 +16,27 @@ pub fn iptables(config: &Config, family: IpFamily) -> iptables::proxier::Proxier
     }
 }
 
+/// nftables mode's options for `family`: the shared options (where
+/// `nodePortAddresses` unset already means `primary` in this mode, as the
+/// configuration's defaults say), no localhost NodePorts (upstream's
+/// nftables mode has none), and no service CIDRs (the configuration has no
+/// `--service-cluster-ip-range`: no rule dropping traffic to unallocated
+/// ClusterIPs, as upstream without ServiceCIDRs).
+pub fn nftables(config: &Config, family: IpFamily) -> nftables::proxier::ProxierOptions {
+    nftables::proxier::ProxierOptions {
+        render: nftables_render_options(config, family),
+        max_anonymous_sets_per_transaction: None,
+    }
+}
+
+/// nftables mode's render options from the configuration.
+pub fn nftables_render_options(config: &Config, family: IpFamily) -> nftables::render::RenderOptions {
+    nftables::render::RenderOptions {
+        common: plan::Options { localhost_nodeports: false, ..plan_options(config, family) },
+        service_cidrs: Vec::new(),
+    }
+}
+
 /// IPVS mode's options for `family`.
 pub fn ipvs(config: &Config, family: IpFamily) -> ipvs::proxier::ProxierOptions {
     ipvs::proxier::ProxierOptions {

@@ -119,13 +119,19 @@ impl SyncState {
 }
 
 /// Counts a failed sync in its mode's failure counters: iptables restore
-/// failures (and partial ones); nothing else counts in those.
+/// failures (and partial ones), nftables sync and cleanup failures;
+/// nothing else counts in those.
 fn count_failure(metrics: &Metrics, err: &SyncError) {
-    if let Failure::IptablesRestore { partial } = err.failure {
-        metrics.count_iptables_restore_failure(IpFamily::V4);
-        if partial {
-            metrics.count_iptables_partial_restore_failure(IpFamily::V4);
+    match err.failure {
+        Failure::IptablesRestore { partial } => {
+            metrics.count_iptables_restore_failure(IpFamily::V4);
+            if partial {
+                metrics.count_iptables_partial_restore_failure(IpFamily::V4);
+            }
         }
+        Failure::NftablesSync => metrics.count_nftables_sync_failure(IpFamily::V4),
+        Failure::NftablesCleanup => metrics.count_nftables_cleanup_failure(IpFamily::V4),
+        Failure::Other => {}
     }
 }
 
@@ -146,7 +152,24 @@ fn log_sync(mode: Mode, trigger: Trigger, report: &SyncReport, snapshot: &Snapsh
             ?trigger, services, virtual_servers = report.virtual_servers.unwrap_or_default(), render_ms, apply_ms,
             nat_rules, filter_rules, "synced IPVS rules"
         ),
+        Mode::Nftables => log_nftables_sync(trigger, report, services),
     }
+}
+
+/// nftables mode's sync line: the table's size, what the transaction
+/// changed, and the kernel's share of the apply time.
+fn log_nftables_sync(trigger: Trigger, report: &SyncReport, services: usize) {
+    let figures = report.nftables.unwrap_or_default();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let (render_ms, apply_ms) = (ms(report.render), ms(report.apply));
+    let kernel_ms = ms(report.kernel.unwrap_or_default());
+    let read_back_ms = ms(figures.read_back);
+    tracing::info!(
+        ?trigger, partial = report.partial, services, render_ms, apply_ms, kernel_ms, read_back_ms,
+        chains = figures.chains, rules = figures.rules, sets = figures.sets, elements = figures.elements,
+        changes = figures.changes, chains_written = figures.chains_written, rules_written = figures.rules_written,
+        elements_written = figures.elements_written, deleted = figures.objects_deleted, "synced nftables rules"
+    );
 }
 
 /// Starts the node health and metrics servers; a bind failure is logged
@@ -213,5 +236,20 @@ mod tests {
         assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (1.0, 0.0));
         count_failure(&metrics, &SyncError::new(Failure::IptablesRestore { partial: true }, "restore failed"));
         assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (2.0, 1.0));
+    }
+
+    const NFT_SYNC: &str = "kubeproxy_sync_proxy_rules_nftables_sync_failures_total";
+    const NFT_CLEANUP: &str = "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total";
+
+    #[test]
+    fn nftables_failures_count_in_nftables_counters_only() {
+        let metrics = Metrics::new(health::ProxyMode::Nftables);
+        count_failure(&metrics, &SyncError::new(Failure::Other, "cannot read addresses"));
+        assert_eq!((value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)), (0.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::NftablesSync, "transaction refused"));
+        assert_eq!((value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)), (1.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::NftablesCleanup, "delete chain: EBUSY"));
+        assert_eq!((value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)), (1.0, 1.0));
+        assert!(!metrics.render().contains("iptables_restore_failures"));
     }
 }
