@@ -1,0 +1,194 @@
+//! The binary in nftables mode on a real kernel, each test in a fresh
+//! network namespace of its own, fed `examples/cluster.yaml` (the upstream
+//! reference scenario): the `ip kube-proxy` table appears; a second sync
+//! of the same state writes nothing; a service removed from the manifests
+//! loses its chains and map elements at the next sync; `--cleanup` deletes
+//! our tables and nothing else; `--dry-run` output is accepted by
+//! `nft -c -f` and changes nothing; starting in iptables mode removes the
+//! table nftables mode left; `/metrics` lists every metric name of
+//! upstream's nftables-mode scrape and none of iptables mode's own.
+//! Needs root and `nft`; without them the tests fail.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/proxy.rs"]
+mod proxy;
+
+use proxy::{BINARY, PATIENCE, Proxy};
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use testkit::netns::Netns;
+
+const METRICS: &str = "127.0.0.1:10249";
+const HEALTH: &str = "127.0.0.1:10256";
+const SYNCED: &str = "synced nftables rules";
+
+fn repo_file(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
+}
+
+fn example() -> PathBuf {
+    repo_file("examples/cluster.yaml")
+}
+
+/// The README's flags for the example in nftables mode, plus fast syncs
+/// and loopback-only node servers.
+fn args(manifests: &Path) -> Vec<String> {
+    let manifests = manifests.display().to_string();
+    [
+        "--proxy-mode", "nftables", "--manifests", &manifests, "--hostname-override", "node-a",
+        "--cluster-cidr", "10.244.0.0/16", "--iptables-sync-period", "1s", "--iptables-min-sync-period", "0s",
+        "--healthz-bind-address", HEALTH, "--metrics-bind-address", METRICS,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn start(ns: &Netns, args: &[String]) -> Proxy {
+    let mut command = ns.command(BINARY);
+    command.args(args);
+    Proxy::start(command)
+}
+
+/// `nft list table ip kube-proxy`, or `None` if there is no such table.
+fn table(ns: &Netns) -> Option<String> {
+    ns.exec("nft", &["list", "table", "ip", "kube-proxy"]).ok()
+}
+
+/// Every table in the namespace (`nft list tables`).
+fn tables(ns: &Netns) -> String {
+    ns.exec("nft", &["list", "tables"]).unwrap()
+}
+
+/// The manifests without the Service `name` (its slices stay, unused).
+fn without_service(manifests: &str, name: &str) -> String {
+    let marker = format!("kind: Service\nmetadata:\n  name: {name}\n");
+    manifests.split("\n---\n").filter(|doc| !doc.contains(&marker)).collect::<Vec<_>>().join("\n---\n")
+}
+
+/// The value of `key=` in a sync log line.
+fn field(line: &str, key: &str) -> String {
+    let rest = line.split(&format!(" {key}=")).nth(1).unwrap_or_else(|| panic!("no {key} in {line}"));
+    rest.split(' ').next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn dry_run_output_passes_nft_check_and_changes_nothing() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftdry").unwrap();
+    let out = ns.command(BINARY).args(args(&example())).arg("--dry-run").output().unwrap();
+    assert!(out.status.success(), "--dry-run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("table ip kube-proxy {"), "not nft text:\n{text}");
+    assert!(text.contains("storefront/web/tcp/http"), "the example's services are missing:\n{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ruleset.nft");
+    std::fs::write(&path, &text).unwrap();
+    let checked = ns.exec("nft", &["-c", "-f", path.to_str().unwrap()]);
+    assert!(checked.is_ok(), "nft -c -f refused the --dry-run output: {checked:?}\n{text}");
+    assert!(table(&ns).is_none(), "--dry-run or nft -c created our table:\n{}", tables(&ns));
+}
+
+#[test]
+fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_it() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftsync").unwrap();
+    // Another program's table: never touched, by syncs or by --cleanup.
+    ns.exec("nft", &["add", "table", "ip", "someone-else"]).unwrap();
+    ns.exec("nft", &["add", "chain", "ip", "someone-else", "c"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("cluster.yaml");
+    let original = std::fs::read_to_string(example()).unwrap();
+    std::fs::write(&manifests, &original).unwrap();
+
+    let mut proxy = start(&ns, &args(&manifests));
+    let first_line = proxy.wait_for(SYNCED);
+    assert_eq!(field(&first_line, "partial"), "false", "the first sync is full: {first_line}");
+    let first = table(&ns).expect("no ip kube-proxy table after the first sync");
+    for name in ["chain services", "map service-ips", "chain nat-prerouting", "storefront/web/tcp/http"] {
+        assert!(first.contains(name), "{name} missing:\n{first}");
+    }
+    let again = proxy.wait_for(SYNCED);
+    assert_eq!(field(&again, "changes"), "0", "a sync of the same state wrote something: {again}");
+    assert_eq!(table(&ns).unwrap(), first, "a second sync of the same state changed the table");
+
+    let tmp = dir.path().join("next.yaml");
+    std::fs::write(&tmp, without_service(&original, "web")).unwrap();
+    std::fs::rename(&tmp, &manifests).unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let mut after = table(&ns).unwrap();
+    while after.contains("storefront/web/") && Instant::now() < deadline {
+        proxy.wait_for(SYNCED);
+        after = table(&ns).unwrap();
+    }
+    assert!(!after.contains("storefront/web/"), "chains or elements of the removed service storefront/web:\n{after}");
+    assert!(after.contains("storefront/cart/"), "the other services lost their rules:\n{after}");
+    proxy.stop();
+
+    let out = ns.command(BINARY).arg("--cleanup").output().unwrap();
+    assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(table(&ns).is_none(), "--cleanup left our table:\n{}", tables(&ns));
+    assert!(tables(&ns).contains("table ip someone-else"), "--cleanup touched another program's table");
+}
+
+#[test]
+fn iptables_mode_removes_what_nftables_mode_left() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftleft").unwrap();
+    let mut proxy = start(&ns, &args(&example()));
+    proxy.wait_for(SYNCED);
+    proxy.stop();
+    assert!(table(&ns).is_some(), "nftables mode left no table to remove");
+    let iptables: Vec<String> = args(&example()).into_iter().skip(2).chain(["--iptables-backend=legacy".into()]).collect();
+    let mut proxy = start(&ns, &iptables);
+    proxy.wait_for("synced iptables rules");
+    proxy.stop();
+    assert!(table(&ns).is_none(), "iptables mode kept nftables mode's table:\n{}", tables(&ns));
+}
+
+/// `GET path` from inside the namespace; the body of a 200 answer.
+fn get(ns: &Netns, addr: &'static str, path: &'static str) -> String {
+    let reply = ns
+        .run(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).unwrap();
+            reply
+        })
+        .unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+    body.to_string()
+}
+
+/// The names in `# TYPE <name> <kind>` lines.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).filter_map(|l| l.split(' ').next()).map(String::from).collect()
+}
+
+#[test]
+fn metrics_list_every_upstream_nftables_metric_and_no_iptables_one() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftmetrics").unwrap();
+    let mut proxy = start(&ns, &args(&example()));
+    proxy.wait_for(SYNCED);
+    proxy.wait_for(SYNCED);
+    // Health answers as in the other modes (and counts in the health metrics).
+    let healthz = get(&ns, HEALTH, "/healthz");
+    assert!(healthz.contains("\"lastUpdated\""), "{healthz}");
+    get(&ns, HEALTH, "/livez");
+    let ours = get(&ns, METRICS, "/metrics");
+    proxy.stop();
+    let reference =
+        std::fs::read_to_string(repo_file("testdata/upstream-v1.36/nftables/healthz/metrics-kubeproxy.txt")).unwrap();
+    let names = metric_names(&ours);
+    let missing: Vec<String> = metric_names(&reference).into_iter().filter(|n| !names.contains(n)).collect();
+    assert!(missing.is_empty(), "metrics upstream serves in nftables mode but our scrape lacks: {missing:#?}\n{ours}");
+    let iptables_only: Vec<&String> = names.iter().filter(|n| n.contains("iptables")).collect();
+    assert!(iptables_only.is_empty(), "iptables mode's metrics in nftables mode: {iptables_only:?}");
+}
