@@ -6,7 +6,8 @@
 //! e2e_traffic -- --nocapture` (prints every check as it passes);
 //! `KPRS_E2E_BINARY=<path>` tests another build of the binary;
 //! `KPRS_E2E_MODE=ipvs` runs the suite in IPVS mode (needs a kernel with
-//! IPVS; `e2e_ipvs_vm.rs` runs it so inside a VM).
+//! IPVS; `e2e_ipvs_vm.rs` runs it so inside a VM), `KPRS_E2E_MODE=nftables`
+//! in nftables mode (`e2e_nftables.rs` runs it so).
 //!
 //! One cluster is built per run and shared by every case (they touch
 //! different services; the cases that change state run last); all
@@ -74,7 +75,7 @@ use suite::scenario::Mode;
 /// release build); by default the suite tests this package's binary.
 const BINARY_OVERRIDE: &str = "KPRS_E2E_BINARY";
 /// Environment variable choosing the proxy mode under test: `iptables`
-/// (the default) or `ipvs`.
+/// (the default), `ipvs` or `nftables`.
 const MODE_VAR: &str = "KPRS_E2E_MODE";
 
 #[test]
@@ -82,7 +83,7 @@ fn e2e_traffic() {
     testkit::netns::require_kernel();
     let mode = match std::env::var(MODE_VAR) {
         Err(_) => Mode::Iptables,
-        Ok(name) => Mode::parse(&name).unwrap_or_else(|| panic!("{MODE_VAR}={name}: expected iptables or ipvs")),
+        Ok(name) => Mode::parse(&name).unwrap_or_else(|| panic!("{MODE_VAR}={name}: expected iptables, ipvs or nftables")),
     };
     let override_ = std::env::var_os(BINARY_OVERRIDE);
     let binary = override_.as_deref().map_or(Path::new(env!("CARGO_BIN_EXE_kube-proxy-rs")), Path::new);

@@ -29,7 +29,7 @@ fn hairpin(mode: Mode) -> Vec<Flow> {
     use Source::Is;
     let flow = || tcp(Pod("a1"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Is(GW_A)));
     match mode {
-        Mode::Iptables => vec![flow()],
+        Mode::Iptables | Mode::Nftables => vec![flow()],
         Mode::Ipvs => vec![
             tcp(Pod("a1"), at([10, 96, 10, 11], 80), Known(FIRST_HAIRPIN)).waiting(Duration::from_millis(2500)),
             flow(),
@@ -49,11 +49,11 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
     // the policy ignored (2 endpoints), all 25 on the local one has chance
     // 2^-25 = 3e-8.
     const ONLY_LOCAL: usize = 25;
-    // internalTrafficPolicy Local without a local endpoint: iptables mode
-    // DROPs; upstream's IPVS mode keeps the virtual server with no real
+    // internalTrafficPolicy Local without a local endpoint: iptables and
+    // nftables mode DROP; upstream's IPVS mode keeps the virtual server with no real
     // server, and the kernel's IPVS answers ICMP port-unreachable.
     let no_local_internal = match mode {
-        Mode::Iptables => Dropped,
+        Mode::Iptables | Mode::Nftables => Dropped,
         Mode::Ipvs => Refused,
     };
     vec![

@@ -14,15 +14,36 @@ const DUMMY: &str = "kube-ipvs0";
 const READY_SERVICE: &str = "10.96.10.11:80";
 
 /// In IPVS mode, fails unless every node has the virtual server
-/// [`READY_SERVICE`] (a proxy that fell back to iptables mode has none).
+/// [`READY_SERVICE`] (a proxy that fell back to iptables mode has none);
+/// in nftables mode, unless every node has table `ip kube-proxy` and no
+/// `KUBE-SERVICES` iptables chain.
 pub fn check_mode(cluster: &Cluster, mode: Mode) -> Result<(), String> {
-    if mode != Mode::Ipvs {
-        return Ok(());
+    match mode {
+        Mode::Iptables => return Ok(()),
+        Mode::Nftables => return check_nftables(cluster),
+        Mode::Ipvs => {}
     }
     for node in cluster.nodes() {
         node.ns().exec("ipvsadm", &["-Ln", "-t", READY_SERVICE]).map_err(|e| {
             format!("{}: no IPVS virtual server {READY_SERVICE}: is the proxy running IPVS mode? ({e:#})", node.name())
         })?;
+    }
+    Ok(())
+}
+
+/// Every node runs nftables mode: our table is there, iptables mode's
+/// chains are not.
+fn check_nftables(cluster: &Cluster) -> Result<(), String> {
+    for node in cluster.nodes() {
+        let table = node.ns().exec("nft", &["list", "table", "ip", "kube-proxy"]);
+        let table = table.map_err(|e| format!("{}: no table ip kube-proxy: is the proxy running nftables mode? ({e:#})", node.name()))?;
+        if !table.contains("chain services") {
+            return Err(format!("{}: table ip kube-proxy has no services chain:\n{table}", node.name()));
+        }
+        let saved = run(node.ns(), "iptables-legacy-save", &[]);
+        if saved.contains(":KUBE-SERVICES") {
+            return Err(format!("{}: iptables mode's chains in nftables mode:\n{saved}", node.name()));
+        }
     }
     Ok(())
 }

@@ -169,12 +169,14 @@ pub enum Mode {
     Iptables,
     /// `--proxy-mode ipvs`.
     Ipvs,
+    /// `--proxy-mode nftables`.
+    Nftables,
 }
 
 impl Mode {
     /// The mode called `name` (a `--proxy-mode` value).
     pub fn parse(name: &str) -> Option<Self> {
-        [Mode::Iptables, Mode::Ipvs].into_iter().find(|m| m.name() == name)
+        [Mode::Iptables, Mode::Ipvs, Mode::Nftables].into_iter().find(|m| m.name() == name)
     }
 
     /// The `--proxy-mode` value.
@@ -182,6 +184,7 @@ impl Mode {
         match self {
             Mode::Iptables => "iptables",
             Mode::Ipvs => "ipvs",
+            Mode::Nftables => "nftables",
         }
     }
 }
@@ -189,12 +192,13 @@ impl Mode {
 /// Flags for kube-proxy-rs besides `--manifests` and `--hostname-override`
 /// (which the cluster adds): `mode`, no minimum sync interval so run-time
 /// changes show within about a second, health and metrics on loopback
-/// inside the node. Full resyncs every second in iptables mode; every 10 s
+/// inside the node. Full resyncs every second in iptables and nftables
+/// mode (nftables mode takes the `--iptables-*` period flags, as upstream); every 10 s
 /// in IPVS mode, which runs in an emulated VM where a sync holds the one
 /// CPU for 1–3 s (a 1 s period there starves the file watcher and probes).
 pub fn proxy_args(mode: Mode) -> Vec<String> {
     let periods = match mode {
-        Mode::Iptables => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
+        Mode::Iptables | Mode::Nftables => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
         Mode::Ipvs => ["--ipvs-min-sync-period", "0s", "--ipvs-sync-period", "10s"],
     };
     let mut args = vec!["--proxy-mode", mode.name(), "--cluster-cidr", "10.244.0.0/16", "--iptables-backend", "legacy"];
@@ -205,8 +209,8 @@ pub fn proxy_args(mode: Mode) -> Vec<String> {
 
 #[test]
 fn mode_names_round_trip() {
-    for mode in [Mode::Iptables, Mode::Ipvs] {
+    for mode in [Mode::Iptables, Mode::Ipvs, Mode::Nftables] {
         assert_eq!(Mode::parse(mode.name()), Some(mode));
     }
-    assert_eq!(Mode::parse("nftables"), None);
+    assert_eq!(Mode::parse("userspace"), None);
 }
