@@ -25,6 +25,7 @@
 
 mod cleanup;
 mod diff;
+mod names;
 mod report;
 mod split;
 mod state;

@@ -246,6 +246,55 @@ fn a_cold_start_split_into_parts_builds_the_same_table() -> Result<()> {
 }
 
 #[test]
+fn a_full_sync_reads_back_without_dumping_the_anonymous_sets_it_wrote() -> Result<()> {
+    let ns = netns("apknown")?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    let mut svcs = services(20);
+    ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
+    svcs[3].endpoints.pop();
+    ok(syncer.sync_partial(&mut sock, services::table(&svcs)))?;
+
+    // a second syncer (a restarted proxy) knows nothing: it dumps them all
+    let mut fresh = Syncer::new(Family::Ip);
+    sock.capture();
+    assert!(
+        ok(fresh.sync_full(&mut sock, services::table(&svcs)))?
+            .counts
+            .is_empty()
+    );
+    let dumped_all = sock.take_capture().len();
+
+    sock.capture();
+    let r = ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
+    let dumped_known = sock.take_capture().len();
+    assert!(r.counts.is_empty(), "the kernel holds what we wrote: {r:?}");
+    assert!(
+        dumped_known + 20 <= dumped_all,
+        "20 element dumps fewer: {dumped_known} vs {dumped_all} buffers"
+    );
+
+    // a rule made again by hand with other endpoints (the kernel names its
+    // map itself) is read back and repaired
+    let chain = svcs[5].chain();
+    nft(&ns, &["flush", "chain", "ip", "kube-proxy", &chain])?;
+    nft(
+        &ns,
+        &[&format!(
+            "add rule ip kube-proxy {chain} meta l4proto tcp dnat ip to numgen random mod 3 map {{ 0 : 10.1.1.1 . 8080, 1 : 10.1.1.2 . 8080, 2 : 10.1.1.3 . 8080 }}"
+        )],
+    )?;
+    let r = ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
+    assert_eq!(
+        (r.counts.chains_flushed, r.counts.rules_written),
+        (1, 1),
+        "{r:?}"
+    );
+    assert!(!list_ours(&ns)?.contains("10.1.1.1"));
+    Ok(())
+}
+
+#[test]
 fn cleanup_removes_our_table_only() -> Result<()> {
     let ns = netns("apclean")?;
     let other = other_table(&ns)?;

@@ -10,10 +10,11 @@
 //! next sync full. Changes that leave those unchanged (a rule deleted by
 //! hand) are repaired by the next full sync, which the caller schedules.
 
-use super::diff::{AnonymousNames, diff_states};
+use super::diff::diff_states;
+use super::names::{AnonymousNames, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
 use super::split::split;
-use super::state::TableState;
+use super::state::{TableState, is_anonymous};
 use crate::{Error, Family, NftSocket, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
 
@@ -131,20 +132,51 @@ impl Syncer {
         start: Instant,
     ) -> Result<SyncReport, Error> {
         let generation = socket.generation()?;
-        let current = socket.list_table(self.family, &self.table)?;
+        let current = self.read_back(socket)?;
         let read_back = start.elapsed();
         if let Some(current) = &current {
             self.names.seed(current);
         }
-        let current = current.map(TableState::new);
-        let desired = TableState::new(desired);
-        let mut tx = diff_states(&desired, current.as_ref(), &mut self.names);
+        let mut current = current.map(TableState::new);
+        let mut desired = TableState::new(desired);
+        let (mut tx, assigned) = diff_states(&desired, current.as_ref(), &mut self.names);
         tx.generation = Some(generation);
         let mut report = self.send(socket, &tx, start, true)?;
         report.full = true;
         report.read_back = read_back;
+        carry_names(&mut desired, current.as_mut(), assigned);
         drop_later((self.last.replace(desired), current));
         Ok(report)
+    }
+
+    /// Our table as the kernel holds it. The elements of anonymous sets
+    /// this syncer wrote into the same table (same handle) are taken from
+    /// what it applied instead of being dumped: bound anonymous sets are
+    /// constant, and dumping each costs the kernel a walk of all sets.
+    fn read_back(&self, socket: &mut NftSocket) -> Result<Option<TableContents>, Error> {
+        let same_table = match (self.seen, &self.last) {
+            (Some(seen), Some(_)) if seen.table.is_some() => {
+                socket.table_identity(self.family, &self.table)? == seen.table
+            }
+            _ => false,
+        };
+        let known = match (&self.last, same_table) {
+            (Some(last), true) => by_name(last),
+            _ => Default::default(),
+        };
+        let listed = socket.list_table_except(self.family, &self.table, |s| {
+            is_anonymous(s) && known.contains_key(s.name.as_str())
+        })?;
+        Ok(listed.map(|mut contents| {
+            for set in contents.sets.iter().filter(|s| is_anonymous(s)) {
+                if let Some(anon) = known.get(set.name.as_str()) {
+                    contents
+                        .elements
+                        .insert(set.name.clone(), anon.elements.clone());
+                }
+            }
+            contents
+        }))
     }
 
     fn partial(
@@ -153,9 +185,10 @@ impl Syncer {
         desired: TableContents,
         start: Instant,
     ) -> Result<SyncReport, Error> {
-        let desired = TableState::new(desired);
-        let tx = diff_states(&desired, self.last.as_ref(), &mut self.names);
+        let mut desired = TableState::new(desired);
+        let (tx, assigned) = diff_states(&desired, self.last.as_ref(), &mut self.names);
         let report = self.send(socket, &tx, start, false)?;
+        carry_names(&mut desired, self.last.as_mut(), assigned);
         drop_later(self.last.replace(desired));
         Ok(report)
     }
