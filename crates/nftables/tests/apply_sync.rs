@@ -295,6 +295,69 @@ fn a_full_sync_reads_back_without_dumping_the_anonymous_sets_it_wrote() -> Resul
 }
 
 #[test]
+fn an_ip6_table_syncs_beside_the_ip_one() -> Result<()> {
+    let ns = netns("apip6")?;
+    let mut sock = socket(&ns)?;
+    let ip6 = |n: u16| Value::Ipv6(std::net::Ipv6Addr::new(0xfd00, 0x96, 0, 0, 0, 0, 0, n));
+    let table6 = |ips: &[u16]| {
+        let set =
+            Set::new("cluster-ips", vec![DataType::Ipv6Addr]).with_comment("Active ClusterIPs");
+        let mut t = TableContents {
+            table: Table::new(Family::Ip6, "kube-proxy").with_comment("rules for kube-proxy"),
+            chains: vec![Chain::regular("cluster-ips-check")],
+            rules: vec![Rule::new(
+                "cluster-ips-check",
+                [
+                    stmt::in_set(
+                        &[stmt::Field::Ip6Daddr],
+                        SetRef::named("cluster-ips"),
+                        false,
+                    ),
+                    stmt::reject6(),
+                ]
+                .concat(),
+            )],
+            sets: vec![set],
+            elements: Default::default(),
+        };
+        t.elements.insert(
+            "cluster-ips".into(),
+            ips.iter().map(|n| Element::new(vec![ip6(*n)])).collect(),
+        );
+        t
+    };
+    let mut v4 = Syncer::new(Family::Ip);
+    let mut v6 = Syncer::new(Family::Ip6);
+    ok(v4.sync_full(&mut sock, services::table(&services(2))))?;
+    let r = ok(v6.sync_partial(&mut sock, table6(&[1, 2])))?;
+    assert!(r.full && r.counts.elements_written == 2, "{r:?}");
+    // the ip syncer's commit does not make the ip6 one full
+    ok(v4.sync_partial(&mut sock, services::table(&services(3))))?;
+    let r = ok(v6.sync_partial(&mut sock, table6(&[2, 3])))?;
+    assert!(!r.full, "{r:?}");
+    assert_eq!(
+        (r.counts.elements_written, r.counts.elements_deleted),
+        (1, 1)
+    );
+    let text = nft(&ns, &["list", "table", "ip6", "kube-proxy"])?;
+    assert!(
+        text.contains("fd00:96::2") && text.contains("fd00:96::3") && !text.contains("fd00:96::1"),
+        "{text}"
+    );
+    assert!(
+        ok(v6.sync_full(&mut sock, table6(&[2, 3])))?
+            .counts
+            .is_empty()
+    );
+    assert!(cleanup(&mut sock, Family::Ip6)?);
+    assert!(
+        list_ours(&ns)?.contains("service-ips"),
+        "the ip table stays"
+    );
+    Ok(())
+}
+
+#[test]
 fn cleanup_removes_our_table_only() -> Result<()> {
     let ns = netns("apclean")?;
     let other = other_table(&ns)?;
