@@ -22,6 +22,9 @@
 //! ones are named by us (`__kp<n>`, never reused while a table exists)
 //! instead of `__set%d`: the kernel scans every set name to pick a
 //! `__set%d` name (see the crate README); `nft` still lists them inline.
+//! A bound anonymous set is constant, so a full sync does not dump the
+//! elements of those the same syncer wrote into the same table: dumping
+//! each makes the kernel walk all the table's sets (O(n²) for n services).
 
 mod cleanup;
 mod diff;
