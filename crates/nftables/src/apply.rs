@@ -28,6 +28,7 @@
 
 mod cleanup;
 mod diff;
+mod fingerprint;
 mod names;
 mod report;
 mod split;

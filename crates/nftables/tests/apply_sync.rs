@@ -246,7 +246,7 @@ fn a_cold_start_split_into_parts_builds_the_same_table() -> Result<()> {
 }
 
 #[test]
-fn a_full_sync_reads_back_without_dumping_the_anonymous_sets_it_wrote() -> Result<()> {
+fn a_full_sync_reads_back_without_dumping_anonymous_sets_of_known_content() -> Result<()> {
     let ns = netns("apknown")?;
     let mut sock = socket(&ns)?;
     let mut syncer = Syncer::new(Family::Ip);
@@ -255,16 +255,12 @@ fn a_full_sync_reads_back_without_dumping_the_anonymous_sets_it_wrote() -> Resul
     svcs[3].endpoints.pop();
     ok(syncer.sync_partial(&mut sock, services::table(&svcs)))?;
 
-    // a second syncer (a restarted proxy) knows nothing: it dumps them all
-    let mut fresh = Syncer::new(Family::Ip);
+    // listing everything dumps the elements of every set
     sock.capture();
-    assert!(
-        ok(fresh.sync_full(&mut sock, services::table(&svcs)))?
-            .counts
-            .is_empty()
-    );
+    sock.list_table(Family::Ip, "kube-proxy")?;
     let dumped_all = sock.take_capture().len();
 
+    // the same syncer knows the anonymous sets it wrote by name
     sock.capture();
     let r = ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
     let dumped_known = sock.take_capture().len();
@@ -272,6 +268,33 @@ fn a_full_sync_reads_back_without_dumping_the_anonymous_sets_it_wrote() -> Resul
     assert!(
         dumped_known + 20 <= dumped_all,
         "20 element dumps fewer: {dumped_known} vs {dumped_all} buffers"
+    );
+
+    // a new syncer (a restarted proxy) by their fingerprints
+    let mut fresh = Syncer::new(Family::Ip);
+    sock.capture();
+    let r = ok(fresh.sync_full(&mut sock, services::table(&svcs)))?;
+    let dumped_restart = sock.take_capture().len();
+    assert!(r.counts.is_empty(), "{r:?}");
+    assert!(
+        dumped_restart + 20 <= dumped_all,
+        "{dumped_restart} vs {dumped_all} buffers"
+    );
+    let text = list_ours(&ns)?;
+    assert!(
+        !text.contains("kube-proxy content"),
+        "nft does not show fingerprints:\n{text}"
+    );
+    assert!(text.contains("numgen random mod 2 map { 0 : "), "{text}");
+
+    // a fresh syncer with other endpoints for one service rewrites that
+    // chain only (the fingerprint listed does not match what it wants)
+    svcs[9].endpoints.push("10.244.77.7".parse()?);
+    let r = ok(Syncer::new(Family::Ip).sync_full(&mut sock, services::table(&svcs)))?;
+    assert_eq!(
+        (r.counts.chains_flushed, r.counts.rules_written),
+        (1, 1),
+        "{r:?}"
     );
 
     // a rule made again by hand with other endpoints (the kernel names its

@@ -77,6 +77,15 @@ fn timing_probe_full_then_partial() -> Result<()> {
     };
     print("full sync, nothing changed (read back + diff)", &report);
 
+    let report = match Syncer::new(Family::Ip).sync_full(&mut sock, desired.clone()) {
+        Ok(r) => r,
+        Err(e) => bail!("{e}"),
+    };
+    print(
+        "full sync by a new syncer (restart), nothing changed",
+        &report,
+    );
+
     // one verdict-map element changes
     let mut changed = desired.clone();
     let moved = svcs[n as usize / 2].vmap_element();

@@ -14,6 +14,7 @@
 //!    chains (a base chain's hook or priority changed) are deleted and
 //!    added again with their rules.
 
+use super::fingerprint;
 use super::names::{AnonymousNames, Assigned};
 use super::state::{
     ANONYMOUS_PLACEHOLDER, ChainState, ElementKey, RuleShape, SetState, TableState,
@@ -259,6 +260,9 @@ impl Writer<'_> {
             let mut refs = Vec::with_capacity(shape.anonymous.len());
             for anon in &shape.anonymous {
                 let mut set = anon.set.clone();
+                if set.comment.is_none() {
+                    set.comment = Some(fingerprint::comment(&anon.set, &anon.elements));
+                }
                 set.name = self.names.next();
                 set.id = Some(self.next_id);
                 self.next_id += 1;

@@ -86,3 +86,16 @@ pub(crate) fn by_name(state: &TableState) -> HashMap<&str, &super::state::Anonym
         .map(|a| (a.name.as_str(), a))
         .collect()
 }
+
+/// The anonymous sets of `state` by the fingerprint comment we would give
+/// them (see [`super::fingerprint`]).
+pub(crate) fn by_fingerprint(state: &TableState) -> HashMap<String, &super::state::AnonymousSet> {
+    state
+        .chains
+        .iter()
+        .flat_map(|c| &c.rules)
+        .flat_map(|r| &r.anonymous)
+        .filter(|a| a.set.comment.is_none())
+        .map(|a| (super::fingerprint::comment(&a.set, &a.elements), a))
+        .collect()
+}

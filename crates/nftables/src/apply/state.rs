@@ -4,6 +4,7 @@
 //! anonymous sets folded into the rule that uses them (the kernel names
 //! them itself), their elements sorted.
 
+use super::fingerprint;
 use crate::{Chain, Element, Expr, Rule, Set, SetFlags, SetRef, Table, TableContents, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -212,6 +213,13 @@ impl AnonymousSets {
                 members.sort_by(element_order);
             }
             let (name, id) = (std::mem::take(&mut set.name), set.id.take());
+            if set
+                .comment
+                .as_deref()
+                .is_some_and(fingerprint::is_fingerprint)
+            {
+                set.comment = None;
+            }
             let listed = id.is_none();
             let anon = AnonymousSet {
                 set,

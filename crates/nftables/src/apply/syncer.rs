@@ -11,11 +11,11 @@
 //! hand) are repaired by the next full sync, which the caller schedules.
 
 use super::diff::diff_states;
-use super::names::{AnonymousNames, by_name, carry_names};
+use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
 use super::split::split;
 use super::state::{TableState, is_anonymous};
-use crate::{Error, Family, NftSocket, TableContents, TableIdentity, Transaction};
+use crate::{Error, Family, NftSocket, Set, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
 
 /// Brings one of our tables to a desired state, sync after sync.
@@ -131,14 +131,15 @@ impl Syncer {
         desired: TableContents,
         start: Instant,
     ) -> Result<SyncReport, Error> {
+        let mut desired = TableState::new(desired);
         let generation = socket.generation()?;
-        let current = self.read_back(socket)?;
-        let read_back = start.elapsed();
+        let started_reading = start.elapsed();
+        let current = self.read_back(socket, &desired)?;
+        let read_back = start.elapsed() - started_reading;
         if let Some(current) = &current {
             self.names.seed(current);
         }
         let mut current = current.map(TableState::new);
-        let mut desired = TableState::new(desired);
         let (mut tx, assigned) = diff_states(&desired, current.as_ref(), &mut self.names);
         tx.generation = Some(generation);
         let mut report = self.send(socket, &tx, start, true)?;
@@ -150,26 +151,36 @@ impl Syncer {
     }
 
     /// Our table as the kernel holds it. The elements of anonymous sets
-    /// this syncer wrote into the same table (same handle) are taken from
-    /// what it applied instead of being dumped: bound anonymous sets are
-    /// constant, and dumping each costs the kernel a walk of all sets.
-    fn read_back(&self, socket: &mut NftSocket) -> Result<Option<TableContents>, Error> {
+    /// whose content is known are not dumped (bound anonymous sets are
+    /// constant, and each dump costs the kernel a walk of all sets): those
+    /// this syncer wrote into the same table (same handle), by name, else
+    /// those whose listed fingerprint is one of `desired`'s.
+    fn read_back(
+        &self,
+        socket: &mut NftSocket,
+        desired: &TableState,
+    ) -> Result<Option<TableContents>, Error> {
         let same_table = match (self.seen, &self.last) {
             (Some(seen), Some(_)) if seen.table.is_some() => {
                 socket.table_identity(self.family, &self.table)? == seen.table
             }
             _ => false,
         };
-        let known = match (&self.last, same_table) {
-            (Some(last), true) => by_name(last),
-            _ => Default::default(),
+        let (by_name, by_print) = match (&self.last, same_table) {
+            (Some(last), true) => (by_name(last), Default::default()),
+            _ => (Default::default(), by_fingerprint(desired)),
         };
-        let listed = socket.list_table_except(self.family, &self.table, |s| {
-            is_anonymous(s) && known.contains_key(s.name.as_str())
-        })?;
+        let known = |s: &Set| {
+            by_name
+                .get(s.name.as_str())
+                .or_else(|| s.comment.as_ref().and_then(|c| by_print.get(c.as_str())))
+                .copied()
+                .filter(|_| is_anonymous(s))
+        };
+        let listed = socket.list_table_except(self.family, &self.table, |s| known(s).is_some())?;
         Ok(listed.map(|mut contents| {
-            for set in contents.sets.iter().filter(|s| is_anonymous(s)) {
-                if let Some(anon) = known.get(set.name.as_str()) {
+            for set in &contents.sets {
+                if let Some(anon) = known(set) {
                     contents
                         .elements
                         .insert(set.name.clone(), anon.elements.clone());
