@@ -11,6 +11,7 @@
 //! hand) are repaired by the next full sync, which the caller schedules.
 
 use super::diff::diff_states;
+use super::fingerprint::is_fingerprint;
 use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
 use super::split::split;
@@ -166,16 +167,24 @@ impl Syncer {
             }
             _ => false,
         };
-        let (by_name, by_print) = match (&self.last, same_table) {
-            (Some(last), true) => (by_name(last), Default::default()),
-            _ => (Default::default(), by_fingerprint(desired)),
+        let by_name = match (&self.last, same_table) {
+            (Some(last), true) => by_name(last),
+            _ => Default::default(),
         };
+        // computed only if a listed set has a fingerprint we did not
+        // recognize by name
+        let by_print = std::cell::OnceCell::new();
         let known = |s: &Set| {
-            by_name
-                .get(s.name.as_str())
-                .or_else(|| s.comment.as_ref().and_then(|c| by_print.get(c.as_str())))
-                .copied()
-                .filter(|_| is_anonymous(s))
+            if !is_anonymous(s) {
+                return None;
+            }
+            by_name.get(s.name.as_str()).copied().or_else(|| {
+                let print = s.comment.as_deref().filter(|c| is_fingerprint(c))?;
+                by_print
+                    .get_or_init(|| by_fingerprint(desired))
+                    .get(print)
+                    .copied()
+            })
         };
         let listed = socket.list_table_except(self.family, &self.table, |s| known(s).is_some())?;
         Ok(listed.map(|mut contents| {
