@@ -22,9 +22,17 @@
 //! ones are named by us (`__kp<n>`, never reused while a table exists)
 //! instead of `__set%d`: the kernel scans every set name to pick a
 //! `__set%d` name (see the crate README); `nft` still lists them inline.
+//! A bound anonymous set is constant, so a full sync does not dump the
+//! elements of those whose content it knows — by name, those the same
+//! syncer wrote into the same table; by the content fingerprint we put in
+//! the comment of every anonymous set we create, those a restarted proxy
+//! wants as they are: dumping each makes the kernel walk all the table's
+//! sets (O(n²) for n services).
 
 mod cleanup;
 mod diff;
+mod fingerprint;
+mod names;
 mod report;
 mod split;
 mod state;

@@ -8,9 +8,12 @@
 //! and its applier hands it to [`NftSocket::apply`], which sends it as one
 //! atomic batch (rules name chains by name, never by id) and names the
 //! object the kernel refused. [`NftSocket::list_table`] reads back our own
-//! table only, into the same types, for a full sync's diff. [`render`]
-//! is the mode's pure renderer: the shared plan as upstream v1.36's table,
-//! as typed objects and as `nft -f` text.
+//! table only, into the same types, for a full sync's diff. [`apply`]
+//! turns a desired table into the transaction that gets the kernel there
+//! (full syncs by read-back and diff, partial ones against what was last
+//! applied). [`render`] is the mode's pure renderer: the shared plan as
+//! upstream v1.36's table, as typed objects and as `nft -f` text;
+//! [`proxier`] drives both as nftables mode's `proxier::Proxier`.
 //!
 //! ```no_run
 //! use nftables::{Chain, Family, NftSocket, Op, Rule, Table, Transaction, Verdict, stmt};

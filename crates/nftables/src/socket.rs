@@ -272,6 +272,20 @@ impl NftSocket {
         family: Family,
         name: &str,
     ) -> Result<Option<TableContents>, Error> {
+        self.list_table_except(family, name, |_| false)
+    }
+
+    /// [`NftSocket::list_table`], without asking for the elements of the
+    /// sets `known` picks (their lists stay empty): each element dump makes
+    /// the kernel look its set up by name among all the table's sets, so
+    /// dumping thousands of anonymous sets costs O(n²). A caller that wrote
+    /// a bound anonymous set knows its elements (they cannot change).
+    pub fn list_table_except(
+        &mut self,
+        family: Family,
+        name: &str,
+        known: impl Fn(&crate::Set) -> bool,
+    ) -> Result<Option<TableContents>, Error> {
         let mut reader = TableReader::new(family, name);
         let nfproto = family.nfproto();
         let table_op = format!("get table {} {name}", family.name());
@@ -303,7 +317,12 @@ impl NftSocket {
                 |m, f, p| reader.feed(m, f, p),
             )?;
         }
-        let sets: Vec<String> = reader.sets().iter().map(|s| s.name.clone()).collect();
+        let sets: Vec<String> = reader
+            .sets()
+            .iter()
+            .filter(|s| !known(s))
+            .map(|s| s.name.clone())
+            .collect();
         for set in sets {
             let op = format!("list elements of set {} {name} {set}", family.name());
             let fill = |w: &mut AttrWriter<'_>| {

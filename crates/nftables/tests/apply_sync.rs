@@ -246,6 +246,141 @@ fn a_cold_start_split_into_parts_builds_the_same_table() -> Result<()> {
 }
 
 #[test]
+fn a_full_sync_reads_back_without_dumping_anonymous_sets_of_known_content() -> Result<()> {
+    let ns = netns("apknown")?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    let mut svcs = services(20);
+    ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
+    svcs[3].endpoints.pop();
+    ok(syncer.sync_partial(&mut sock, services::table(&svcs)))?;
+
+    // listing everything dumps the elements of every set
+    sock.capture();
+    sock.list_table(Family::Ip, "kube-proxy")?;
+    let dumped_all = sock.take_capture().len();
+
+    // the same syncer knows the anonymous sets it wrote by name
+    sock.capture();
+    let r = ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
+    let dumped_known = sock.take_capture().len();
+    assert!(r.counts.is_empty(), "the kernel holds what we wrote: {r:?}");
+    assert!(
+        dumped_known + 20 <= dumped_all,
+        "20 element dumps fewer: {dumped_known} vs {dumped_all} buffers"
+    );
+
+    // a new syncer (a restarted proxy) by their fingerprints
+    let mut fresh = Syncer::new(Family::Ip);
+    sock.capture();
+    let r = ok(fresh.sync_full(&mut sock, services::table(&svcs)))?;
+    let dumped_restart = sock.take_capture().len();
+    assert!(r.counts.is_empty(), "{r:?}");
+    assert!(
+        dumped_restart + 20 <= dumped_all,
+        "{dumped_restart} vs {dumped_all} buffers"
+    );
+    let text = list_ours(&ns)?;
+    assert!(
+        !text.contains("kube-proxy content"),
+        "nft does not show fingerprints:\n{text}"
+    );
+    assert!(text.contains("numgen random mod 2 map { 0 : "), "{text}");
+
+    // a fresh syncer with other endpoints for one service rewrites that
+    // chain only (the fingerprint listed does not match what it wants)
+    svcs[9].endpoints.push("10.244.77.7".parse()?);
+    let r = ok(Syncer::new(Family::Ip).sync_full(&mut sock, services::table(&svcs)))?;
+    assert_eq!(
+        (r.counts.chains_flushed, r.counts.rules_written),
+        (1, 1),
+        "{r:?}"
+    );
+
+    // a rule made again by hand with other endpoints (the kernel names its
+    // map itself) is read back and repaired
+    let chain = svcs[5].chain();
+    nft(&ns, &["flush", "chain", "ip", "kube-proxy", &chain])?;
+    nft(
+        &ns,
+        &[&format!(
+            "add rule ip kube-proxy {chain} meta l4proto tcp dnat ip to numgen random mod 3 map {{ 0 : 10.1.1.1 . 8080, 1 : 10.1.1.2 . 8080, 2 : 10.1.1.3 . 8080 }}"
+        )],
+    )?;
+    let r = ok(syncer.sync_full(&mut sock, services::table(&svcs)))?;
+    assert_eq!(
+        (r.counts.chains_flushed, r.counts.rules_written),
+        (1, 1),
+        "{r:?}"
+    );
+    assert!(!list_ours(&ns)?.contains("10.1.1.1"));
+    Ok(())
+}
+
+#[test]
+fn an_ip6_table_syncs_beside_the_ip_one() -> Result<()> {
+    let ns = netns("apip6")?;
+    let mut sock = socket(&ns)?;
+    let ip6 = |n: u16| Value::Ipv6(std::net::Ipv6Addr::new(0xfd00, 0x96, 0, 0, 0, 0, 0, n));
+    let table6 = |ips: &[u16]| {
+        let set =
+            Set::new("cluster-ips", vec![DataType::Ipv6Addr]).with_comment("Active ClusterIPs");
+        let mut t = TableContents {
+            table: Table::new(Family::Ip6, "kube-proxy").with_comment("rules for kube-proxy"),
+            chains: vec![Chain::regular("cluster-ips-check")],
+            rules: vec![Rule::new(
+                "cluster-ips-check",
+                [
+                    stmt::in_set(
+                        &[stmt::Field::Ip6Daddr],
+                        SetRef::named("cluster-ips"),
+                        false,
+                    ),
+                    stmt::reject6(),
+                ]
+                .concat(),
+            )],
+            sets: vec![set],
+            elements: Default::default(),
+        };
+        t.elements.insert(
+            "cluster-ips".into(),
+            ips.iter().map(|n| Element::new(vec![ip6(*n)])).collect(),
+        );
+        t
+    };
+    let mut v4 = Syncer::new(Family::Ip);
+    let mut v6 = Syncer::new(Family::Ip6);
+    ok(v4.sync_full(&mut sock, services::table(&services(2))))?;
+    let r = ok(v6.sync_partial(&mut sock, table6(&[1, 2])))?;
+    assert!(r.full && r.counts.elements_written == 2, "{r:?}");
+    // the ip syncer's commit does not make the ip6 one full
+    ok(v4.sync_partial(&mut sock, services::table(&services(3))))?;
+    let r = ok(v6.sync_partial(&mut sock, table6(&[2, 3])))?;
+    assert!(!r.full, "{r:?}");
+    assert_eq!(
+        (r.counts.elements_written, r.counts.elements_deleted),
+        (1, 1)
+    );
+    let text = nft(&ns, &["list", "table", "ip6", "kube-proxy"])?;
+    assert!(
+        text.contains("fd00:96::2") && text.contains("fd00:96::3") && !text.contains("fd00:96::1"),
+        "{text}"
+    );
+    assert!(
+        ok(v6.sync_full(&mut sock, table6(&[2, 3])))?
+            .counts
+            .is_empty()
+    );
+    assert!(cleanup(&mut sock, Family::Ip6)?);
+    assert!(
+        list_ours(&ns)?.contains("service-ips"),
+        "the ip table stays"
+    );
+    Ok(())
+}
+
+#[test]
 fn cleanup_removes_our_table_only() -> Result<()> {
     let ns = netns("apclean")?;
     let other = other_table(&ns)?;

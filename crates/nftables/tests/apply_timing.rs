@@ -77,6 +77,15 @@ fn timing_probe_full_then_partial() -> Result<()> {
     };
     print("full sync, nothing changed (read back + diff)", &report);
 
+    let report = match Syncer::new(Family::Ip).sync_full(&mut sock, desired.clone()) {
+        Ok(r) => r,
+        Err(e) => bail!("{e}"),
+    };
+    print(
+        "full sync by a new syncer (restart), nothing changed",
+        &report,
+    );
+
     // one verdict-map element changes
     let mut changed = desired.clone();
     let moved = svcs[n as usize / 2].vmap_element();
@@ -124,4 +133,40 @@ fn timing_probe_pure_diff() {
         t.elapsed(),
         tx.ops.len()
     );
+}
+
+/// Reading back a table of `APPLY_PROBE_SERVICES` services: the kernel's
+/// share (requests and dumps) against ours (decoding the captured bytes).
+#[test]
+#[ignore = "timing probe; run with --ignored --nocapture"]
+fn timing_probe_read_back() -> Result<()> {
+    if let Some(why) = testkit::netns::unavailable() {
+        panic!("{why}");
+    }
+    let ns = testkit::netns::Netns::new("aplist")?;
+    let mut sock = ns.run(NftSocket::connect)??;
+    let (n, per) = (
+        env("APPLY_PROBE_SERVICES", 10_000),
+        env("APPLY_PROBE_ENDPOINTS", 10),
+    );
+    let svcs: Vec<Service> = (1..=n).map(|i| Service::numbered(i, per)).collect();
+    let mut syncer = Syncer::new(Family::Ip).with_max_anonymous_sets_per_transaction(1000);
+    if let Err(e) = syncer.sync_full(&mut sock, services::table(&svcs)) {
+        bail!("{e}");
+    }
+    sock.capture();
+    let t = Instant::now();
+    let listed = sock.list_table(Family::Ip, "kube-proxy")?;
+    let list = t.elapsed();
+    let captured = sock.take_capture();
+    let t = Instant::now();
+    let decoded = TableContents::decode(Family::Ip, "kube-proxy", &captured)?;
+    let decode = t.elapsed();
+    assert_eq!(listed, decoded);
+    println!(
+        "apply timing probe: read back {n} x {per} services: {list:?} in all, of which decoding {decode:?} ({} buffers, {} bytes)",
+        captured.len(),
+        captured.iter().map(Vec::len).sum::<usize>()
+    );
+    Ok(())
 }

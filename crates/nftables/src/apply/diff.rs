@@ -14,14 +14,13 @@
 //!    chains (a base chain's hook or priority changed) are deleted and
 //!    added again with their rules.
 
+use super::fingerprint;
+use super::names::{AnonymousNames, Assigned};
 use super::state::{
     ANONYMOUS_PLACEHOLDER, ChainState, ElementKey, RuleShape, SetState, TableState,
 };
 use crate::{Element, Expr, Op, SetRef, TableContents, Transaction};
 use std::collections::{HashMap, HashSet};
-
-/// Prefix of the names we give new anonymous sets.
-const ANONYMOUS_PREFIX: &str = "__kp";
 
 /// The transaction that brings table `current` (as listed; `None` if it
 /// does not exist) to `desired`. Empty if they are the same.
@@ -36,42 +35,16 @@ pub fn diff(desired: &TableContents, current: Option<&TableContents>) -> Transac
         current.as_ref(),
         &mut names,
     )
+    .0
 }
 
-/// Names for new anonymous sets: `__kp<n>`, `n` never used before in the
-/// table.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct AnonymousNames {
-    next: u64,
-}
-
-impl AnonymousNames {
-    /// Continues past every `__kp<n>` name in `contents`.
-    pub(crate) fn seed(&mut self, contents: &TableContents) {
-        for set in &contents.sets {
-            if let Some(n) = set
-                .name
-                .strip_prefix(ANONYMOUS_PREFIX)
-                .and_then(|n| n.parse::<u64>().ok())
-            {
-                self.next = self.next.max(n + 1);
-            }
-        }
-    }
-
-    fn next(&mut self) -> String {
-        let name = format!("{ANONYMOUS_PREFIX}{}", self.next);
-        self.next += 1;
-        name
-    }
-}
-
-/// [`diff`] on normalized tables.
+/// [`diff`] on normalized tables; also the names given to the anonymous
+/// sets of the chains it writes.
 pub(crate) fn diff_states(
     desired: &TableState,
     current: Option<&TableState>,
     names: &mut AnonymousNames,
-) -> Transaction {
+) -> (Transaction, Assigned) {
     let mut tx = Transaction::new(desired.table.family, desired.table.name.clone());
     let empty = TableState::empty(desired.table.clone());
     let current = match current {
@@ -91,9 +64,10 @@ pub(crate) fn diff_states(
         tx,
         names,
         next_id: 1,
+        assigned: Assigned::default(),
     };
     writer.write(&plan, desired, current);
-    writer.tx
+    (writer.tx, writer.assigned)
 }
 
 /// What changes, object by object.
@@ -174,6 +148,7 @@ struct Writer<'n> {
     tx: Transaction,
     names: &'n mut AnonymousNames,
     next_id: u32,
+    assigned: Assigned,
 }
 
 impl Writer<'_> {
@@ -280,14 +255,19 @@ impl Writer<'_> {
 
     /// Appends chain `c`'s rules, each after the anonymous sets it owns.
     fn add_rules(&mut self, c: &ChainState) {
+        let mut assigned = Vec::new();
         for shape in &c.rules {
             let mut refs = Vec::with_capacity(shape.anonymous.len());
             for anon in &shape.anonymous {
                 let mut set = anon.set.clone();
+                if set.comment.is_none() {
+                    set.comment = Some(fingerprint::comment(&anon.set, &anon.elements));
+                }
                 set.name = self.names.next();
                 set.id = Some(self.next_id);
                 self.next_id += 1;
                 let r = SetRef::to_set(&set);
+                assigned.push(set.name.clone());
                 self.tx.push(Op::AddSet(set));
                 if !anon.elements.is_empty() {
                     self.tx.push(Op::AddElements {
@@ -299,6 +279,9 @@ impl Writer<'_> {
             }
             self.tx
                 .push(Op::AddRule(with_anonymous_refs(&shape.rule, &refs)));
+        }
+        if !assigned.is_empty() {
+            self.assigned.insert(c.chain.name.clone(), assigned);
         }
     }
 }

@@ -79,7 +79,8 @@ pub struct SyncReport {
     pub full: bool,
     /// What the transaction wrote and deleted (nothing sent if empty).
     pub counts: SyncCounts,
-    /// The transaction's size in messages (changes), 0 if none was sent.
+    /// The transaction's size in changes ([`crate::Op`]s), 0 if none was
+    /// sent.
     pub changes: usize,
     /// How many transactions carried it (1, or more for a large one split
     /// with [`crate::apply::Syncer::with_max_anonymous_sets_per_transaction`];

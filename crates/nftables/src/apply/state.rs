@@ -4,6 +4,7 @@
 //! anonymous sets folded into the rule that uses them (the kernel names
 //! them itself), their elements sorted.
 
+use super::fingerprint;
 use crate::{Chain, Element, Expr, Rule, Set, SetFlags, SetRef, Table, TableContents, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -39,11 +40,21 @@ pub(crate) struct RuleShape {
 }
 
 /// An anonymous set, by content.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct AnonymousSet {
     pub(crate) set: Set,
     pub(crate) elements: Vec<Element>,
+    /// Its name in the kernel, if known (not part of its identity).
+    pub(crate) name: String,
 }
+
+impl PartialEq for AnonymousSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.set == other.set && self.elements == other.elements
+    }
+}
+
+impl Eq for AnonymousSet {}
 
 /// A named set or map and its elements.
 #[derive(Debug, Clone)]
@@ -131,6 +142,11 @@ impl TableState {
         self.chain_index.get(name).map(|&i| &self.chains[i])
     }
 
+    /// Chain `name`, to change.
+    pub(crate) fn chain_mut(&mut self, name: &str) -> Option<&mut ChainState> {
+        self.chain_index.get(name).map(|&i| &mut self.chains[i])
+    }
+
     /// Named set `name`.
     pub(crate) fn set(&self, name: &str) -> Option<&SetState> {
         self.set_index.get(name).map(|&i| &self.sets[i])
@@ -197,9 +213,18 @@ impl AnonymousSets {
                 members.sort_by(element_order);
             }
             let (name, id) = (std::mem::take(&mut set.name), set.id.take());
+            if set
+                .comment
+                .as_deref()
+                .is_some_and(fingerprint::is_fingerprint)
+            {
+                set.comment = None;
+            }
+            let listed = id.is_none();
             let anon = AnonymousSet {
                 set,
                 elements: members,
+                name: if listed { name.clone() } else { String::new() },
             };
             match id {
                 Some(id) => out.by_id.insert(id, anon),

@@ -10,11 +10,13 @@
 //! next sync full. Changes that leave those unchanged (a rule deleted by
 //! hand) are repaired by the next full sync, which the caller schedules.
 
-use super::diff::{AnonymousNames, diff_states};
+use super::diff::diff_states;
+use super::fingerprint::is_fingerprint;
+use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
 use super::split::split;
-use super::state::TableState;
-use crate::{Error, Family, NftSocket, TableContents, TableIdentity, Transaction};
+use super::state::{TableState, is_anonymous};
+use crate::{Error, Family, NftSocket, Set, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
 
 /// Brings one of our tables to a desired state, sync after sync.
@@ -130,21 +132,71 @@ impl Syncer {
         desired: TableContents,
         start: Instant,
     ) -> Result<SyncReport, Error> {
+        let mut desired = TableState::new(desired);
         let generation = socket.generation()?;
-        let current = socket.list_table(self.family, &self.table)?;
-        let read_back = start.elapsed();
+        let started_reading = start.elapsed();
+        let current = self.read_back(socket, &desired)?;
+        let read_back = start.elapsed() - started_reading;
         if let Some(current) = &current {
             self.names.seed(current);
         }
-        let current = current.map(TableState::new);
-        let desired = TableState::new(desired);
-        let mut tx = diff_states(&desired, current.as_ref(), &mut self.names);
+        let mut current = current.map(TableState::new);
+        let (mut tx, assigned) = diff_states(&desired, current.as_ref(), &mut self.names);
         tx.generation = Some(generation);
         let mut report = self.send(socket, &tx, start, true)?;
         report.full = true;
         report.read_back = read_back;
+        carry_names(&mut desired, current.as_mut(), assigned);
         drop_later((self.last.replace(desired), current));
         Ok(report)
+    }
+
+    /// Our table as the kernel holds it. The elements of anonymous sets
+    /// whose content is known are not dumped (bound anonymous sets are
+    /// constant, and each dump costs the kernel a walk of all sets): those
+    /// this syncer wrote into the same table (same handle), by name, else
+    /// those whose listed fingerprint is one of `desired`'s.
+    fn read_back(
+        &self,
+        socket: &mut NftSocket,
+        desired: &TableState,
+    ) -> Result<Option<TableContents>, Error> {
+        let same_table = match (self.seen, &self.last) {
+            (Some(seen), Some(_)) if seen.table.is_some() => {
+                socket.table_identity(self.family, &self.table)? == seen.table
+            }
+            _ => false,
+        };
+        let by_name = match (&self.last, same_table) {
+            (Some(last), true) => by_name(last),
+            _ => Default::default(),
+        };
+        // computed only if a listed set has a fingerprint we did not
+        // recognize by name
+        let by_print = std::cell::OnceCell::new();
+        let known = |s: &Set| {
+            if !is_anonymous(s) {
+                return None;
+            }
+            by_name.get(s.name.as_str()).copied().or_else(|| {
+                let print = s.comment.as_deref().filter(|c| is_fingerprint(c))?;
+                by_print
+                    .get_or_init(|| by_fingerprint(desired))
+                    .get(print)
+                    .copied()
+            })
+        };
+        let listed = socket.list_table_except(self.family, &self.table, |s| known(s).is_some())?;
+        Ok(listed.map(|mut contents| {
+            for set in &contents.sets {
+                if let Some(anon) = known(set) {
+                    contents
+                        .elements
+                        .insert(set.name.clone(), anon.elements.clone());
+                }
+            }
+            contents
+        }))
     }
 
     fn partial(
@@ -153,9 +205,10 @@ impl Syncer {
         desired: TableContents,
         start: Instant,
     ) -> Result<SyncReport, Error> {
-        let desired = TableState::new(desired);
-        let tx = diff_states(&desired, self.last.as_ref(), &mut self.names);
+        let mut desired = TableState::new(desired);
+        let (tx, assigned) = diff_states(&desired, self.last.as_ref(), &mut self.names);
         let report = self.send(socket, &tx, start, false)?;
+        carry_names(&mut desired, self.last.as_mut(), assigned);
         drop_later(self.last.replace(desired));
         Ok(report)
     }
