@@ -1,7 +1,8 @@
 //! The binary in nftables mode on a real kernel, each test in a fresh
 //! network namespace of its own, fed `examples/cluster.yaml` (the upstream
-//! reference scenario): the `ip kube-proxy` table appears; a second sync
-//! of the same state writes nothing; a service removed from the manifests
+//! reference scenario): the `ip kube-proxy` table appears; a second (full)
+//! sync of the same state writes nothing, nor does a restarted proxy's
+//! first; a service removed from the manifests
 //! loses its chains and map elements at the next sync; `--cleanup` deletes
 //! our tables and nothing else; `--dry-run` output is accepted by
 //! `nft -c -f` and changes nothing; starting in iptables mode removes the
@@ -135,6 +136,16 @@ fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_i
     assert_eq!(field(&settled, "changes"), "0", "syncs after the removal keep rewriting: {settled}");
     assert!(after.contains("storefront/cart/"), "the other services lost their rules:\n{after}");
     proxy.stop();
+
+    // A restarted proxy finds its table as it left it: its first (full)
+    // sync reads it back and writes nothing.
+    let before = table(&ns).unwrap();
+    let mut proxy = start(&ns, &args(&manifests));
+    let restarted = proxy.wait_for(SYNCED);
+    assert_eq!(field(&restarted, "partial"), "false", "{restarted}");
+    assert_eq!(field(&restarted, "changes"), "0", "a restarted proxy rewrote an up-to-date table: {restarted}");
+    proxy.stop();
+    assert_eq!(table(&ns).unwrap(), before, "a restart changed the table");
 
     let out = ns.command(BINARY).arg("--cleanup").output().unwrap();
     assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
