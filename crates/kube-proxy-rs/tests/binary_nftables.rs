@@ -6,7 +6,8 @@
 //! loses its chains and map elements at the next sync; `--cleanup` deletes
 //! our tables and nothing else; `--dry-run` output is accepted by
 //! `nft -c -f` and changes nothing; starting in iptables mode removes the
-//! table nftables mode left; `/metrics` lists every metric name of
+//! table nftables mode left, and nftables mode iptables mode's chains;
+//! `--init-only` writes nothing; `/metrics` lists every metric name of
 //! upstream's nftables-mode scrape and none of iptables mode's own.
 //! Needs root and `nft`; without them the tests fail.
 
@@ -151,6 +152,38 @@ fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_i
     assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
     assert!(table(&ns).is_none(), "--cleanup left our table:\n{}", tables(&ns));
     assert!(tables(&ns).contains("table ip someone-else"), "--cleanup touched another program's table");
+}
+
+/// `iptables-legacy-save`.
+fn saved(ns: &Netns) -> String {
+    ns.exec("iptables-legacy-save", &[]).unwrap()
+}
+
+#[test]
+fn nftables_mode_removes_what_iptables_mode_left() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftipt").unwrap();
+    let iptables: Vec<String> = args(&example()).into_iter().skip(2).chain(["--iptables-backend=legacy".into()]).collect();
+    let mut proxy = start(&ns, &iptables);
+    proxy.wait_for("synced iptables rules");
+    proxy.stop();
+    assert!(saved(&ns).contains(":KUBE-SERVICES"), "iptables mode left no chains to remove");
+    let mut proxy = start(&ns, &args(&example()));
+    proxy.wait_for(SYNCED);
+    proxy.stop();
+    let left: Vec<String> = saved(&ns).lines().filter(|l| l.contains("KUBE-") && !l.contains("KUBE-FIREWALL")).map(String::from).collect();
+    assert!(left.is_empty(), "nftables mode kept iptables mode's chains: {left:#?}");
+    assert!(table(&ns).is_some(), "nftables mode wrote no table");
+}
+
+#[test]
+fn init_only_in_nftables_mode_writes_no_table_and_exits() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftinit").unwrap();
+    let out = ns.command(BINARY).args(args(&example())).arg("--init-only").output().unwrap();
+    assert!(out.status.success(), "--init-only failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(table(&ns).is_none(), "--init-only wrote our table:\n{}", tables(&ns));
+    assert!(!saved(&ns).contains("KUBE-"), "--init-only wrote iptables rules:\n{}", saved(&ns));
 }
 
 #[test]

@@ -9,6 +9,12 @@
 //! else partial (diffed against the last applied state, no read-back). The
 //! report carries the table's counts, what the transaction changed and the
 //! kernel's own share of the time.
+//!
+//! A failed sync counts as [`Failure::NftablesSync`]. Chains and sets no
+//! longer wanted are deleted in the sync's own transaction (upstream
+//! deletes them later, in a transaction of their own whose failure it
+//! counts as a cleanup failure), so this proxier never reports
+//! [`Failure::NftablesCleanup`].
 
 use crate::apply::{self, Syncer};
 use crate::render::{self, RenderOptions, table_family};

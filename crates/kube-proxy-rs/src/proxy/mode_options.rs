@@ -108,3 +108,36 @@ fn ipvs_timeouts(config: &Config) -> ipvs::Timeouts {
         udp: secs(config.ipvs.udp_timeout),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::flags::Flags;
+
+    fn config(args: &[&str]) -> Config {
+        let all: Vec<&str> = std::iter::once("kube-proxy-rs").chain(args.iter().copied()).collect();
+        crate::config::load(&Flags::parse_from_args(all).unwrap()).unwrap().config
+    }
+
+    #[test]
+    fn nftables_mode_serves_nodeports_on_primary_ips_and_never_on_localhost() {
+        let config = config(&["--proxy-mode=nftables", "--iptables-localhost-nodeports=true", "--masquerade-all"]);
+        let opts = nftables_render_options(&config, IpFamily::V4);
+        assert_eq!(opts.common.node_port_addresses, plan::NodePortAddresses::Primary);
+        assert!(!opts.common.localhost_nodeports, "upstream's nftables mode has no localhost NodePorts");
+        assert!(opts.common.masquerade_all);
+        assert!(opts.service_cidrs.is_empty());
+        assert_eq!(nftables(&config, IpFamily::V4).max_anonymous_sets_per_transaction, None);
+    }
+
+    #[test]
+    fn nftables_mode_keeps_explicit_nodeport_addresses_and_uses_its_own_masquerade_bit() {
+        let config = config(&["--proxy-mode=nftables", "--nodeport-addresses=192.168.0.0/16", "--iptables-masquerade-bit=3"]);
+        let opts = nftables_render_options(&config, IpFamily::V4);
+        let cidrs = plan::NodePortAddresses::Cidrs(vec!["192.168.0.0/16".parse().unwrap()]);
+        assert_eq!(opts.common.node_port_addresses, cidrs);
+        // --iptables-masquerade-bit sets iptables.masqueradeBit only; nftables.masqueradeBit defaults to 14.
+        assert_eq!(opts.common.masquerade_bit, 14);
+    }
+}
