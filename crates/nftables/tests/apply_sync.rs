@@ -381,6 +381,73 @@ fn an_ip6_table_syncs_beside_the_ip_one() -> Result<()> {
 }
 
 #[test]
+fn endpoint_chains_behind_anonymous_verdict_maps_come_and_go() -> Result<()> {
+    let ns = netns("apvmap")?;
+    let mut sock = socket(&ns)?;
+    let mut syncer = Syncer::new(Family::Ip);
+    let mut svcs = services(4);
+    let range = |a: &str, b: &str| -> Result<(std::net::Ipv4Addr, std::net::Ipv4Addr)> {
+        Ok((a.parse()?, b.parse()?))
+    };
+    let allowed = vec![
+        range("172.20.0.0", "172.20.0.16")?,
+        range("192.168.86.0", "192.168.87.0")?,
+    ];
+    let first = ok(syncer.sync_full(
+        &mut sock,
+        services::table_with_endpoint_chains(&svcs, &allowed),
+    ))?;
+    assert_eq!(first.counts.chains_written, 5 + 4 + 12 + 1);
+    let text = list_ours(&ns)?;
+    assert!(
+        text.contains("numgen random mod 3 vmap { 0 : goto endpoint-"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ip saddr != { 172.20.0.0/28, 192.168.86.0/24 } drop"),
+        "{text}"
+    );
+    // read back, the same table (interval set and verdict maps included)
+    let again = ok(Syncer::new(Family::Ip).sync_full(
+        &mut sock,
+        services::table_with_endpoint_chains(&svcs, &allowed),
+    ))?;
+    assert!(again.counts.is_empty(), "{again:?}");
+
+    // an endpoint goes: its chain is deleted after the map naming it
+    let gone = svcs[2].endpoints.remove(1);
+    let r = ok(syncer.sync_partial(
+        &mut sock,
+        services::table_with_endpoint_chains(&svcs, &allowed[..1]),
+    ))?;
+    assert!(!r.full);
+    assert_eq!(
+        (
+            r.counts.chains_flushed,
+            r.counts.chains_deleted,
+            r.counts.rules_written
+        ),
+        (3, 1, 2),
+        "service chain, firewall chain and the endpoint's chain flushed: {r:?}"
+    );
+    let text = list_ours(&ns)?;
+    assert!(!text.contains(&format!("__{gone}/8080")), "{text}");
+    assert!(
+        text.contains("ip saddr != { 172.20.0.0/28 } drop"),
+        "{text}"
+    );
+    assert!(
+        ok(syncer.sync_full(
+            &mut sock,
+            services::table_with_endpoint_chains(&svcs, &allowed[..1])
+        ))?
+        .counts
+        .is_empty()
+    );
+    Ok(())
+}
+
+#[test]
 fn cleanup_removes_our_table_only() -> Result<()> {
     let ns = netns("apclean")?;
     let other = other_table(&ns)?;

@@ -9,9 +9,10 @@ use crate::{Chain, Element, Expr, Rule, Set, SetFlags, SetRef, Table, TableConte
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 
-/// What an anonymous set reference becomes inside a [`RuleShape`]; its id
-/// is the index into [`RuleShape::anonymous`].
-pub(crate) const ANONYMOUS_PLACEHOLDER: &str = "<anonymous>";
+/// What an anonymous set reference becomes inside a [`RuleShape`]: no name
+/// (no set has none, and an empty `String` costs no allocation); its id is
+/// the index into [`RuleShape::anonymous`].
+pub(crate) const ANONYMOUS_PLACEHOLDER: &str = "";
 
 /// One table, normalized.
 #[derive(Debug, Clone)]
@@ -170,7 +171,7 @@ impl RuleShape {
                 Expr::Lookup { set, .. } | Expr::Dynset { set, .. } => {
                     if let Some(anon) = anonymous_sets.take(set) {
                         *set = SetRef {
-                            name: ANONYMOUS_PLACEHOLDER.to_string(),
+                            name: String::new(),
                             id: Some(anonymous.len() as u32),
                         };
                         anonymous.push(anon);

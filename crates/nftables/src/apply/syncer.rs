@@ -19,8 +19,9 @@ use super::state::{TableState, is_anonymous};
 use crate::{Error, Family, NftSocket, Set, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
 
-/// Brings one of our tables to a desired state, sync after sync.
-#[derive(Debug, Clone)]
+/// Brings one of our tables to a desired state, sync after sync. Not
+/// `Clone`: two syncers of one table would give anonymous sets the same
+/// names.
 pub struct Syncer {
     family: Family,
     table: String,
@@ -29,6 +30,22 @@ pub struct Syncer {
     names: AnonymousNames,
     seen: Option<Seen>,
     max_anonymous: Option<usize>,
+}
+
+impl std::fmt::Debug for Syncer {
+    /// A summary: the last applied state can hold 10,000 services.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Syncer")
+            .field("family", &self.family)
+            .field("table", &self.table)
+            .field("needs_full_sync", &self.needs_full_sync())
+            .field(
+                "chains_applied",
+                &self.last.as_ref().map(|l| l.chains.len()),
+            )
+            .field("seen", &self.seen)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The kernel as our last transaction left it.

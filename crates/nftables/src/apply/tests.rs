@@ -598,3 +598,49 @@ fn chains_and_sets_not_desired_are_deleted() {
     );
     assert_eq!(SyncCounts::of(&tx).objects_deleted(), 2);
 }
+
+/// Where a partial sync's own time goes at 10,000 services × 10
+/// endpoints (printed, not asserted; run with `--release --ignored
+/// --nocapture`).
+#[test]
+#[ignore = "timing probe"]
+fn timing_probe_state_and_diff() {
+    use super::diff::diff_states;
+    use super::names::AnonymousNames;
+    use super::state::TableState;
+    use std::time::Instant;
+    let svcs: Vec<Svc> = (0..10_000u32)
+        .map(|i| {
+            let ip = |n: u32| n.to_be_bytes();
+            Svc {
+                name: "x",
+                ip: ip(0x0a60_0000 + i),
+                endpoints: (0..10).map(|e| ip(0x0af4_0000 + i * 16 + e)).collect(),
+            }
+        })
+        .collect();
+    let mut t = table(&svcs);
+    // unique chain names
+    for (n, c) in t.chains.iter_mut().enumerate().skip(2) {
+        c.name = format!("service-{n}");
+    }
+    for (n, r) in t.rules.iter_mut().enumerate().skip(2) {
+        r.chain = format!("service-{n}");
+    }
+    let last = TableState::new(t.clone());
+    for _ in 0..3 {
+        let desired = t.clone();
+        let start = Instant::now();
+        let state = TableState::new(desired);
+        let built = start.elapsed();
+        let (tx, _) = diff_states(&state, Some(&last), &mut AnonymousNames::default());
+        let diffed = start.elapsed() - built;
+        let start = Instant::now();
+        drop(state);
+        println!(
+            "state {built:?}, diff {diffed:?} ({} changes), drop {:?}",
+            tx.ops.len(),
+            start.elapsed()
+        );
+    }
+}

@@ -173,3 +173,70 @@ fn add_service(t: &mut TableContents, id: u32, s: &Service) {
         .or_default()
         .push(s.vmap_element());
 }
+
+/// The same table with upstream's other service shape: the service chain
+/// jumps through `numgen random mod N vmap { 0 : goto endpoint-…, … }` to
+/// one chain per endpoint (which DNATs), and a firewall chain drops
+/// sources outside an anonymous interval set.
+pub fn table_with_endpoint_chains(
+    services: &[Service],
+    allowed: &[(Ipv4Addr, Ipv4Addr)],
+) -> TableContents {
+    let mut t = table(&[]);
+    let mut id = 1;
+    for s in services {
+        let chain = s.chain();
+        t.chains.push(Chain::regular(chain.as_str()));
+        let vmap = Set::anonymous(id, vec![DataType::Integer], Some(vec![DataType::Verdict]));
+        id += 1;
+        let mut elements = Vec::new();
+        for (n, e) in s.endpoints.iter().enumerate() {
+            let ep = format!("endpoint-{:08X}-{}__{e}/8080", fnv(&s.name), s.name);
+            t.chains.push(Chain::regular(ep.as_str()));
+            t.rules.push(Rule::new(
+                ep.as_str(),
+                [stmt::l4proto(TCP), stmt::dnat_to((*e).into(), 8080)].concat(),
+            ));
+            elements.push(Element::verdict(
+                vec![Value::Integer(n as u32)],
+                Verdict::Goto(ep),
+            ));
+        }
+        t.elements.insert(TableContents::set_key(&vmap), elements);
+        t.rules.push(Rule::new(
+            chain.as_str(),
+            stmt::numgen_vmap(s.endpoints.len() as u32, SetRef::to_set(&vmap)),
+        ));
+        t.sets.push(vmap);
+        t.elements
+            .entry("service-ips".into())
+            .or_default()
+            .push(s.vmap_element());
+    }
+    let ranges = Set::anonymous(id, vec![DataType::Ipv4Addr], None).with_flags(SetFlags::INTERVAL);
+    let mut elements = vec![];
+    if allowed
+        .first()
+        .is_some_and(|(from, _)| u32::from(*from) != 0)
+    {
+        elements.push(Element::interval_end(vec![Value::Ipv4(
+            Ipv4Addr::UNSPECIFIED,
+        )]));
+    }
+    for (from, to) in allowed {
+        elements.push(Element::new(vec![Value::Ipv4(*from)]));
+        elements.push(Element::interval_end(vec![Value::Ipv4(*to)]));
+    }
+    t.chains.push(Chain::regular("firewall-check"));
+    t.rules.push(Rule::new(
+        "firewall-check",
+        [
+            stmt::in_set(&[Field::IpSaddr], SetRef::to_set(&ranges), true),
+            stmt::verdict(Verdict::Drop),
+        ]
+        .concat(),
+    ));
+    t.elements.insert(TableContents::set_key(&ranges), elements);
+    t.sets.push(ranges);
+    t
+}
