@@ -7,7 +7,8 @@
 //! our tables and nothing else; `--dry-run` output is accepted by
 //! `nft -c -f` and changes nothing; starting in iptables mode removes the
 //! table nftables mode left, and nftables mode iptables mode's chains;
-//! `--init-only` writes nothing; `/metrics` lists every metric name of
+//! `--init-only` writes nothing; a stale UDP conntrack flow (to an endpoint
+//! the service no longer has) is deleted after a sync, a live one kept; `/metrics` lists every metric name of
 //! upstream's nftables-mode scrape and none of iptables mode's own.
 //! Needs root and `nft`; without them the tests fail.
 
@@ -248,4 +249,32 @@ fn metrics_list_every_upstream_nftables_metric_and_no_iptables_one() {
     assert!(reconciles.is_some_and(|n| n >= 2.0), "conntrack cleanup not run after each sync: {reconciles:?}\n{ours}");
     let iptables_only: Vec<&String> = names.iter().filter(|n| n.contains("iptables")).collect();
     assert!(iptables_only.is_empty(), "iptables mode's metrics in nftables mode: {iptables_only:?}");
+}
+
+/// Injects a UDP flow `client:sport -> dst:53` answered by `reply_src:5353`
+/// (as DNAT to that endpoint would have left it).
+fn inject_udp_flow(ns: &Netns, client: &str, sport: u16, dst: &str, reply_src: &str) {
+    let sport = sport.to_string();
+    let args = [
+        "-I", "-p", "udp", "-s", client, "-d", dst, "--sport", &sport, "--dport", "53", "-r", reply_src, "-q", client,
+        "--reply-port-src", "5353", "--reply-port-dst", &sport, "-t", "120",
+    ];
+    ns.exec("conntrack", &args).unwrap();
+}
+
+#[test]
+fn stale_udp_flows_are_deleted_after_a_sync() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftstale").unwrap();
+    let mut proxy = start(&ns, &args(&example()));
+    proxy.wait_for(SYNCED);
+    // kube-system/cluster-dns:dns, UDP 10.96.10.120:53; 10.244.0.24 serves it, 10.244.9.9 never did.
+    inject_udp_flow(&ns, "10.244.0.5", 4000, "10.96.10.120", "10.244.9.9");
+    inject_udp_flow(&ns, "10.244.0.5", 4001, "10.96.10.120", "10.244.0.24");
+    let line = proxy.wait_for("deleted stale UDP conntrack entries");
+    proxy.stop();
+    assert!(line.contains("10.244.9.9"), "{line}");
+    let flows = ns.exec("conntrack", &["-L", "-p", "udp"]).unwrap_or_default();
+    assert!(!flows.contains("src=10.244.9.9"), "the stale flow is still there:\n{flows}");
+    assert!(flows.contains("src=10.244.0.24"), "the flow to a serving endpoint was deleted too:\n{flows}");
 }
