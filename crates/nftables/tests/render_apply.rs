@@ -9,6 +9,7 @@
 //! nothing to write.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code)] // the shared reference support has more than this test uses
 
 #[path = "support/reference.rs"]
 mod reference;
