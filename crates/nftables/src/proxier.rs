@@ -167,19 +167,41 @@ pub struct NftablesCleanup;
 const FAMILIES: [Family; 2] = [Family::Ip, Family::Ip6];
 
 impl NftablesCleanup {
-    /// Deletes our table of each family; per family whether it existed.
+    /// Deletes our table of each family; per family whether it existed. A
+    /// kernel without nf_tables has none (as upstream, which skips a family
+    /// whose nftables it cannot use).
     fn delete_tables(&self) -> Vec<(Family, Result<bool, String>)> {
         let mut socket = match NftSocket::connect() {
             Ok(socket) => socket,
+            Err(err) if nf_tables_unavailable(&err) => return FAMILIES.map(|f| (f, Ok(false))).into(),
             Err(err) => return FAMILIES.map(|f| (f, Err(err.to_string()))).into(),
         };
         FAMILIES
             .map(|family| {
-                let result = apply::cleanup(&mut socket, family).map_err(|e| e.to_string());
+                let result = match apply::cleanup(&mut socket, family) {
+                    Err(err) if nf_tables_unavailable(&err) => Ok(false),
+                    other => other.map_err(|e| e.to_string()),
+                };
                 (family, result)
             })
             .into()
     }
+}
+
+/// Whether `err` says the kernel has no nf_tables: no `NETLINK_NETFILTER`
+/// (the socket cannot be made), or no nf_tables subsystem or family
+/// behind it (the kernel answers a request for our table with
+/// `EINVAL`/`EOPNOTSUPP`/`EAFNOSUPPORT`).
+fn nf_tables_unavailable(err: &Error) -> bool {
+    let errno = match err {
+        Error::Socket(e) => return e.raw_os_error() == Some(nix::libc::EPROTONOSUPPORT),
+        Error::Kernel { source, .. } => source.raw_os_error(),
+        _ => None,
+    };
+    matches!(
+        errno,
+        Some(nix::libc::EINVAL | nix::libc::EOPNOTSUPP | nix::libc::EAFNOSUPPORT)
+    )
 }
 
 impl Cleanup for NftablesCleanup {
@@ -232,6 +254,20 @@ fn family_name(family: Family) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_without_nf_tables_has_nothing_to_clean() {
+        let errno = |n| std::io::Error::from_raw_os_error(n);
+        let kernel = |n| Error::Kernel {
+            operation: "get table ip kube-proxy".into(),
+            source: errno(n),
+        };
+        assert!(nf_tables_unavailable(&Error::Socket(errno(nix::libc::EPROTONOSUPPORT))));
+        assert!(nf_tables_unavailable(&kernel(nix::libc::EINVAL)));
+        assert!(nf_tables_unavailable(&kernel(nix::libc::EOPNOTSUPP)));
+        assert!(!nf_tables_unavailable(&kernel(nix::libc::EPERM)), "no permission is a failure");
+        assert!(!nf_tables_unavailable(&Error::Socket(errno(nix::libc::EPERM))));
+    }
 
     #[test]
     fn figures_count_named_sets_and_their_elements_only() {
