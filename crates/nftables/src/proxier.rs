@@ -21,7 +21,9 @@ use crate::render::{self, RenderOptions, table_family};
 use crate::{Error, Family, NftSocket, TableContents};
 use model::Snapshot;
 use plan::NodeFacts;
-use proxier::{Cleaned, Cleanup, Failure, LocalFuture, Mode, NftablesFigures, SyncError, SyncReport};
+use proxier::{
+    Cleaned, Cleanup, Failure, LocalFuture, Mode, NftablesFigures, SyncError, SyncReport,
+};
 use std::time::Instant;
 
 /// What nftables mode is configured with.
@@ -173,7 +175,9 @@ impl NftablesCleanup {
     fn delete_tables(&self) -> Vec<(Family, Result<bool, String>)> {
         let mut socket = match NftSocket::connect() {
             Ok(socket) => socket,
-            Err(err) if nf_tables_unavailable(&err) => return FAMILIES.map(|f| (f, Ok(false))).into(),
+            Err(err) if nf_tables_unavailable(&err) => {
+                return FAMILIES.map(|f| (f, Ok(false))).into();
+            }
             Err(err) => return FAMILIES.map(|f| (f, Err(err.to_string()))).into(),
         };
         FAMILIES
@@ -214,11 +218,17 @@ impl Cleanup for NftablesCleanup {
             self.delete_tables()
                 .into_iter()
                 .map(|(family, result)| Cleaned {
-                    what: format!("nftables {} {}", family_name(family), apply::KUBE_PROXY_TABLE),
-                    result: result.map_err(|e| e.to_string()).map(|existed| match existed {
-                        true => "table deleted".to_string(),
-                        false => "no table".to_string(),
-                    }),
+                    what: format!(
+                        "nftables {} {}",
+                        family_name(family),
+                        apply::KUBE_PROXY_TABLE
+                    ),
+                    result: result
+                        .map_err(|e| e.to_string())
+                        .map(|existed| match existed {
+                            true => "table deleted".to_string(),
+                            false => "no table".to_string(),
+                        }),
                 })
                 .collect()
         })
@@ -262,11 +272,18 @@ mod tests {
             operation: "get table ip kube-proxy".into(),
             source: errno(n),
         };
-        assert!(nf_tables_unavailable(&Error::Socket(errno(nix::libc::EPROTONOSUPPORT))));
+        assert!(nf_tables_unavailable(&Error::Socket(errno(
+            nix::libc::EPROTONOSUPPORT
+        ))));
         assert!(nf_tables_unavailable(&kernel(nix::libc::EINVAL)));
         assert!(nf_tables_unavailable(&kernel(nix::libc::EOPNOTSUPP)));
-        assert!(!nf_tables_unavailable(&kernel(nix::libc::EPERM)), "no permission is a failure");
-        assert!(!nf_tables_unavailable(&Error::Socket(errno(nix::libc::EPERM))));
+        assert!(
+            !nf_tables_unavailable(&kernel(nix::libc::EPERM)),
+            "no permission is a failure"
+        );
+        assert!(!nf_tables_unavailable(&Error::Socket(errno(
+            nix::libc::EPERM
+        ))));
     }
 
     #[test]

@@ -31,7 +31,11 @@ fn netns(label: &str) -> Result<Netns> {
 }
 
 fn contents(snapshot: &Snapshot) -> TableContents {
-    let rendered = render(snapshot, &reference_options(IpFamily::V4), &reference_facts());
+    let rendered = render(
+        snapshot,
+        &reference_options(IpFamily::V4),
+        &reference_facts(),
+    );
     rendered.ruleset.contents()
 }
 
@@ -41,7 +45,9 @@ fn one_endpoint_less(mut snapshot: Snapshot) -> (Snapshot, String) {
     let (name, endpoints) = snapshot
         .endpoints
         .iter()
-        .find(|(name, eps)| eps.len() > 1 && eps.iter().all(|e| e.ready) && snapshot.services.contains_key(*name))
+        .find(|(name, eps)| {
+            eps.len() > 1 && eps.iter().all(|e| e.ready) && snapshot.services.contains_key(*name)
+        })
         .map(|(name, eps)| (name.clone(), eps.clone()))
         .expect("a service port with two ready endpoints");
     let mut fewer = endpoints.as_ref().clone();
@@ -61,10 +67,18 @@ fn syncer_applies_the_rendering_writes_nothing_again_and_replaces_a_changed_map(
     assert!(first.changes > 0, "{first:?}");
     let listed = ns.exec("nft", &["list", "table", "ip", "kube-proxy"])?;
     let diff = differences(&listed, &reference_table("ip"));
-    assert!(diff.is_empty(), "applied table differs from upstream:\n{}", diff.join("\n"));
+    assert!(
+        diff.is_empty(),
+        "applied table differs from upstream:\n{}",
+        diff.join("\n")
+    );
 
     let again: SyncReport = syncer.sync_full(&mut socket, contents(&snapshot))?;
-    assert_eq!(again.changes, 0, "a full sync of the same rendering wrote: {:?}", again.counts);
+    assert_eq!(
+        again.changes, 0,
+        "a full sync of the same rendering wrote: {:?}",
+        again.counts
+    );
     let partial = syncer.sync_partial(&mut socket, contents(&snapshot))?;
     assert!(!partial.full && partial.changes == 0, "{partial:?}");
 
@@ -72,17 +86,48 @@ fn syncer_applies_the_rendering_writes_nothing_again_and_replaces_a_changed_map(
     let replaced = syncer.sync_partial(&mut socket, contents(&changed))?;
     assert!(!replaced.full, "{replaced:?}");
     // upstream v1.36 DNATs through the map itself: no endpoint chain to delete.
-    assert_eq!((replaced.counts.chains_flushed, replaced.counts.rules_written), (1, 1), "{port}: {:?}", replaced.counts);
-    assert!(replaced.counts.anonymous_sets_written >= 1, "the numgen map was not replaced: {:?}", replaced.counts);
-    assert_eq!(replaced.counts.objects_deleted(), 0, "{port}: {:?}", replaced.counts);
+    assert_eq!(
+        (
+            replaced.counts.chains_flushed,
+            replaced.counts.rules_written
+        ),
+        (1, 1),
+        "{port}: {:?}",
+        replaced.counts
+    );
+    assert!(
+        replaced.counts.anonymous_sets_written >= 1,
+        "the numgen map was not replaced: {:?}",
+        replaced.counts
+    );
+    assert_eq!(
+        replaced.counts.objects_deleted(),
+        0,
+        "{port}: {:?}",
+        replaced.counts
+    );
     let listed = ns.exec("nft", &["list", "table", "ip", "kube-proxy"])?;
-    let rendered_text = render(&changed, &reference_options(IpFamily::V4), &reference_facts()).ruleset.to_nft_text();
+    let rendered_text = render(
+        &changed,
+        &reference_options(IpFamily::V4),
+        &reference_facts(),
+    )
+    .ruleset
+    .to_nft_text();
     let diff = differences(&listed, &rendered_text);
-    assert!(diff.is_empty(), "{port}: the kernel's table differs from the rendering:\n{}", diff.join("\n"));
+    assert!(
+        diff.is_empty(),
+        "{port}: the kernel's table differs from the rendering:\n{}",
+        diff.join("\n")
+    );
 
     // A restarted proxy: a fresh syncer reads the table back and agrees.
     let mut fresh = Syncer::new(Family::Ip);
     let restart = fresh.sync_full(&mut socket, contents(&changed))?;
-    assert_eq!(restart.changes, 0, "a fresh full sync found differences: {:?}", restart.counts);
+    assert_eq!(
+        restart.changes, 0,
+        "a fresh full sync found differences: {:?}",
+        restart.counts
+    );
     Ok(())
 }
