@@ -14,27 +14,27 @@
 mod balancing;
 mod builtin_jumps;
 mod cluster_ip;
-mod consistency;
+
 mod context;
 mod endpoint_chains;
 mod external_chain;
 mod external_ip;
-mod family;
+
 mod load_balancer;
 mod no_endpoints;
 mod node_port;
 mod naming;
-pub(crate) mod rule;
+
 mod service_port;
 mod static_chains;
 
-pub use consistency::consistency_problems;
-pub use family::FamilyText;
+pub use xtables::rules::consistency_problems;
+pub use xtables::FamilyText;
 pub use context::RenderContext;
 pub use service_port::{ServicePortRules, render_service_port};
 
-use crate::rendering::{Piece, Rendering};
-use crate::{BuiltinJump, Ruleset, TableRules};
+use xtables::{Piece, Rendering};
+use xtables::{BuiltinJump, Ruleset, TableRules};
 use std::borrow::Cow;
 pub use plan::NoLocalEndpoints;
 use plan::Options;

@@ -9,13 +9,13 @@
 mod support;
 
 use plan::Options;
-use iptables::apply::{
+use xtables::apply::{
     Backend, Iptables, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, ROUTE_LOCALNET, apply_kernel_setup,
     apply_nfacct_counters, read_local_addresses, read_nfacct_packets,
 };
 use iptables::render::{RenderOptions, render};
 use model::IpFamily;
-use iptables::{Error, Table};
+use xtables::{Error, Table};
 use std::net::IpAddr;
 use support::*;
 

@@ -2,7 +2,7 @@
 
 use crate::ipset::IpSets;
 use crate::{RealServer, ServiceKey, VirtualServer};
-use iptables::Ruleset;
+use xtables::Ruleset;
 use model::IpFamily;
 use model::ServicePortName;
 use plan::NoLocalEndpoints;

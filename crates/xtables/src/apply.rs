@@ -75,7 +75,7 @@ pub use node::{
 pub use ownership::is_owned_chain;
 pub use syncer::{Synced, Syncer};
 
-use crate::chain_name::KUBE_PROXY_CANARY;
+use crate::chains::KUBE_PROXY_CANARY;
 use model::IpFamily;
 use crate::rendering::Rendering;
 use crate::{Error, Table};

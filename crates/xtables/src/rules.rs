@@ -1,5 +1,18 @@
-//! The rendered rules of one IP family: what the renderer returns and the
-//! applier consumes.
+//! The rules of one IP family, typed: what a renderer returns and the
+//! applier consumes. Pure: no kernel, no I/O. A rule knows its chain, its
+//! matches and its target ([`Rule`], [`Target`]); it becomes
+//! `iptables-restore` text only when written ([`Ruleset::to_restore`],
+//! [`write_table`], the applier's restore input).
+
+mod builder;
+mod consistency;
+mod family;
+mod rule;
+
+pub use builder::{RuleBuilder, host, net, quote_arg};
+pub use consistency::consistency_problems;
+pub use family::FamilyText;
+pub use rule::{RejectWith, Rule, Target};
 
 use std::fmt;
 
@@ -39,9 +52,9 @@ pub struct TableRules {
     /// `--noflush` mode flushes it, so each declared chain is rewritten
     /// whole by its `rules`.
     pub chains: Vec<String>,
-    /// Rule lines without the leading `-A `, e.g.
-    /// `KUBE-SERVICES -d 172.30.0.41/32 -p tcp ... -j KUBE-SVC-XXX`.
-    pub rules: Vec<String>,
+    /// The rules, in order; each is written as a line without the leading
+    /// `-A `, e.g. `KUBE-SERVICES -d 172.30.0.41/32 -p tcp ... -j KUBE-SVC-XXX`.
+    pub rules: Vec<Rule>,
 }
 
 /// A jump from a built-in chain into one of ours (`-A INPUT -j KUBE-...`),
@@ -69,7 +82,7 @@ impl BuiltinJump {
         let mut line = self.chain.to_string();
         for arg in &self.args {
             line.push(' ');
-            line.push_str(&crate::render::rule::quote_arg(arg));
+            line.push_str(&quote_arg(arg));
         }
         line
     }
@@ -133,10 +146,72 @@ pub fn write_table(out: &mut String, table: Table, rules: &TableRules, delete: &
         let _ = writeln!(out, ":{chain} - [0:0]");
     }
     for rule in &rules.rules {
-        let _ = writeln!(out, "-A {rule}");
+        out.push_str("-A ");
+        rule.write_line(out);
+        out.push('\n');
     }
     for chain in delete {
         let _ = writeln!(out, "-X {chain}");
     }
     out.push_str("COMMIT\n");
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    /// A rule written by hand as `iptables-save` prints it (tests only:
+    /// the applier never reads rules back from text). The target is the
+    /// word after the last ` -j ` (or ` -g `) and its options.
+    pub(crate) fn rule(line: &str) -> Rule {
+        let (chain, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let rest = format!(" {rest}");
+        let cut = rest.rfind(" -j ").or_else(|| rest.rfind(" -g ")).filter(|_| !rest.trim().is_empty());
+        let (matches, target) = cut.map_or((rest.as_str(), ""), |at| rest.split_at(at));
+        let words: Vec<&str> = target.split_whitespace().collect();
+        let target = match words.as_slice() {
+            [] => Target::None,
+            ["-g", chain] => Target::Goto(chain),
+            ["-j", "ACCEPT"] => Target::Accept,
+            ["-j", "DROP"] => Target::Drop,
+            ["-j", "RETURN"] => Target::Return,
+            ["-j", "MASQUERADE"] => Target::Masquerade { random_fully: false },
+            ["-j", "MASQUERADE", "--random-fully"] => Target::Masquerade { random_fully: true },
+            ["-j", "REJECT", "--reject-with", "icmp-port-unreachable"] => Target::Reject(RejectWith::IcmpPortUnreachable),
+            ["-j", "DNAT", "--to-destination", to] => {
+                Target::Dnat(to.parse().unwrap_or_else(|_| SocketAddr::from(([0; 4], 0))))
+            }
+            ["-j", "MARK", "--set-xmark", mark] => {
+                let (value, mask) = mark.split_once('/').unwrap_or((mark, "0xffffffff"));
+                let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or_default();
+                Target::SetXmark { value: hex(value), mask: hex(mask) }
+            }
+            ["-j", chain] => Target::Jump(chain),
+            _ => panic!("test rule with an unknown target: {line}"),
+        };
+        let matches = if matches.trim().is_empty() { "" } else { matches };
+        Rule::from_parts(format!("{chain}{matches}"), chain.len(), target)
+    }
+
+    #[test]
+    fn hand_written_rules_print_back_as_written() {
+        for line in [
+            "KUBE-SERVICES -d 10.0.0.1/32 -j KUBE-SVC-A",
+            "KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000",
+            "KUBE-SEP-A1 -p tcp -m tcp -j DNAT --to-destination 10.1.0.1:80",
+            "KUBE-FW-X -m comment --comment \"other traffic\"",
+            "X -j RETURN",
+        ] {
+            assert_eq!(rule(line).to_string(), line);
+        }
+        assert_eq!(rule("X -m comment --comment \"a -j B\" -j C").target(), Target::Jump("C"));
+    }
+
+    #[test]
+    fn restore_text_declares_then_appends() {
+        let nat = TableRules { chains: vec!["A".into()], rules: vec![rule("A -j RETURN")] };
+        let ruleset = Ruleset { nat, ..Ruleset::default() };
+        assert_eq!(ruleset.to_restore(), "*filter\nCOMMIT\n*mangle\nCOMMIT\n*nat\n:A - [0:0]\n-A A -j RETURN\nCOMMIT\n");
+    }
 }
