@@ -45,7 +45,7 @@ fn render_chain(ctx: &RenderContext, plan: &NamedPlan, chain: &str, endpoints: &
 
 /// A rule in `chain` about `ep`, commented `"<port> -> <ip:port>"` unless
 /// comments are elided for a large cluster.
-fn endpoint_rule(ctx: &RenderContext, plan: &NamedPlan, chain: &str, ep: &Endpoint) -> RuleBuilder<'static> {
+fn endpoint_rule<'a>(ctx: &RenderContext, plan: &NamedPlan, chain: &'a str, ep: &Endpoint) -> RuleBuilder<'a> {
     let rule = Rule::new(chain);
     if ctx.sync.large_cluster { rule } else { rule.comment(&format!("{} -> {ep}", plan.name)) }
 }

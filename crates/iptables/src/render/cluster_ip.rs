@@ -34,7 +34,7 @@ pub(crate) fn render_masquerade(ctx: &RenderContext, plan: &NamedPlan, out: &mut
 }
 
 /// `-d <cluster IP> -p P -m comment "<port> cluster IP" --dport <port>`.
-fn cluster_ip_rule(chain: &str, plan: &NamedPlan) -> RuleBuilder<'static> {
+fn cluster_ip_rule<'a>(chain: &'a str, plan: &NamedPlan) -> RuleBuilder<'a> {
     Rule::new(chain)
         .dst(&rule::host(plan.port.svc.cluster_ip))
         .comment(&format!("{} cluster IP", plan.name))

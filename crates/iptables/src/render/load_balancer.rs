@@ -32,7 +32,7 @@ pub(crate) fn render_entries(_ctx: &RenderContext, plan: &NamedPlan, out: &mut S
 }
 
 /// `-d <LB IP>` in `chain`.
-fn lb_ip_rule(chain: &str, ip: std::net::IpAddr) -> RuleBuilder<'static> {
+fn lb_ip_rule(chain: &str, ip: std::net::IpAddr) -> RuleBuilder<'_> {
     Rule::new(chain).dst(&rule::host(ip))
 }
 

@@ -11,32 +11,25 @@ use std::net::IpAddr;
 /// any order; matches are appended as they come (the order iptables
 /// keeps), straight into one buffer.
 #[derive(Debug, Clone)]
-pub struct RuleBuilder<'t> {
-    chain: String,
+pub struct RuleBuilder<'a> {
+    chain: &'a str,
     src: Option<String>,
     dst: Option<String>,
     proto: Option<&'static str>,
     /// Matches, each with its leading space.
     tail: String,
-    target: Target<'t>,
+    target: Target<'a>,
 }
 
 impl Rule {
     /// Starts a rule in `chain`.
     #[allow(clippy::new_ret_no_self)]
-    pub fn new(chain: &str) -> RuleBuilder<'static> {
-        RuleBuilder {
-            chain: chain.to_string(),
-            src: None,
-            dst: None,
-            proto: None,
-            tail: String::with_capacity(96),
-            target: Target::None,
-        }
+    pub fn new(chain: &str) -> RuleBuilder<'_> {
+        RuleBuilder { chain, src: None, dst: None, proto: None, tail: String::with_capacity(96), target: Target::None }
     }
 }
 
-impl<'t> RuleBuilder<'t> {
+impl<'a> RuleBuilder<'a> {
 
     /// `-s <net>`.
     pub fn src(mut self, net: &str) -> Self {
@@ -89,23 +82,25 @@ impl<'t> RuleBuilder<'t> {
     }
 
     /// `-j <chain>`: a jump to another chain.
-    pub fn jump<'c>(self, chain: &'c str) -> RuleBuilder<'c> {
+    pub fn jump(self, chain: &'a str) -> Self {
         self.target(Target::Jump(chain))
     }
 
     /// The rule's target.
-    pub fn target<'c>(self, target: Target<'c>) -> RuleBuilder<'c> {
-        let Self { chain, src, dst, proto, tail, .. } = self;
-        RuleBuilder { chain, src, dst, proto, tail, target }
+    pub fn target(self, target: Target<'a>) -> Self {
+        Self { target, ..self }
     }
 
-    /// The rule.
+    /// The rule: its text allocated once, at its exact length.
     pub fn build(self) -> Rule {
-        let mut out = self.chain;
+        let (src, dst) = (self.src.as_deref().unwrap_or_default(), self.dst.as_deref().unwrap_or_default());
+        let proto = self.proto.map_or(0, |p| p.len() + 4);
+        let target = self.target.chain().map_or(0, str::len);
+        let mut out = String::with_capacity(self.chain.len() + src.len() + dst.len() + proto + self.tail.len() + target);
+        out.push_str(self.chain);
         let chain_end = out.len();
-        out.reserve(self.tail.len() + 48 + self.target.chain().map_or(0, str::len));
-        out.push_str(self.src.as_deref().unwrap_or_default());
-        out.push_str(self.dst.as_deref().unwrap_or_default());
+        out.push_str(src);
+        out.push_str(dst);
         if let Some(proto) = self.proto {
             out.push_str(" -p ");
             out.push_str(proto);
