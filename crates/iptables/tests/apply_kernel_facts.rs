@@ -63,7 +63,7 @@ fn an_nfacct_rule_loads_and_counts_once_the_counter_exists() {
 fn reading_a_missing_counter_is_an_error_naming_it() {
     in_netns("nfmiss", || async {
         let err = read_nfacct_packets("no_such_counter").expect_err("missing");
-        assert!(matches!(err, Error::Netlink { .. }), "{err}");
+        assert!(matches!(err, Error::Host(host::Error::Netlink { .. })), "{err}");
         assert!(err.to_string().contains("nfacct get no_such_counter"), "{err}");
     });
 }

@@ -80,11 +80,17 @@ impl BuiltinJump {
     /// `INPUT -m conntrack --ctstate NEW -m comment --comment "..." -j KUBE-...`.
     pub fn rule_line(&self) -> String {
         let mut line = self.chain.to_string();
-        for arg in &self.args {
-            line.push(' ');
-            line.push_str(&quote_arg(arg));
-        }
+        self.push_args(&mut line);
         line
+    }
+
+    /// Appends the rule arguments, each with a leading space and quoted as
+    /// `iptables-save` quotes them.
+    pub fn push_args(&self, out: &mut String) {
+        for arg in &self.args {
+            out.push(' ');
+            out.push_str(&quote_arg(arg));
+        }
     }
 }
 

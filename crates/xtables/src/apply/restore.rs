@@ -211,10 +211,10 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
         out.finish().await
     };
     let ((written, fed), output) = tokio::join!(feed, child.wait_with_output());
-    let output = output.map_err(|source| Error::Spawn { command: inv.to_string(), source })?;
+    let output = output.map_err(|source| host::Error::Spawn { command: inv.to_string(), source })?;
     if output.status.success() {
         return match fed {
-            Some(source) => Err(Error::Spawn { command: inv.to_string(), source }),
+            Some(source) => Err(host::Error::Spawn { command: inv.to_string(), source }.into()),
             None => Ok(written),
         };
     }
@@ -234,11 +234,9 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
 
 /// `-I CHAIN 1 args` (prepend) or `-A CHAIN args`: adds a missing jump.
 pub(crate) fn add_line(jump: &BuiltinJump) -> String {
-    let line = jump.rule_line();
-    match line.strip_prefix(jump.chain) {
-        Some(rest) if jump.prepend => format!("-I {} 1{rest}", jump.chain),
-        _ => format!("-A {line}"),
-    }
+    let mut line = if jump.prepend { format!("-I {} 1", jump.chain) } else { format!("-A {}", jump.chain) };
+    jump.push_args(&mut line);
+    line
 }
 
 /// `iptables-restore` with upstream's flags: keep everything not named in
