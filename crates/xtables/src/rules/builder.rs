@@ -30,7 +30,6 @@ impl Rule {
 }
 
 impl<'a> RuleBuilder<'a> {
-
     /// `-s <net>`.
     pub fn src(mut self, net: &str) -> Self {
         self.src = Some(format!(" -s {net}"));
