@@ -91,8 +91,9 @@ pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions) -> Rendered {
     out.ruleset.builtin_jumps = streamed.builtin_jumps().into_owned();
     for piece in streamed.pieces() {
         out.no_local_endpoints += piece.no_local_endpoints;
-        append(&mut out.ruleset, &piece.rules);
+        append(&mut out.ruleset, piece.rules.into_owned());
     }
+    out.ruleset.shrink_to_fit();
     out
 }
 
@@ -137,10 +138,10 @@ fn port_piece(port: ServicePortRules) -> Piece<'static> {
     Piece { rules: Cow::Owned(rules), open: false, no_local_endpoints }
 }
 
-/// Appends the chains and rules of `piece` to `out`, table by table.
-fn append(out: &mut Ruleset, piece: &Ruleset) {
-    for (into, from) in [(&mut out.filter, &piece.filter), (&mut out.nat, &piece.nat), (&mut out.mangle, &piece.mangle)] {
-        into.chains.extend_from_slice(&from.chains);
-        into.rules.extend_from_slice(&from.rules);
+/// Moves the chains and rules of `piece` to the end of `out`, table by table.
+fn append(out: &mut Ruleset, piece: Ruleset) {
+    for (into, from) in [(&mut out.filter, piece.filter), (&mut out.nat, piece.nat), (&mut out.mangle, piece.mangle)] {
+        into.chains.extend(from.chains);
+        into.rules.extend(from.rules);
     }
 }

@@ -113,6 +113,24 @@ impl Ruleset {
         [(Table::Filter, &self.filter), (Table::Mangle, &self.mangle), (Table::Nat, &self.nat)]
     }
 
+    /// The rules of `table`, taken out of the ruleset.
+    pub fn into_table(self, table: Table) -> TableRules {
+        match table {
+            Table::Filter => self.filter,
+            Table::Nat => self.nat,
+            Table::Mangle => self.mangle,
+        }
+    }
+
+    /// Frees the spare capacity of every table (a collected ruleset of
+    /// 320k rules otherwise keeps up to as many again in its vectors).
+    pub fn shrink_to_fit(&mut self) {
+        for rules in [&mut self.filter, &mut self.nat, &mut self.mangle] {
+            rules.chains.shrink_to_fit();
+            rules.rules.shrink_to_fit();
+        }
+    }
+
     /// The rules of `table`.
     pub fn table(&self, table: Table) -> &TableRules {
         match table {

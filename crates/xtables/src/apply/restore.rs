@@ -25,6 +25,7 @@ use crate::error::{RestoreFailure, Rollback};
 use model::IpFamily;
 use crate::rendering::Rendering;
 use crate::{BuiltinJump, Error, Rule, Table, TableRules};
+use std::borrow::Cow;
 
 /// One table's part of a restore: the chains to write, what to remove and
 /// the built-in jumps to add.
@@ -131,9 +132,12 @@ impl<R: Rendering + Sync + ?Sized> RestoreInput<'_, R> {
             rules.rules = kept.rules.iter().filter(|r| self.is_written(input.table, r.chain())).cloned().collect();
             return rules;
         }
+        let written = |r: &Rule| self.is_written(input.table, r.chain());
         for piece in self.rendering.pieces() {
-            let table = piece.rules.table(input.table);
-            rules.rules.extend(table.rules.iter().filter(|r| self.is_written(input.table, r.chain())).cloned());
+            match piece.rules {
+                Cow::Owned(owned) => rules.rules.extend(owned.into_table(input.table).rules.into_iter().filter(written)),
+                Cow::Borrowed(all) => rules.rules.extend(all.table(input.table).rules.iter().filter(|r| written(r)).cloned()),
+            }
         }
         rules
     }
