@@ -40,13 +40,12 @@ pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
     let started = Instant::now();
     let mut out = Hashed { jumps: rendering.builtin_jumps().into_owned(), ..Hashed::default() };
     let mut pending: BTreeMap<Table, HashMap<u32, ContentHasher>> = BTreeMap::new();
-    let mut line = String::with_capacity(256);
     for piece in rendering.pieces() {
         out.counts.add(&piece);
         for (table, rules) in piece.rules.tables() {
             let chains = out.tables.entry(table).or_default();
             let open = pending.entry(table).or_default();
-            hash_piece(chains, open, rules, piece.open, &mut line);
+            hash_piece(chains, open, rules, piece.open);
             if KEPT_TABLES.contains(&table) {
                 let kept = out.kept.entry(table).or_default();
                 kept.chains.extend_from_slice(&rules.chains);
@@ -69,14 +68,8 @@ pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
 /// hashers of chains still open (declared by an open piece, or by this
 /// piece until its end); rules of chains not declared are ignored (the
 /// restore would refuse them). Each rule is hashed as the line it is
-/// written as (`iptables-save` prints the same), spelled into `line`.
-fn hash_piece(
-    chains: &mut ChainTable,
-    pending: &mut HashMap<u32, ContentHasher>,
-    rules: &TableRules,
-    open: bool,
-    line: &mut String,
-) {
+/// written as (`iptables-save` prints the same).
+fn hash_piece(chains: &mut ChainTable, pending: &mut HashMap<u32, ContentHasher>, rules: &TableRules, open: bool) {
     for chain in &rules.chains {
         let i = chains.declare(chain);
         pending.insert(i, content_hasher());
@@ -91,9 +84,7 @@ fn hash_piece(
         let Some(at) = at else { continue };
         run = Some((chain, at));
         if let Some(hasher) = pending.get_mut(&at) {
-            line.clear();
-            rule.write_line(line);
-            hash_rule(hasher, line);
+            hash_rule(hasher, rule.line());
         }
     }
     if !open {

@@ -2,7 +2,7 @@
 //! `CHAIN [!] -s A [!] -d B -p P <matches in order> -j TARGET`, so that the
 //! written text is byte-identical to a dump of the same rule.
 
-use super::rule::{Rule, Target};
+use super::rule::{Rule, Target, push_target};
 use ipnet::IpNet;
 use std::fmt::Write;
 use std::net::IpAddr;
@@ -90,12 +90,13 @@ impl<'a> RuleBuilder<'a> {
         Self { target, ..self }
     }
 
-    /// The rule: its text allocated once, at its exact length.
-    pub fn build(self) -> Rule {
+    /// The rule: its line allocated once, at its exact length.
+    pub fn build(mut self) -> Rule {
+        let matches = self.tail.len();
+        push_target(&mut self.tail, self.target);
         let (src, dst) = (self.src.as_deref().unwrap_or_default(), self.dst.as_deref().unwrap_or_default());
         let proto = self.proto.map_or(0, |p| p.len() + 4);
-        let target = self.target.chain().map_or(0, str::len);
-        let mut out = String::with_capacity(self.chain.len() + src.len() + dst.len() + proto + self.tail.len() + target);
+        let mut out = String::with_capacity(self.chain.len() + src.len() + dst.len() + proto + self.tail.len());
         out.push_str(self.chain);
         let chain_end = out.len();
         out.push_str(src);
@@ -104,8 +105,9 @@ impl<'a> RuleBuilder<'a> {
             out.push_str(" -p ");
             out.push_str(proto);
         }
+        let matches_end = out.len() + matches;
         out.push_str(&self.tail);
-        Rule::from_parts(out, chain_end, self.target)
+        Rule::from_line(out, chain_end, matches_end, self.target)
     }
 }
 

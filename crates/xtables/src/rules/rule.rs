@@ -1,13 +1,14 @@
 //! One typed rule: the chain it is in, its matches (text, in the order
-//! `iptables-save` prints them) and its target as a value. It becomes a
-//! line of `iptables-restore` input only when written ([`Rule::write_line`],
-//! [`fmt::Display`]).
+//! `iptables-save` prints them) and its target as a value. Its line of
+//! `iptables-restore` input is what [`Rule::write_line`] and
+//! [`fmt::Display`] write.
 //!
 //! Measured layout: one heap allocation per rule, as when rules were
 //! plain lines, of exactly the rule's length (48 bytes inline). It holds
-//! the chain name, then the matches, then (for a jump or goto) the target
-//! chain's name; the offsets and the built-in targets' options sit beside
-//! it, so reading a rule's chain or target never parses text.
+//! the line as `iptables-save` prints it, spelled once when the rule is
+//! built (writing and hashing a rule copy it; a sync walks the rules more
+//! than once); the chain's and the matches' ends and the target's value
+//! sit beside it, so reading a rule's chain or target never parses text.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -16,13 +17,14 @@ use std::net::{IpAddr, SocketAddr};
 /// [`Rule::new`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Rule {
-    /// Chain name, matches (each with its leading space), target chain.
+    /// The line: chain name, matches and target, each match and the
+    /// target with its leading space.
     text: Box<str>,
     /// End of the chain name in `text`.
     chain_end: u32,
-    /// End of the matches in `text` (where a target chain's name starts).
+    /// End of the matches in `text` (where the target starts).
     matches_end: u32,
-    /// The target, without the chain name of a jump or goto.
+    /// The target; a jump's or goto's chain name is in `text`.
     target: Stored,
 }
 
@@ -145,14 +147,20 @@ impl fmt::Display for Target<'_> {
 
 impl Rule {
     /// A rule from its parts: `text` holds the chain name then the matches
-    /// (each with its leading space), `chain_end` where the name ends. With
-    /// room reserved for a jump's chain name, no allocation but `text`'s.
+    /// (each with its leading space), `chain_end` where the name ends
+    /// (tests; the builder spells the whole line itself).
+    #[cfg(test)]
     pub(crate) fn from_parts(mut text: String, chain_end: usize, target: Target<'_>) -> Self {
         let matches_end = text.len();
-        let (stored, chain) = target.split();
-        text.push_str(chain);
-        let text = text.into_boxed_str();
-        Self { text, chain_end: offset(chain_end), matches_end: offset(matches_end), target: stored }
+        push_target(&mut text, target);
+        Self::from_line(text, chain_end, matches_end, target)
+    }
+
+    /// A rule from its whole line (`text`, spelled by [`push_target`] after
+    /// the matches), the ends of its chain name and matches, and its target.
+    pub(crate) fn from_line(text: String, chain_end: usize, matches_end: usize, target: Target<'_>) -> Self {
+        let (stored, _) = target.split();
+        Self { text: text.into_boxed_str(), chain_end: offset(chain_end), matches_end: offset(matches_end), target: stored }
     }
 
     /// The chain the rule is in.
@@ -167,7 +175,8 @@ impl Rule {
 
     /// Where the rule sends matching packets.
     pub fn target(&self) -> Target<'_> {
-        let chain = self.text.get(self.matches_end as usize..).unwrap_or_default();
+        // After ` -j ` or ` -g `.
+        let chain = self.text.get(self.matches_end as usize + 4..).unwrap_or_default();
         match self.target {
             Stored::None => Target::None,
             Stored::Jump => Target::Jump(chain),
@@ -182,28 +191,37 @@ impl Rule {
         }
     }
 
-    /// Appends the rule as `iptables-save` prints it, without the leading
-    /// `-A ` and without a newline: `CHAIN <matches> -j TARGET`.
+    /// The rule as `iptables-save` prints it, without the leading `-A `
+    /// and without a newline: `CHAIN <matches> -j TARGET`.
+    pub fn line(&self) -> &str {
+        &self.text
+    }
+
+    /// Appends [`Rule::line`] to `out`.
     pub fn write_line(&self, out: &mut String) {
-        out.push_str(self.chain());
-        out.push_str(self.matches());
-        match self.target() {
-            Target::Jump(chain) => {
-                out.push_str(" -j ");
-                out.push_str(chain);
-            }
-            target => {
-                use std::fmt::Write;
-                let _ = write!(out, "{target}");
-            }
-        }
+        out.push_str(&self.text);
     }
 }
 
 impl fmt::Display for Rule {
-    /// The rule as [`Rule::write_line`] spells it.
+    /// The rule as [`Rule::line`] spells it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}{}", self.chain(), self.matches(), self.target())
+        f.write_str(&self.text)
+    }
+}
+
+/// Appends `target` as a rule line ends with it: ` -j KUBE-SVC-X`,
+/// ` -j DNAT --to-destination 10.0.0.1:80`, nothing for [`Target::None`].
+pub(crate) fn push_target(out: &mut String, target: Target<'_>) {
+    match target {
+        Target::Jump(chain) => {
+            out.push_str(" -j ");
+            out.push_str(chain);
+        }
+        target => {
+            use std::fmt::Write;
+            let _ = write!(out, "{target}");
+        }
     }
 }
 
@@ -224,6 +242,7 @@ mod tests {
         assert_eq!(rule.target(), Target::Jump("KUBE-SEP-Y"));
         assert_eq!(rule.target().chain(), Some("KUBE-SEP-Y"));
         assert_eq!(rule.to_string(), "KUBE-SVC-X -m comment --comment x -j KUBE-SEP-Y");
+        assert_eq!(rule.line(), rule.to_string());
         let mut line = String::new();
         rule.write_line(&mut line);
         assert_eq!(line, rule.to_string());
