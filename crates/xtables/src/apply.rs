@@ -29,9 +29,10 @@
 //!
 //! Rendering is deterministic, so both walks see the same rules. The
 //! walks read each rule's chain and jump target from the typed
-//! [`crate::Rule`], never from its text; a rule is spelled out only as it
-//! is hashed (the kernel's `iptables-save` prints the same line) and
-//! written. Only the kernel's side, `iptables-save` output, is parsed.
+//! [`crate::Rule`], never from its text; a rule's line (spelled when it
+//! was built) is only hashed whole (the kernel's `iptables-save` prints the
+//! same line) and written. Only the kernel's side, `iptables-save` output,
+//! is parsed.
 //!
 //! If the restore fails, the failing `COMMIT` is unchanged and whatever
 //! the same input had already committed (earlier tables, earlier blocks

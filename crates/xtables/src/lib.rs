@@ -3,8 +3,9 @@
 //!
 //! [`rules`] is pure: typed rules ([`Rule`]: chain, matches, [`Target`]),
 //! their tables ([`Ruleset`]), the jumps from built-in chains
-//! ([`BuiltinJump`]) and per-family spellings; a rule becomes
-//! `iptables-restore` text only when written. [`rendering`] is what the
+//! ([`BuiltinJump`]) and per-family spellings; a rule's line is spelled
+//! once, when it is built, and only written or hashed as a whole, never
+//! read back. [`rendering`] is what the
 //! applier walks (pieces of rules). [`chains`] names the chains that are
 //! ours. [`apply`] is the only part that touches the kernel: it feeds a
 //! rendering to `iptables-restore --noflush`, reading chains and jump

@@ -1,8 +1,8 @@
 //! The rules of one IP family, typed: what a renderer returns and the
 //! applier consumes. Pure: no kernel, no I/O. A rule knows its chain, its
-//! matches and its target ([`Rule`], [`Target`]); it becomes
-//! `iptables-restore` text only when written ([`Ruleset::to_restore`],
-//! [`write_table`], the applier's restore input).
+//! matches and its target ([`Rule`], [`Target`]); its line, spelled when it
+//! is built, goes out whole into `iptables-restore` input
+//! ([`Ruleset::to_restore`], [`write_table`], the applier's restore input).
 
 mod builder;
 mod consistency;
