@@ -28,7 +28,7 @@ mod xtables_floor;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use generate::Load;
-use iptables::apply::Backend;
+use xtables::apply::Backend;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -13,7 +13,7 @@ use crate::namespace::BenchNetns;
 use crate::proxy_process::status_kib;
 use crate::stats::Samples;
 use anyhow::{Context, Result};
-use iptables::apply::{Backend, Iptables, Syncer};
+use xtables::apply::{Backend, Iptables, Syncer};
 use iptables::render::{RenderOptions, stream};
 use model::IpFamily;
 use std::fmt::Write;
@@ -195,7 +195,7 @@ struct Sync {
 
 impl Sync {
     async fn new(backend: Backend) -> Result<Self> {
-        let facts = iptables::apply::apply_kernel_setup(true).await?;
+        let facts = xtables::apply::apply_kernel_setup(true).await?;
         let opts = RenderOptions {
             common: generate::POD_CIDR.parse().map(Options::with_cluster_cidr).unwrap_or_default(),
             nfacct: facts.nfacct,

@@ -16,7 +16,7 @@
 //! with `FULL_ONCE=1` the steady-state full sync is skipped (the nft
 //! backend's full syncs take minutes at 10k services).
 
-use iptables::apply::{Backend, Iptables, Syncer};
+use xtables::apply::{Backend, Iptables, Syncer};
 use iptables::render::{RenderOptions, render};
 use model::IpFamily;
 use iptables::Ruleset;

@@ -6,31 +6,7 @@ use data_encoding::BASE32;
 use model::{Endpoint, ServicePortName};
 use sha2::{Digest, Sha256};
 
-/// nat and filter: entry point for service traffic.
-pub const KUBE_SERVICES: &str = "KUBE-SERVICES";
-/// filter: drops/rejects for external destinations without endpoints.
-pub const KUBE_EXTERNAL_SERVICES: &str = "KUBE-EXTERNAL-SERVICES";
-/// nat: NodePort entries; filter: health-check node port ACCEPTs.
-pub const KUBE_NODEPORTS: &str = "KUBE-NODEPORTS";
-/// nat: masquerades marked traffic.
-pub const KUBE_POSTROUTING: &str = "KUBE-POSTROUTING";
-/// nat: sets the masquerade mark.
-pub const KUBE_MARK_MASQ: &str = "KUBE-MARK-MASQ";
-/// filter: accepts marked and established forwarded traffic.
-pub const KUBE_FORWARD: &str = "KUBE-FORWARD";
-/// filter: drops LoadBalancer traffic outside `loadBalancerSourceRanges`.
-pub const KUBE_PROXY_FIREWALL: &str = "KUBE-PROXY-FIREWALL";
-/// filter: kubelet's "block incoming localnet connections" chain.
-pub const KUBE_FIREWALL: &str = "KUBE-FIREWALL";
-/// Empty chain in mangle, nat and filter whose disappearance tells the
-/// proxy that someone flushed the tables.
-pub const KUBE_PROXY_CANARY: &str = "KUBE-PROXY-CANARY";
-
-const SVC_PREFIX: &str = "KUBE-SVC-";
-const SVL_PREFIX: &str = "KUBE-SVL-";
-const EXT_PREFIX: &str = "KUBE-EXT-";
-const FW_PREFIX: &str = "KUBE-FW-";
-const SEP_PREFIX: &str = "KUBE-SEP-";
+pub use xtables::chains::*;
 
 /// The per-service chains of one service port. All four share one hash of
 /// `servicePortName.String() + protocol`; a chain exists only when the
@@ -73,13 +49,6 @@ pub fn endpoint_chain(name: &ServicePortName, endpoint: &Endpoint) -> String {
     format!("{SEP_PREFIX}{hash}")
 }
 
-/// Whether `chain` is a per-service chain of ours (upstream's
-/// `isServiceChainName`): the applier deletes such chains when no longer
-/// rendered.
-pub fn is_service_chain(chain: &str) -> bool {
-    [SVC_PREFIX, SVL_PREFIX, EXT_PREFIX, FW_PREFIX, SEP_PREFIX].iter().any(|p| chain.starts_with(p))
-}
-
 fn hash16(input: &str) -> String {
     let digest = Sha256::digest(input.as_bytes());
     let mut encoded = BASE32.encode(&digest);
@@ -117,13 +86,5 @@ mod tests {
     fn endpoint_chain_matches_upstream_reference() {
         let ep = Endpoint::ready("10.244.0.11".parse().unwrap(), 8080, Some("node-a"), true);
         assert_eq!(endpoint_chain(&web(), &ep), "KUBE-SEP-5DB5Q4MAEB5CN3YE");
-    }
-
-    #[test]
-    fn recognises_service_chains_only() {
-        assert!(is_service_chain("KUBE-SEP-5DB5Q4MAEB5CN3YE"));
-        assert!(is_service_chain("KUBE-FW-FTXS5K5EWXMOMKR3"));
-        assert!(!is_service_chain(KUBE_SERVICES));
-        assert!(!is_service_chain(KUBE_MARK_MASQ));
     }
 }

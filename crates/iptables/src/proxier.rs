@@ -4,9 +4,9 @@
 //! streamed) and applied with `iptables-restore` in full or partially, as
 //! the runner's full-sync policy decided; the report is mode-neutral.
 
-use crate::apply::{BackendChoice, Iptables, KernelFacts, Synced, Syncer, apply_cleanup_all, apply_kernel_setup, detect_backend};
+use xtables::apply::{BackendChoice, Iptables, KernelFacts, Synced, Syncer, apply_cleanup_all, apply_kernel_setup, detect_backend};
 use crate::render::RenderOptions;
-use crate::{Error, Table};
+use xtables::{Error, Table};
 use model::Snapshot;
 use proxier::{Cleaned, Cleanup, Failure, LocalFuture, Mode, SyncError, SyncReport, TableRules};
 use std::time::Instant;

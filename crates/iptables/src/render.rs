@@ -14,27 +14,27 @@
 mod balancing;
 mod builtin_jumps;
 mod cluster_ip;
-mod consistency;
+
 mod context;
 mod endpoint_chains;
 mod external_chain;
 mod external_ip;
-mod family;
+
 mod load_balancer;
 mod no_endpoints;
 mod node_port;
 mod naming;
-pub(crate) mod rule;
+
 mod service_port;
 mod static_chains;
 
-pub use consistency::consistency_problems;
-pub use family::FamilyText;
+pub use xtables::rules::consistency_problems;
+pub use xtables::FamilyText;
 pub use context::RenderContext;
 pub use service_port::{ServicePortRules, render_service_port};
 
-use crate::rendering::{Piece, Rendering};
-use crate::{BuiltinJump, Ruleset, TableRules};
+use xtables::{Piece, Rendering};
+use xtables::{BuiltinJump, Ruleset, TableRules};
 use std::borrow::Cow;
 pub use plan::NoLocalEndpoints;
 use plan::Options;
@@ -91,8 +91,9 @@ pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions) -> Rendered {
     out.ruleset.builtin_jumps = streamed.builtin_jumps().into_owned();
     for piece in streamed.pieces() {
         out.no_local_endpoints += piece.no_local_endpoints;
-        append(&mut out.ruleset, &piece.rules);
+        append(&mut out.ruleset, piece.rules.into_owned());
     }
+    out.ruleset.shrink_to_fit();
     out
 }
 
@@ -137,10 +138,10 @@ fn port_piece(port: ServicePortRules) -> Piece<'static> {
     Piece { rules: Cow::Owned(rules), open: false, no_local_endpoints }
 }
 
-/// Appends the chains and rules of `piece` to `out`, table by table.
-fn append(out: &mut Ruleset, piece: &Ruleset) {
-    for (into, from) in [(&mut out.filter, &piece.filter), (&mut out.nat, &piece.nat), (&mut out.mangle, &piece.mangle)] {
-        into.chains.extend_from_slice(&from.chains);
-        into.rules.extend_from_slice(&from.rules);
+/// Moves the chains and rules of `piece` to the end of `out`, table by table.
+fn append(out: &mut Ruleset, piece: Ruleset) {
+    for (into, from) in [(&mut out.filter, piece.filter), (&mut out.nat, piece.nat), (&mut out.mangle, piece.mangle)] {
+        into.chains.extend(from.chains);
+        into.rules.extend(from.rules);
     }
 }

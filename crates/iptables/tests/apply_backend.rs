@@ -7,7 +7,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use iptables::apply::{Backend, BackendChoice, Iptables, detect_backend};
+use xtables::apply::{Backend, BackendChoice, Iptables, detect_backend};
 use model::IpFamily;
 use support::*;
 

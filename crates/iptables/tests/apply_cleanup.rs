@@ -8,9 +8,9 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use iptables::apply::{Backend, Iptables, apply_cleanup_all};
+use xtables::apply::{Backend, Iptables, apply_cleanup_all};
 use model::IpFamily;
-use iptables::{BuiltinJump, Table};
+use xtables::{BuiltinJump, Rule, Table, Target};
 use support::*;
 
 /// Foreign chains and rules in filter INPUT and nat PREROUTING, added
@@ -108,7 +108,13 @@ fn cleanup_keeps_chains_foreign_rules_use_and_kubelets_firewall() {
         let ipt = Iptables::new(Backend::Legacy, IpFamily::V4);
         let mut ruleset = ruleset(IpFamily::V4, &["web"]);
         ruleset.filter.chains.push("KUBE-FIREWALL".into());
-        ruleset.filter.rules.push("KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment \"block incoming localnet connections\" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP".into());
+        let firewall = Rule::new("KUBE-FIREWALL")
+            .not_src("127.0.0.0/8")
+            .dst("127.0.0.0/8")
+            .comment("block incoming localnet connections")
+            .matching("-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT")
+            .target(Target::Drop);
+        ruleset.filter.rules.push(firewall.build());
         ruleset.builtin_jumps.push(BuiltinJump { table: Table::Filter, chain: "INPUT", args: vec!["-j".into(), "KUBE-FIREWALL".into()], prepend: true });
         ipt.apply_ruleset(&ruleset).await.unwrap();
         sh("iptables-legacy", &["-t", "nat", "-N", "CNI-HOSTPORT"]);

@@ -9,13 +9,13 @@
 mod support;
 
 use plan::Options;
-use iptables::apply::{
+use xtables::apply::{
     Backend, Iptables, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, ROUTE_LOCALNET, apply_kernel_setup,
     apply_nfacct_counters, read_local_addresses, read_nfacct_packets,
 };
 use iptables::render::{RenderOptions, render};
 use model::IpFamily;
-use iptables::{Error, Table};
+use xtables::{Error, Table};
 use std::net::IpAddr;
 use support::*;
 
@@ -62,7 +62,7 @@ fn an_nfacct_rule_loads_and_counts_once_the_counter_exists() {
 fn reading_a_missing_counter_is_an_error_naming_it() {
     in_netns("nfmiss", || async {
         let err = read_nfacct_packets("no_such_counter").expect_err("missing");
-        assert!(matches!(err, Error::Netlink { .. }), "{err}");
+        assert!(matches!(err, Error::Host(host::Error::Netlink { .. })), "{err}");
         assert!(err.to_string().contains("nfacct get no_such_counter"), "{err}");
     });
 }

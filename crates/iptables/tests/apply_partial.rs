@@ -11,11 +11,11 @@
 mod support;
 
 use plan::Options;
-use iptables::apply::{Backend, Iptables, Rollback, Syncer};
+use xtables::apply::{Backend, Iptables, Rollback, Syncer};
 use iptables::chain_name::{ServiceChains, endpoint_chain};
 use iptables::render::{RenderOptions, render};
 use model::IpFamily;
-use iptables::{Error, Ruleset, Table};
+use xtables::{Error, Rule, Ruleset, Table};
 use model::{Endpoint, ServicePortName, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
@@ -227,7 +227,7 @@ fn a_failed_partial_restore_keeps_the_failing_tables_rules_and_the_next_sync_is_
         let after = snapshot_with(WEB_MOVED, DB);
         let mut broken = rules(&after);
         let svc = ServiceChains::new(&web()).svc;
-        broken.nat.rules.push(format!("{svc} -j KUBE-NO-SUCH-CHAIN"));
+        broken.nat.rules.push(Rule::new(&svc).jump("KUBE-NO-SUCH-CHAIN").build());
         let err = syncer.sync(&broken, false).await.unwrap_err();
         let Error::Restore(failure) = &err else { panic!("{:?}: not a restore failure: {err}", ipt) };
         assert_eq!(failure.table, Some(Table::Nat), "{:?}: {err}", ipt);

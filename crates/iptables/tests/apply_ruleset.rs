@@ -8,9 +8,9 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use iptables::apply::{Applied, Backend, Iptables, RestoreFailure, Rollback};
+use xtables::apply::{Applied, Backend, Iptables, RestoreFailure, Rollback};
 use model::IpFamily;
-use iptables::{Error, Table};
+use xtables::{Error, Rule, Table, Target};
 use support::*;
 
 const FAMILIES: [IpFamily; 2] = [IpFamily::V4, IpFamily::V6];
@@ -166,9 +166,9 @@ fn a_rule_iptables_cannot_parse_fails_by_line_and_keeps_the_previous_rules() {
         let before = normalized(&ipt.save().await.unwrap());
 
         let mut bad = ruleset(ipt.family(), &["web"]);
-        bad.filter.rules.push("KUBE-FORWARD -m comment --comment \"new rule\" -j ACCEPT".into());
+        bad.filter.rules.push(Rule::new("KUBE-FORWARD").comment("new rule").target(Target::Accept).build());
         let broken = "KUBE-SERVICES -m no-such-match -j RETURN";
-        bad.nat.rules.push(broken.into());
+        bad.nat.rules.push(Rule::new("KUBE-SERVICES").matching("-m no-such-match").target(Target::Return).build());
         let err = ipt.apply_ruleset(&bad).await.expect_err("broken rule must fail");
         let Error::Restore(failure) = &err else { panic!("{err}") };
         let RestoreFailure { line, text, table, rollback, .. } = &**failure;
@@ -193,7 +193,8 @@ fn a_rule_the_kernel_refuses_fails_and_keeps_the_previous_rules() {
 
         let mut bad = ruleset(ipt.family(), &["web"]);
         let refused = "KUBE-SERVICES -m nfacct --nfacct-name  no_such_counter -j RETURN";
-        bad.nat.rules.push(refused.into());
+        let nfacct = "-m nfacct --nfacct-name  no_such_counter";
+        bad.nat.rules.push(Rule::new("KUBE-SERVICES").matching(nfacct).target(Target::Return).build());
         let err = ipt.apply_ruleset(&bad).await.expect_err("kernel must refuse");
         let Error::Restore(failure) = &err else { panic!("{err}") };
         let RestoreFailure { text, table, .. } = &**failure;
@@ -231,7 +232,7 @@ fn a_full_sync_rewrites_only_our_chains_someone_changed() {
 fn a_failure_on_fresh_tables_takes_the_added_jumps_back() {
     for_each_tool("freshbad", &[IpFamily::V4], |ipt| async move {
         let mut bad = ruleset(ipt.family(), &["web"]);
-        bad.nat.rules.push("KUBE-SERVICES -m no-such-match -j RETURN".into());
+        bad.nat.rules.push(Rule::new("KUBE-SERVICES").matching("-m no-such-match").target(Target::Return).build());
         let err = ipt.apply_ruleset(&bad).await.expect_err("broken rule must fail");
         let Error::Restore(failure) = &err else { panic!("{err}") };
         assert_eq!(failure.rollback, Rollback::Done(vec![Table::Filter, Table::Mangle]), "{err}");
@@ -278,7 +279,8 @@ fn nft_a_failing_block_rolls_back_the_blocks_before_it() {
         // Renumbered: every service differs, so every block writes.
         let mut bad = ruleset(ipt.family(), &["db", "api", "web"]);
         let [svc, ..] = service_chains("web");
-        bad.nat.rules.push(format!("{svc} -m nfacct --nfacct-name  no_such_counter -j RETURN"));
+        let nfacct = "-m nfacct --nfacct-name  no_such_counter";
+        bad.nat.rules.push(Rule::new(&svc).matching(nfacct).target(Target::Return).build());
         let err = ipt.apply_ruleset(&bad).await.expect_err("kernel must refuse");
         let Error::Restore(failure) = &err else { panic!("{err}") };
         assert!(failure.text.starts_with(&format!("-A {svc}")), "{err}");
@@ -293,7 +295,7 @@ fn a_failure_in_the_first_table_needs_no_rollback() {
         ipt.apply_ruleset(&ruleset(ipt.family(), &["web"])).await.unwrap();
         let before = normalized(&ipt.save().await.unwrap());
         let mut bad = ruleset(ipt.family(), &["web", "db"]);
-        bad.filter.rules.push("KUBE-FORWARD -j NO-SUCH-CHAIN".into());
+        bad.filter.rules.push(Rule::new("KUBE-FORWARD").jump("NO-SUCH-CHAIN").build());
         let err = ipt.apply_ruleset(&bad).await.expect_err("must fail");
         let Error::Restore(failure) = &err else { panic!("{err}") };
         let RestoreFailure { table, rollback, .. } = &**failure;
@@ -311,7 +313,7 @@ fn restore_test_accepts_the_restore_text_and_names_a_bad_line() {
         assert!(!save.contains("KUBE-"), "--test must not commit:\n{save}");
 
         let mut bad = ruleset.clone();
-        bad.nat.rules.insert(2, "KUBE-SERVICES -p tcp --dport -j RETURN".into());
+        bad.nat.rules.insert(2, Rule::new("KUBE-SERVICES").matching("-p tcp --dport").target(Target::Return).build());
         let err = ipt.test_restore(&bad.to_restore()).await.expect_err("bad rule");
         let Error::Restore(failure) = &err else { panic!("{err}") };
         let text = &failure.text;

@@ -12,7 +12,7 @@ mod support;
 
 use plan::Options;
 use iptables::Table;
-use iptables::apply::{Backend, Iptables, Syncer};
+use xtables::apply::{Backend, Iptables, Syncer};
 use iptables::render::{RenderOptions, render, stream};
 use model::IpFamily;
 use model::Snapshot;

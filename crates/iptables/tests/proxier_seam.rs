@@ -9,7 +9,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use iptables::apply::{Backend, BackendChoice};
+use xtables::apply::{Backend, BackendChoice};
 use iptables::proxier::{IptablesProxier, ProxierOptions};
 use iptables::render::RenderOptions;
 use model::Snapshot;

@@ -48,7 +48,7 @@ fn push_rule(out: &mut ChainRules, table: &str, line: &str, prepend: bool) {
 fn rules_by_chain(ruleset: &Ruleset) -> ChainRules {
     let mut out = ChainRules::new();
     for (table, rules) in ruleset.tables() {
-        rules.rules.iter().for_each(|r| push_rule(&mut out, table.as_str(), r, false));
+        rules.rules.iter().for_each(|r| push_rule(&mut out, table.as_str(), &r.to_string(), false));
     }
     for jump in &ruleset.builtin_jumps {
         push_rule(&mut out, jump.table.as_str(), &jump.rule_line(), true);
@@ -341,7 +341,8 @@ fn large_clusters_drop_per_endpoint_comments() {
     };
     let commented = |n: u16| {
         let ruleset = render(&build(n), &opts()).ruleset;
-        let sep_rules: Vec<&String> = ruleset.nat.rules.iter().filter(|r| r.starts_with("KUBE-SEP-")).collect();
+        let sep_rules: Vec<String> =
+            ruleset.nat.rules.iter().filter(|r| r.chain().starts_with("KUBE-SEP-")).map(|r| r.to_string()).collect();
         assert_eq!(sep_rules.len(), 2 * usize::from(n));
         sep_rules.iter().filter(|r| r.contains("--comment")).count()
     };
@@ -349,7 +350,8 @@ fn large_clusters_drop_per_endpoint_comments() {
     assert_eq!(commented(1000), 2000);
     assert_eq!(commented(1001), 0);
     let ruleset = render(&build(1001), &opts()).ruleset;
-    let svc: Vec<&String> = ruleset.nat.rules.iter().filter(|r| r.starts_with("KUBE-SVC-")).collect();
+    let svc: Vec<String> =
+        ruleset.nat.rules.iter().filter(|r| r.chain().starts_with("KUBE-SVC-")).map(|r| r.to_string()).collect();
     assert!(svc[0].contains("\"ns1/svc1:p80 cluster IP\""), "the masquerade rule keeps its comment");
     assert!(svc[1..].iter().all(|r| !r.contains("--comment")));
     assert_consistent(&render(&build(1001), &opts()));

@@ -72,7 +72,7 @@ fn our_dump(ruleset: &Ruleset) -> Dump {
         let t = dump.tables.entry(table.to_string()).or_default();
         t.user_chains.extend(rules.chains.iter().cloned());
         for rule in &rules.rules {
-            add_rule(t, rule);
+            add_rule(t, &rule.to_string());
         }
     }
     for jump in &ruleset.builtin_jumps {
@@ -299,8 +299,9 @@ fn metrics_match_upstream() {
 fn the_comparison_notices_a_changed_rule() {
     // Guard against a comparison that passes vacuously.
     let mut rendered = render_reference(IpFamily::V4);
-    let rule = rendered.ruleset.nat.rules.iter_mut().find(|r| r.contains("0.33333333349")).unwrap();
-    *rule = rule.replace("0.33333333349", "0.33333333333");
+    let rule = rendered.ruleset.nat.rules.iter_mut().find(|r| r.matches().contains("0.33333333349")).unwrap();
+    let matches = rule.matches().trim_start().replace("0.33333333349", "0.33333333333");
+    *rule = xtables::Rule::new(rule.chain()).matching(&matches).target(rule.target()).build();
     let diff = differences(&our_dump(&rendered.ruleset), &parse_save(IPTABLES_SAVE));
     assert_eq!(diff.len(), 2, "{diff:#?}");
 }

@@ -27,7 +27,7 @@ use crate::{Error, IpProtocol, IpvsSocket, Links, RealServer, ServiceKey, Virtua
 use futures::StreamExt;
 use diff::{Graceful, RealServerChange, diff_addresses, diff_real_servers, diff_virtual_servers, is_excluded};
 use ipnet::IpNet;
-use iptables::apply::{Applied, Backend, Iptables};
+use xtables::apply::{Applied, Backend, Iptables};
 use model::IpFamily;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};

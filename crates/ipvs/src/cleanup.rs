@@ -9,7 +9,7 @@ use crate::command::{CommandFailure, run};
 use crate::ipset::apply::destroy_ipsets;
 use crate::render::rules::{FILTER_CHAINS, NAT_CHAINS};
 use crate::{Error, IpvsSocket, Links};
-use iptables::apply::{Backend, Iptables};
+use xtables::apply::{Backend, Iptables};
 use model::IpFamily;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;

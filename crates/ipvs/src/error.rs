@@ -54,7 +54,7 @@ pub enum Error {
     },
     /// The companion iptables rules could not be applied or removed.
     #[error("iptables: {0}")]
-    Iptables(Box<iptables::Error>),
+    Iptables(Box<xtables::Error>),
     /// Removing our iptables chains failed.
     #[error("{command}: {detail}")]
     IptablesCleanup {
@@ -107,8 +107,8 @@ impl Error {
     }
 }
 
-impl From<iptables::Error> for Error {
-    fn from(e: iptables::Error) -> Self {
+impl From<xtables::Error> for Error {
+    fn from(e: xtables::Error) -> Self {
         Error::Iptables(Box::new(e))
     }
 }

@@ -15,8 +15,8 @@
 //! on bytes captured from `ipvsadm`); [`IpvsSocket`] sends it and reports a
 //! kernel without IPVS as [`Error::IpvsUnavailable`]; [`ipset`] renders and
 //! applies the sets with `ipset restore`; [`Links`] handles `kube-ipvs0`
-//! over rtnetlink; the iptables rules go through the iptables crate's
-//! applier.
+//! over rtnetlink; the iptables rules are typed [`xtables`] rules, written
+//! by its applier (this crate does not depend on iptables mode).
 
 pub mod apply;
 pub mod cleanup;

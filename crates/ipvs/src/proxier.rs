@@ -9,7 +9,7 @@ use crate::apply::{ApplyOptions, IpvsApplier, KernelSetup, apply_kernel_setup};
 use crate::cleanup::{apply_cleanup, leftovers_present};
 use crate::render::RenderOptions;
 use crate::Error;
-use iptables::apply::{BackendChoice, detect_backend};
+use xtables::apply::{BackendChoice, detect_backend};
 use model::Snapshot;
 use proxier::{Cleaned, Cleanup, Failure, LocalFuture, Mode, SyncError, SyncReport, TableRules};
 use std::time::Instant;
@@ -29,7 +29,7 @@ pub struct ProxierOptions {
 }
 
 /// The tables of companion rules the metrics expose.
-const REPORTED_TABLES: [iptables::Table; 2] = [iptables::Table::Filter, iptables::Table::Nat];
+const REPORTED_TABLES: [xtables::Table; 2] = [xtables::Table::Filter, xtables::Table::Nat];
 
 /// The IPVS proxier of one IP family.
 pub struct IpvsProxier {
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn only_companion_rule_failures_count_as_failed_restores() {
-        let restore = Error::from(iptables::Error::UnknownBackend { value: "x".to_string() });
+        let restore = Error::from(xtables::Error::UnknownBackend { value: "x".to_string() });
         assert_eq!(sync_error(restore).failure, Failure::IptablesRestore { partial: false });
         let netlink = Error::Incomplete { errors: vec!["add virtual server: EINVAL".to_string()] };
         let err = sync_error(netlink);

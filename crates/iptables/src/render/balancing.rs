@@ -2,9 +2,9 @@
 //! node's endpoints): ClientIP affinity checks first, then one jump per
 //! endpoint chosen at random with upstream's probabilities 1/(n-i).
 
-use super::family::FamilyText;
+use xtables::FamilyText;
 use super::naming::NamedPlan;
-use super::rule::Rule;
+use xtables::{Rule, RuleBuilder};
 use super::{RenderContext, ServicePortRules};
 use model::Endpoint;
 use std::borrow::Cow;
@@ -45,7 +45,7 @@ fn render_chain(ctx: &RenderContext, plan: &NamedPlan, chain: &str, endpoints: &
 
 /// A rule in `chain` about `ep`, commented `"<port> -> <ip:port>"` unless
 /// comments are elided for a large cluster.
-fn endpoint_rule(ctx: &RenderContext, plan: &NamedPlan, chain: &str, ep: &Endpoint) -> Rule {
+fn endpoint_rule<'a>(ctx: &RenderContext, plan: &NamedPlan, chain: &'a str, ep: &Endpoint) -> RuleBuilder<'a> {
     let rule = Rule::new(chain);
     if ctx.sync.large_cluster { rule } else { rule.comment(&format!("{} -> {ep}", plan.name)) }
 }

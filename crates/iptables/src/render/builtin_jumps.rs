@@ -4,7 +4,7 @@
 //! each built-in chain in the order upstream's dump shows.
 
 use crate::chain_name::*;
-use crate::{BuiltinJump, Table};
+use xtables::{BuiltinJump, Table};
 
 /// One jump: table, built-in chain, our chain, comment ("" for none) and
 /// the match arguments before the comment.

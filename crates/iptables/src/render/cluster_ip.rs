@@ -3,7 +3,7 @@
 //! or everything with `masqueradeAll`).
 
 use super::naming::NamedPlan;
-use super::rule::{self, Rule};
+use xtables::rules::{self as rule, Rule, RuleBuilder};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::{KUBE_MARK_MASQ, KUBE_SERVICES};
 
@@ -34,7 +34,7 @@ pub(crate) fn render_masquerade(ctx: &RenderContext, plan: &NamedPlan, out: &mut
 }
 
 /// `-d <cluster IP> -p P -m comment "<port> cluster IP" --dport <port>`.
-fn cluster_ip_rule(chain: &str, plan: &NamedPlan) -> Rule {
+fn cluster_ip_rule<'a>(chain: &'a str, plan: &NamedPlan) -> RuleBuilder<'a> {
     Rule::new(chain)
         .dst(&rule::host(plan.port.svc.cluster_ip))
         .comment(&format!("{} cluster IP", plan.name))

@@ -2,7 +2,8 @@
 //! what this mode prints once per sync (mark, pod network) and its own
 //! kernel facts (nfacct, conntrack liberal, `--random-fully`).
 
-use super::{RenderOptions, rule};
+use super::RenderOptions;
+use xtables::rules as rule;
 use model::Snapshot;
 use plan::{NodeFacts, SyncContext};
 

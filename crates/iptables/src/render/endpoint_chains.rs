@@ -2,9 +2,9 @@
 //! traffic (the endpoint reaching itself through the service) for
 //! masquerade, records ClientIP affinity, and DNATs to the endpoint.
 
-use super::family::FamilyText;
+use xtables::FamilyText;
 use super::naming::NamedPlan;
-use super::rule::{self, Rule};
+use xtables::rules::{self as rule, Rule, Target};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_MARK_MASQ;
 use model::Endpoint;
@@ -29,6 +29,6 @@ fn render_endpoint(ctx: &RenderContext, plan: &NamedPlan, ep: &Endpoint, out: &m
         let mask = ctx.sync.family.recent_mask();
         dnat = dnat.matching(&format!("-m recent --set --name {sep} --mask {mask} --rsource"));
     }
-    let dnat = dnat.matching(&format!("-m {}", plan.proto)).jump(&format!("DNAT --to-destination {ep}"));
+    let dnat = dnat.matching(&format!("-m {}", plan.proto)).target(Target::Dnat(ep.addr()));
     out.nat_rules.push(dnat.build());
 }

@@ -5,7 +5,7 @@
 //! keeping the client's source IP.
 
 use super::naming::NamedPlan;
-use super::rule::Rule;
+use xtables::Rule;
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_MARK_MASQ;
 

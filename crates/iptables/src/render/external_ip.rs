@@ -2,7 +2,7 @@
 //! IP of the port to its `KUBE-EXT` chain.
 
 use super::naming::NamedPlan;
-use super::rule::{self, Rule};
+use xtables::rules::{self as rule, Rule};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_SERVICES;
 

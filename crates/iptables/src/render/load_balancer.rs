@@ -4,7 +4,7 @@
 //! that catches whatever `KUBE-FW` did not DNAT.
 
 use super::naming::NamedPlan;
-use super::rule::{self, Rule};
+use xtables::rules::{self as rule, Rule, RuleBuilder, Target};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::{KUBE_PROXY_FIREWALL, KUBE_SERVICES};
 
@@ -24,7 +24,7 @@ pub(crate) fn render_entries(_ctx: &RenderContext, plan: &NamedPlan, out: &mut S
             let drop = lb_ip_rule(KUBE_PROXY_FIREWALL, *ip)
                 .comment(&format!("{} traffic not accepted by {}", plan.name, plan.chains.fw))
                 .dport(plan.proto, plan.port.svc.port)
-                .jump("DROP")
+                .target(Target::Drop)
                 .build();
             out.filter.push(drop);
         }
@@ -32,7 +32,7 @@ pub(crate) fn render_entries(_ctx: &RenderContext, plan: &NamedPlan, out: &mut S
 }
 
 /// `-d <LB IP>` in `chain`.
-fn lb_ip_rule(chain: &str, ip: std::net::IpAddr) -> Rule {
+fn lb_ip_rule(chain: &str, ip: std::net::IpAddr) -> RuleBuilder<'_> {
     Rule::new(chain).dst(&rule::host(ip))
 }
 

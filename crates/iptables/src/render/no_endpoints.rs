@@ -3,10 +3,10 @@
 //! has none. ClusterIP traffic in filter `KUBE-SERVICES`; external IPs, LB
 //! IPs and the node port in `KUBE-EXTERNAL-SERVICES`.
 
-use super::family::FamilyText;
+use xtables::FamilyText;
 use super::naming::{NamedPlan, Verdict};
 use plan::Refusal;
-use super::rule::{self, Rule};
+use xtables::rules::{self as rule, Rule, Target};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::{KUBE_EXTERNAL_SERVICES, KUBE_SERVICES};
 use std::net::IpAddr;
@@ -34,10 +34,10 @@ pub(crate) fn render_filters(ctx: &RenderContext, plan: &NamedPlan, out: &mut Se
 }
 
 /// One refusal rule in `chain`.
-fn refuse(ctx: &RenderContext, chain: &str, plan: &NamedPlan, dest: Dest, verdict: &Verdict) -> String {
+fn refuse(ctx: &RenderContext, chain: &str, plan: &NamedPlan, dest: Dest, verdict: &Verdict) -> Rule {
     let target = match verdict.refusal {
         Refusal::Reject => ctx.sync.family.reject_target(),
-        Refusal::Drop => "DROP",
+        Refusal::Drop => Target::Drop,
     };
     let rule = match dest {
         Dest::Ip(ip) => Rule::new(chain).dst(&rule::host(ip)).comment(&verdict.comment).dport(plan.proto, plan.port.svc.port),
@@ -46,5 +46,5 @@ fn refuse(ctx: &RenderContext, chain: &str, plan: &NamedPlan, dest: Dest, verdic
             .matching("-m addrtype --dst-type LOCAL")
             .dport(plan.proto, port),
     };
-    rule.jump(target).build()
+    rule.target(target).build()
 }

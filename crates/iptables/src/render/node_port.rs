@@ -3,9 +3,9 @@
 //! are available), and the filter `KUBE-NODEPORTS` ACCEPT of the
 //! health-check node port.
 
-use super::family::FamilyText;
+use xtables::FamilyText;
 use super::naming::NamedPlan;
-use super::rule::Rule;
+use xtables::{Rule, Target};
 use super::{RenderContext, ServicePortRules};
 use crate::chain_name::KUBE_NODEPORTS;
 
@@ -37,7 +37,7 @@ pub(crate) fn render_health_check(plan: &NamedPlan, out: &mut ServicePortRules) 
     let accept = Rule::new(KUBE_NODEPORTS)
         .comment(&format!("{} health check node port", plan.name))
         .dport("tcp", port)
-        .jump("ACCEPT")
+        .target(Target::Accept)
         .build();
     out.filter.push(accept);
 }

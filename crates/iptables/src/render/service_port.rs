@@ -8,6 +8,7 @@ use super::{
 };
 use model::{Endpoint, ServicePort};
 use plan::{NoLocalEndpoints, PortPlan};
+use xtables::Rule;
 
 /// The rules of one service port, split by where they live.
 ///
@@ -19,14 +20,14 @@ use plan::{NoLocalEndpoints, PortPlan};
 pub struct ServicePortRules {
     /// Rules in the shared filter chains (`KUBE-SERVICES`,
     /// `KUBE-EXTERNAL-SERVICES`, `KUBE-NODEPORTS`, `KUBE-PROXY-FIREWALL`).
-    pub filter: Vec<String>,
+    pub filter: Vec<Rule>,
     /// Rules in the shared nat chains (`KUBE-SERVICES`, `KUBE-NODEPORTS`).
-    pub nat_entries: Vec<String>,
+    pub nat_entries: Vec<Rule>,
     /// The port's own nat chains: `KUBE-EXT`, `KUBE-FW`, `KUBE-SVC`,
     /// `KUBE-SVL`, `KUBE-SEP`s.
     pub nat_chains: Vec<String>,
     /// The rules of `nat_chains`.
-    pub nat_rules: Vec<String>,
+    pub nat_rules: Vec<Rule>,
     /// Local traffic policies of the port without a local endpoint.
     pub no_local_endpoints: NoLocalEndpoints,
 }

@@ -3,14 +3,14 @@
 //! shared entry chains, and the final `KUBE-SERVICES` jump to
 //! `KUBE-NODEPORTS`.
 
-use super::family::FamilyText;
+use xtables::FamilyText;
 use super::node_port::nfacct_match;
-use super::rule::{self, Rule};
+use xtables::rules::{self as rule, Rule, Target};
 use super::{RenderContext, builtin_jumps};
 use model::IpFamily;
 use plan::NodePorts;
 use crate::chain_name::*;
-use crate::{Ruleset, TableRules};
+use xtables::{Ruleset, TableRules};
 
 /// nfacct counter of forwarded packets dropped as conntrack-INVALID.
 const CT_INVALID_COUNTER: &str = "ct_state_invalid_dropped_pkts";
@@ -53,20 +53,21 @@ fn names(chains: &[&str]) -> Vec<String> {
 
 /// `KUBE-POSTROUTING` masquerades marked packets (clearing the mark so a
 /// re-traversal does not masquerade twice); `KUBE-MARK-MASQ` sets it.
-fn masquerade_rules(ctx: &RenderContext) -> Vec<String> {
+fn masquerade_rules(ctx: &RenderContext) -> Vec<Rule> {
     let mark = &ctx.mark;
-    let masquerade = if ctx.random_fully { "MASQUERADE --random-fully" } else { "MASQUERADE" };
+    let bits = ctx.sync.mark.0;
+    let masquerade = Target::Masquerade { random_fully: ctx.random_fully };
     vec![
-        Rule::new(KUBE_POSTROUTING).matching(&format!("-m mark ! --mark {mark}/{mark}")).jump("RETURN").build(),
-        Rule::new(KUBE_POSTROUTING).jump(&format!("MARK --set-xmark {mark}/0x0")).build(),
-        Rule::new(KUBE_POSTROUTING).comment("kubernetes service traffic requiring SNAT").jump(masquerade).build(),
-        Rule::new(KUBE_MARK_MASQ).jump(&format!("MARK --set-xmark {mark}/{mark}")).build(),
+        Rule::new(KUBE_POSTROUTING).matching(&format!("-m mark ! --mark {mark}/{mark}")).target(Target::Return).build(),
+        Rule::new(KUBE_POSTROUTING).target(Target::SetXmark { value: bits, mask: 0 }).build(),
+        Rule::new(KUBE_POSTROUTING).comment("kubernetes service traffic requiring SNAT").target(masquerade).build(),
+        Rule::new(KUBE_MARK_MASQ).target(Target::SetXmark { value: bits, mask: bits }).build(),
     ]
 }
 
 /// `KUBE-FIREWALL` blocks outside traffic to 127.0.0.0/8, which
 /// `route_localnet` (needed for localhost NodePorts) would let in.
-fn firewall_rules(ctx: &RenderContext) -> Vec<String> {
+fn firewall_rules(ctx: &RenderContext) -> Vec<Rule> {
     if ctx.sync.family != IpFamily::V4 || !ctx.sync.localhost_nodeports {
         return Vec::new();
     }
@@ -76,34 +77,34 @@ fn firewall_rules(ctx: &RenderContext) -> Vec<String> {
         .dst(localnet)
         .comment("block incoming localnet connections")
         .matching("-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT")
-        .jump("DROP");
+        .target(Target::Drop);
     vec![rule.build()]
 }
 
 /// `KUBE-FORWARD`: drop conntrack-INVALID packets (unless the kernel is
 /// liberal), accept marked and established service traffic.
-fn forward_rules(ctx: &RenderContext) -> Vec<String> {
+fn forward_rules(ctx: &RenderContext) -> Vec<Rule> {
     let mut rules = Vec::with_capacity(3);
     if !ctx.conntrack_liberal {
         let mut invalid = Rule::new(KUBE_FORWARD).matching("-m conntrack --ctstate INVALID");
         if ctx.nfacct {
             invalid = invalid.matching(&nfacct_match(CT_INVALID_COUNTER));
         }
-        rules.push(invalid.jump("DROP").build());
+        rules.push(invalid.target(Target::Drop).build());
     }
     let mark = &ctx.mark;
     rules.push(
         Rule::new(KUBE_FORWARD)
             .comment("kubernetes forwarding rules")
             .matching(&format!("-m mark --mark {mark}/{mark}"))
-            .jump("ACCEPT")
+            .target(Target::Accept)
             .build(),
     );
     rules.push(
         Rule::new(KUBE_FORWARD)
             .comment("kubernetes forwarding conntrack rule")
             .matching("-m conntrack --ctstate RELATED,ESTABLISHED")
-            .jump("ACCEPT")
+            .target(Target::Accept)
             .build(),
     );
     rules
@@ -112,7 +113,7 @@ fn forward_rules(ctx: &RenderContext) -> Vec<String> {
 /// The last rules of nat `KUBE-SERVICES`: NodePort traffic to every local
 /// address (minus loopback where localhost NodePorts are off), or to each
 /// `nodePortAddresses` address.
-fn node_ports_jumps(ctx: &RenderContext) -> Vec<String> {
+fn node_ports_jumps(ctx: &RenderContext) -> Vec<Rule> {
     let comment = "kubernetes service nodeports; NOTE: this must be the last rule in this chain";
     let base = || Rule::new(KUBE_SERVICES).comment(comment);
     let NodePorts::Only(ips) = &ctx.sync.node_ports else {

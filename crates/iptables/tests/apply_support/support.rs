@@ -5,7 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use model::IpFamily;
-use iptables::{BuiltinJump, Ruleset, Table, TableRules};
+use xtables::{BuiltinJump, Rule, Ruleset, Table, TableRules, Target};
 use std::future::Future;
 use testkit::netns::Netns;
 
@@ -89,25 +89,29 @@ fn addresses(family: IpFamily, n: u8) -> Addresses {
 
 /// Rules of one ClusterIP service with two endpoints, written the way
 /// `iptables-save` prints them.
-fn service_rules(family: IpFamily, name: &str, n: u8) -> (Vec<String>, Vec<String>) {
+fn service_rules(family: IpFamily, name: &str, n: u8) -> (Vec<String>, Vec<Rule>) {
     let [svc, sep1, sep2] = service_chains(name);
     let a = addresses(family, n);
     let bits = a.host_bits;
-    let comment = format!("\"ns1/{name}:p80\"");
+    let comment = format!("ns1/{name}:p80");
     let mut rules = vec![
-        format!(
-            "KUBE-SERVICES -d {}/{bits} -p tcp -m comment --comment \"ns1/{name}:p80 cluster IP\" -m tcp --dport 80 -j {svc}",
-            a.cluster_ip
-        ),
-        format!(
-            "{svc} -m comment --comment \"ns1/{name}:p80 -> {}\" -m statistic --mode random --probability 0.50000000000 -j {sep1}",
-            a.dnat[0]
-        ),
-        format!("{svc} -m comment --comment \"ns1/{name}:p80 -> {}\" -j {sep2}", a.dnat[1]),
+        Rule::new("KUBE-SERVICES")
+            .dst(&format!("{}/{bits}", a.cluster_ip))
+            .comment(&format!("{comment} cluster IP"))
+            .dport("tcp", 80)
+            .jump(&svc)
+            .build(),
+        Rule::new(&svc)
+            .comment(&format!("{comment} -> {}", a.dnat[0]))
+            .matching("-m statistic --mode random --probability 0.50000000000")
+            .jump(&sep1)
+            .build(),
+        Rule::new(&svc).comment(&format!("{comment} -> {}", a.dnat[1])).jump(&sep2).build(),
     ];
     for (sep, (pod, dnat)) in [&sep1, &sep2].into_iter().zip(a.pods.iter().zip(&a.dnat)) {
-        rules.push(format!("{sep} -s {pod}/{bits} -m comment --comment {comment} -j KUBE-MARK-MASQ"));
-        rules.push(format!("{sep} -p tcp -m comment --comment {comment} -m tcp -j DNAT --to-destination {dnat}"));
+        rules.push(Rule::new(sep).src(&format!("{pod}/{bits}")).comment(&comment).jump("KUBE-MARK-MASQ").build());
+        let to = dnat.parse().unwrap_or_else(|e| panic!("{dnat}: {e}"));
+        rules.push(Rule::new(sep).proto("tcp").comment(&comment).matching("-m tcp").target(Target::Dnat(to)).build());
     }
     (vec![svc, sep1, sep2], rules)
 }
@@ -122,12 +126,15 @@ pub fn ruleset(family: IpFamily, services: &[&str]) -> Ruleset {
     let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut nat = TableRules {
         chains: strings(&["KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY"]),
-        rules: strings(&[
-            "KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000",
-            "KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN",
-            "KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0",
-            "KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully",
-        ]),
+        rules: vec![
+            Rule::new("KUBE-MARK-MASQ").target(Target::SetXmark { value: 0x4000, mask: 0x4000 }).build(),
+            Rule::new("KUBE-POSTROUTING").matching("-m mark ! --mark 0x4000/0x4000").target(Target::Return).build(),
+            Rule::new("KUBE-POSTROUTING").target(Target::SetXmark { value: 0x4000, mask: 0 }).build(),
+            Rule::new("KUBE-POSTROUTING")
+                .comment("kubernetes service traffic requiring SNAT")
+                .target(Target::Masquerade { random_fully: true })
+                .build(),
+        ],
     };
     for (i, name) in services.iter().enumerate() {
         let (chains, rules) = service_rules(family, name, i as u8 + 1);
@@ -136,9 +143,13 @@ pub fn ruleset(family: IpFamily, services: &[&str]) -> Ruleset {
     }
     let filter = TableRules {
         chains: strings(&["KUBE-SERVICES", "KUBE-FORWARD", "KUBE-PROXY-CANARY"]),
-        rules: strings(&[
-            "KUBE-FORWARD -m comment --comment \"kubernetes forwarding rules\" -m mark --mark 0x4000/0x4000 -j ACCEPT",
-        ]),
+        rules: vec![
+            Rule::new("KUBE-FORWARD")
+                .comment("kubernetes forwarding rules")
+                .matching("-m mark --mark 0x4000/0x4000")
+                .target(Target::Accept)
+                .build(),
+        ],
     };
     let portals = ["-m", "comment", "--comment", "kubernetes service portals", "-j", "KUBE-SERVICES"];
     let new_portals = ["-m", "conntrack", "--ctstate", "NEW", "-m", "comment", "--comment", "kubernetes service portals", "-j", "KUBE-SERVICES"];
@@ -162,7 +173,7 @@ pub fn ruleset(family: IpFamily, services: &[&str]) -> Ruleset {
 }
 
 /// The tools of `backend` for `family` in the current namespace.
-pub fn tools(backend: iptables::apply::Backend, family: IpFamily) -> (String, String) {
+pub fn tools(backend: xtables::apply::Backend, family: IpFamily) -> (String, String) {
     let base = if family == IpFamily::V4 { "iptables" } else { "ip6tables" };
     (format!("{base}-{backend}"), format!("{base}-{backend}-save"))
 }

@@ -1,15 +1,14 @@
 //! The companion iptables rules of IPVS mode, as upstream writes them after
 //! its service loop: a fixed skeleton plus one rule per non-empty ipset,
 //! all matching sets instead of listing services. Spelled as
-//! `iptables-save` prints them, in an [`iptables::Ruleset`] for the shared
-//! applier.
+//! `iptables-save` prints them, typed in an [`xtables::Ruleset`] for the
+//! shared applier.
 
 use super::RenderOptions;
-use plan::SyncContext;
+use plan::{Mark, SyncContext};
 use crate::ipset::{IpSets, KubeSet};
 use model::IpFamily;
-use iptables::render::FamilyText;
-use iptables::{BuiltinJump, Ruleset, Table};
+use xtables::{BuiltinJump, FamilyText, Rule, RuleBuilder, Ruleset, Table, Target};
 use model::Protocol;
 use std::net::IpAddr;
 
@@ -55,7 +54,7 @@ struct SetJump {
     set: KubeSet,
     table: Table,
     from: &'static str,
-    target: &'static str,
+    target: Target<'static>,
     /// `--match-set` directions.
     dirs: &'static str,
     /// `-p` match, for the NodePort sets.
@@ -65,18 +64,18 @@ struct SetJump {
 /// The set jumps in upstream's order (local NodePort sets before the
 /// masquerading ones).
 const SET_JUMPS: [SetJump; 12] = [
-    SetJump { set: KubeSet::LoopBack, table: Table::Nat, from: "KUBE-POSTROUTING", target: "MASQUERADE", dirs: "dst,dst,src", proto: None },
-    SetJump { set: KubeSet::LoadBalancer, table: Table::Nat, from: "KUBE-SERVICES", target: "KUBE-LOAD-BALANCER", dirs: "dst,dst", proto: None },
-    SetJump { set: KubeSet::LoadBalancerLocal, table: Table::Nat, from: "KUBE-LOAD-BALANCER", target: "RETURN", dirs: "dst,dst", proto: None },
-    SetJump { set: KubeSet::NodePortLocalTcp, table: Table::Nat, from: "KUBE-NODE-PORT", target: "RETURN", dirs: "dst", proto: Some("tcp") },
-    SetJump { set: KubeSet::NodePortTcp, table: Table::Nat, from: "KUBE-NODE-PORT", target: "KUBE-MARK-MASQ", dirs: "dst", proto: Some("tcp") },
-    SetJump { set: KubeSet::NodePortLocalUdp, table: Table::Nat, from: "KUBE-NODE-PORT", target: "RETURN", dirs: "dst", proto: Some("udp") },
-    SetJump { set: KubeSet::NodePortUdp, table: Table::Nat, from: "KUBE-NODE-PORT", target: "KUBE-MARK-MASQ", dirs: "dst", proto: Some("udp") },
-    SetJump { set: KubeSet::NodePortLocalSctp, table: Table::Nat, from: "KUBE-NODE-PORT", target: "RETURN", dirs: "dst,dst", proto: Some("sctp") },
-    SetJump { set: KubeSet::NodePortSctp, table: Table::Nat, from: "KUBE-NODE-PORT", target: "KUBE-MARK-MASQ", dirs: "dst,dst", proto: Some("sctp") },
-    SetJump { set: KubeSet::LoadBalancerFw, table: Table::Filter, from: "KUBE-PROXY-FIREWALL", target: "KUBE-SOURCE-RANGES-FIREWALL", dirs: "dst,dst", proto: None },
-    SetJump { set: KubeSet::LoadBalancerSourceCidr, table: Table::Filter, from: "KUBE-SOURCE-RANGES-FIREWALL", target: "RETURN", dirs: "dst,dst,src", proto: None },
-    SetJump { set: KubeSet::LoadBalancerSourceIp, table: Table::Filter, from: "KUBE-SOURCE-RANGES-FIREWALL", target: "RETURN", dirs: "dst,dst,src", proto: None },
+    SetJump { set: KubeSet::LoopBack, table: Table::Nat, from: "KUBE-POSTROUTING", target: Target::Masquerade { random_fully: false }, dirs: "dst,dst,src", proto: None },
+    SetJump { set: KubeSet::LoadBalancer, table: Table::Nat, from: "KUBE-SERVICES", target: Target::Jump("KUBE-LOAD-BALANCER"), dirs: "dst,dst", proto: None },
+    SetJump { set: KubeSet::LoadBalancerLocal, table: Table::Nat, from: "KUBE-LOAD-BALANCER", target: Target::Return, dirs: "dst,dst", proto: None },
+    SetJump { set: KubeSet::NodePortLocalTcp, table: Table::Nat, from: "KUBE-NODE-PORT", target: Target::Return, dirs: "dst", proto: Some("tcp") },
+    SetJump { set: KubeSet::NodePortTcp, table: Table::Nat, from: "KUBE-NODE-PORT", target: Target::Jump("KUBE-MARK-MASQ"), dirs: "dst", proto: Some("tcp") },
+    SetJump { set: KubeSet::NodePortLocalUdp, table: Table::Nat, from: "KUBE-NODE-PORT", target: Target::Return, dirs: "dst", proto: Some("udp") },
+    SetJump { set: KubeSet::NodePortUdp, table: Table::Nat, from: "KUBE-NODE-PORT", target: Target::Jump("KUBE-MARK-MASQ"), dirs: "dst", proto: Some("udp") },
+    SetJump { set: KubeSet::NodePortLocalSctp, table: Table::Nat, from: "KUBE-NODE-PORT", target: Target::Return, dirs: "dst,dst", proto: Some("sctp") },
+    SetJump { set: KubeSet::NodePortSctp, table: Table::Nat, from: "KUBE-NODE-PORT", target: Target::Jump("KUBE-MARK-MASQ"), dirs: "dst,dst", proto: Some("sctp") },
+    SetJump { set: KubeSet::LoadBalancerFw, table: Table::Filter, from: "KUBE-PROXY-FIREWALL", target: Target::Jump("KUBE-SOURCE-RANGES-FIREWALL"), dirs: "dst,dst", proto: None },
+    SetJump { set: KubeSet::LoadBalancerSourceCidr, table: Table::Filter, from: "KUBE-SOURCE-RANGES-FIREWALL", target: Target::Return, dirs: "dst,dst,src", proto: None },
+    SetJump { set: KubeSet::LoadBalancerSourceIp, table: Table::Filter, from: "KUBE-SOURCE-RANGES-FIREWALL", target: Target::Return, dirs: "dst,dst,src", proto: None },
 ];
 
 /// Writes the rules for `sets`.
@@ -90,19 +89,18 @@ pub fn render_rules(
     r.declare_chains();
     r.builtin_jumps();
     let lo = ctx.family.loopback_net();
-    r.nat(format!("KUBE-SERVICES -s {lo} -j RETURN"));
+    r.nat(Rule::new("KUBE-SERVICES").src(lo).target(Target::Return));
     r.set_jumps();
     r.cluster_ip_masquerade(ctx);
     r.external_ip_rules();
-    r.nat("KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT".into());
-    r.nat("KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ".into());
-    r.filter("KUBE-SOURCE-RANGES-FIREWALL -j DROP".into());
+    r.nat(Rule::new("KUBE-SERVICES").matching("-m addrtype --dst-type LOCAL").jump("KUBE-NODE-PORT"));
+    r.nat(Rule::new("KUBE-LOAD-BALANCER").jump("KUBE-MARK-MASQ"));
+    r.filter(Rule::new("KUBE-SOURCE-RANGES-FIREWALL").target(Target::Drop));
     r.lb_no_node_access(lb_no_node_access);
     r.accept_ipvs_traffic();
-    let mark = ctx.mark.to_string();
-    r.forward_and_health_check(&mark);
+    r.forward_and_health_check(&ctx.mark.to_string());
     r.ipvs_filter();
-    r.postrouting(&mark, opts.random_fully);
+    r.postrouting(ctx.mark, opts.random_fully);
     r.ruleset
 }
 
@@ -113,15 +111,15 @@ struct Rules<'a> {
 }
 
 impl Rules<'_> {
-    fn nat(&mut self, rule: String) {
-        self.ruleset.nat.rules.push(rule);
+    fn nat(&mut self, rule: RuleBuilder<'_>) {
+        self.ruleset.nat.rules.push(rule.build());
     }
 
-    fn filter(&mut self, rule: String) {
-        self.ruleset.filter.rules.push(rule);
+    fn filter(&mut self, rule: RuleBuilder<'_>) {
+        self.ruleset.filter.rules.push(rule.build());
     }
 
-    fn add(&mut self, table: Table, rule: String) {
+    fn add(&mut self, table: Table, rule: RuleBuilder<'_>) {
         match table {
             Table::Nat => self.nat(rule),
             _ => self.filter(rule),
@@ -159,8 +157,11 @@ impl Rules<'_> {
             if self.sets.set_is_empty(j.set) {
                 continue;
             }
-            let proto = j.proto.map(|p| format!("-p {p} ")).unwrap_or_default();
-            let rule = format!("{} {proto}{} -j {}", j.from, self.commented_match(j.set, j.dirs), j.target);
+            let mut rule = Rule::new(j.from);
+            if let Some(proto) = j.proto {
+                rule = rule.proto(proto);
+            }
+            let rule = rule.matching(&self.commented_match(j.set, j.dirs)).target(j.target);
             self.add(j.table, rule);
         }
     }
@@ -172,14 +173,15 @@ impl Rules<'_> {
         if self.sets.set_is_empty(KubeSet::ClusterIp) {
             return;
         }
+        let rule = Rule::new("KUBE-SERVICES");
         let rule = if ctx.masquerade_all {
-            format!("KUBE-SERVICES {} -j KUBE-MARK-MASQ", self.commented_match(KubeSet::ClusterIp, "dst,dst"))
+            rule.matching(&self.commented_match(KubeSet::ClusterIp, "dst,dst"))
         } else if let Some(cidr) = ctx.local_traffic {
-            format!("KUBE-SERVICES ! -s {cidr} {} -j KUBE-MARK-MASQ", self.commented_match(KubeSet::ClusterIp, "dst,dst"))
+            rule.not_src(&cidr.to_string()).matching(&self.commented_match(KubeSet::ClusterIp, "dst,dst"))
         } else {
-            format!("KUBE-SERVICES {} -j KUBE-MARK-MASQ", self.commented_match(KubeSet::ClusterIp, "src,dst"))
+            rule.matching(&self.commented_match(KubeSet::ClusterIp, "src,dst"))
         };
-        self.nat(rule);
+        self.nat(rule.jump("KUBE-MARK-MASQ"));
     }
 
     /// External IPs: masqueraded (ETP Cluster only), then accepted from
@@ -190,11 +192,13 @@ impl Rules<'_> {
                 continue;
             }
             let m = self.commented_match(set, "dst,dst");
+            let rule = || Rule::new("KUBE-SERVICES").matching(&m);
             if set == KubeSet::ExternalIp {
-                self.nat(format!("KUBE-SERVICES {m} -j KUBE-MARK-MASQ"));
+                self.nat(rule().jump("KUBE-MARK-MASQ"));
             }
-            self.nat(format!("KUBE-SERVICES {m} -m physdev ! --physdev-is-in -m addrtype ! --src-type LOCAL -j ACCEPT"));
-            self.nat(format!("KUBE-SERVICES {m} -m addrtype --dst-type LOCAL -j ACCEPT"));
+            let off_node = "-m physdev ! --physdev-is-in -m addrtype ! --src-type LOCAL";
+            self.nat(rule().matching(off_node).target(Target::Accept));
+            self.nat(rule().matching("-m addrtype --dst-type LOCAL").target(Target::Accept));
         }
     }
 
@@ -204,11 +208,11 @@ impl Rules<'_> {
         let host = if self.family == IpFamily::V6 { 128 } else { 32 };
         for e in entries {
             let proto = crate::IpProtocol::from(e.protocol).number();
-            self.filter(format!(
-                "KUBE-IPVS-OUT-FILTER -s {ip}/{host} -m ipvs --vproto {proto} --vaddr {ip} --vport {port} -j DROP",
-                ip = e.ip,
-                port = e.port
-            ));
+            let (ip, port) = (e.ip, e.port);
+            let rule = Rule::new("KUBE-IPVS-OUT-FILTER")
+                .src(&format!("{ip}/{host}"))
+                .matching(&format!("-m ipvs --vproto {proto} --vaddr {ip} --vport {port}"));
+            self.filter(rule.target(Target::Drop));
         }
     }
 
@@ -217,21 +221,19 @@ impl Rules<'_> {
         for set in [KubeSet::ClusterIp, KubeSet::LoadBalancer] {
             if !self.sets.set_is_empty(set) {
                 let name = self.name(set);
-                self.nat(format!("KUBE-SERVICES -m set --match-set {name} dst,dst -j ACCEPT"));
+                let rule = Rule::new("KUBE-SERVICES").matching(&format!("-m set --match-set {name} dst,dst"));
+                self.nat(rule.target(Target::Accept));
             }
         }
     }
 
     fn forward_and_health_check(&mut self, mark: &str) {
-        self.filter(format!(
-            "KUBE-FORWARD -m comment --comment \"kubernetes forwarding rules\" -m mark --mark {mark}/{mark} -j ACCEPT"
-        ));
-        self.filter(
-            "KUBE-FORWARD -m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"
-                .into(),
-        );
+        let forward = Rule::new("KUBE-FORWARD").comment("kubernetes forwarding rules");
+        self.filter(forward.matching(&format!("-m mark --mark {mark}/{mark}")).target(Target::Accept));
+        let established = Rule::new("KUBE-FORWARD").comment("kubernetes forwarding conntrack rule");
+        self.filter(established.matching("-m conntrack --ctstate RELATED,ESTABLISHED").target(Target::Accept));
         let m = self.commented_match(KubeSet::HealthCheckNodePort, "dst");
-        self.filter(format!("KUBE-NODE-PORT {m} -j ACCEPT"));
+        self.filter(Rule::new("KUBE-NODE-PORT").matching(&m).target(Target::Accept));
     }
 
     /// `KUBE-IPVS-FILTER`: new connections to a bound address on a port
@@ -245,22 +247,23 @@ impl Rules<'_> {
             (KubeSet::HealthCheckNodePort, "dst"),
         ] {
             let name = self.name(set);
-            self.filter(format!("KUBE-IPVS-FILTER -m set --match-set {name} {dirs} -j RETURN"));
+            let rule = Rule::new("KUBE-IPVS-FILTER").matching(&format!("-m set --match-set {name} {dirs}"));
+            self.filter(rule.target(Target::Return));
         }
         let reject = self.family.reject_target();
         let ips = self.name(KubeSet::IpvsIps);
-        self.filter(format!("KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set {ips} dst -j {reject}"));
+        let rule = Rule::new("KUBE-IPVS-FILTER").matching(&format!("-m conntrack --ctstate NEW -m set --match-set {ips} dst"));
+        self.filter(rule.target(reject));
     }
 
     /// Upstream writes `--xor-mark` and `--or-mark`; `iptables-save` prints
     /// them as the `--set-xmark` forms used here.
-    fn postrouting(&mut self, mark: &str, random_fully: bool) {
-        self.nat(format!("KUBE-POSTROUTING -m mark ! --mark {mark}/{mark} -j RETURN"));
-        self.nat(format!("KUBE-POSTROUTING -j MARK --set-xmark {mark}/0x0"));
-        let fully = if random_fully { " --random-fully" } else { "" };
-        self.nat(format!(
-            "KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE{fully}"
-        ));
-        self.nat(format!("KUBE-MARK-MASQ -j MARK --set-xmark {mark}/{mark}"));
+    fn postrouting(&mut self, mark: Mark, random_fully: bool) {
+        let bits = mark.0;
+        self.nat(Rule::new("KUBE-POSTROUTING").matching(&format!("-m mark ! --mark {mark}/{mark}")).target(Target::Return));
+        self.nat(Rule::new("KUBE-POSTROUTING").target(Target::SetXmark { value: bits, mask: 0 }));
+        let snat = Rule::new("KUBE-POSTROUTING").comment("kubernetes service traffic requiring SNAT");
+        self.nat(snat.target(Target::Masquerade { random_fully }));
+        self.nat(Rule::new("KUBE-MARK-MASQ").target(Target::SetXmark { value: bits, mask: bits }));
     }
 }

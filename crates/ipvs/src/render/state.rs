@@ -2,7 +2,7 @@
 
 use crate::ipset::IpSets;
 use crate::{RealServer, ServiceKey, VirtualServer};
-use iptables::Ruleset;
+use xtables::Ruleset;
 use model::IpFamily;
 use model::ServicePortName;
 use plan::NoLocalEndpoints;
@@ -31,7 +31,7 @@ pub struct IpvsState {
     pub bind_addresses: BTreeSet<IpAddr>,
     /// Members of every ipset.
     pub ipsets: IpSets,
-    /// The companion iptables rules, for the iptables applier.
+    /// The companion iptables rules, for the xtables applier.
     pub ruleset: Ruleset,
     /// Traffic-policy-Local services without local endpoints (services,
     /// not ports, as upstream's IPVS proxier counts them).

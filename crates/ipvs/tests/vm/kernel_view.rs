@@ -94,8 +94,9 @@ pub fn rendered_chains(state: &IpvsState) -> BTreeMap<(String, String), Vec<Stri
             chains.insert((table.to_string(), chain.clone()), Vec::new());
         }
         for rule in &rules.rules {
-            let (chain, rest) = rule.split_once(' ').unwrap();
-            chains.get_mut(&(table.to_string(), chain.to_string())).unwrap().push(rest.to_string());
+            let line = rule.to_string();
+            let rest = line.strip_prefix(rule.chain()).unwrap().trim_start();
+            chains.get_mut(&(table.to_string(), rule.chain().to_string())).unwrap().push(rest.to_string());
         }
     }
     chains

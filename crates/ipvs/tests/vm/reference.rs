@@ -11,7 +11,7 @@ use ipvs::apply::{ApplyOptions, ApplyReport, IpvsApplier, KernelSetup, apply_ker
 use ipvs::cleanup::{apply_cleanup, leftovers_present};
 use ipvs::render::{IpvsState, RenderOptions, render};
 use ipvs::{Scheduler, Timeouts};
-use iptables::apply::Backend;
+use xtables::apply::Backend;
 use model::IpFamily;
 use model::{ServicePortName, Snapshot};
 use std::sync::Arc;

@@ -7,7 +7,7 @@ use super::checks::sh;
 use ipvs::apply::{ApplyOptions, IpvsApplier};
 use ipvs::cleanup::apply_cleanup;
 use ipvs::render::{RenderOptions, render};
-use iptables::apply::Backend;
+use xtables::apply::Backend;
 use model::{Endpoint, NodeInfo, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;

@@ -21,7 +21,7 @@ use crate::support::reference::{eps, ip, lb, net, nodeport, port};
 use ipvs::apply::{ApplyOptions, IpvsApplier, KernelSetup, apply_kernel_setup};
 use ipvs::cleanup::apply_cleanup;
 use ipvs::render::{IpvsState, RenderOptions, render};
-use iptables::apply::Backend;
+use xtables::apply::Backend;
 use model::{NodeInfo, ServicePortName, Snapshot};
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};

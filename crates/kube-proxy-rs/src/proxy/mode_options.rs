@@ -3,7 +3,7 @@
 //! backend, cluster CIDR, NodePort addresses — mapped once).
 
 use crate::config::{Config, DetectLocal, IptablesBackend, NodePortAddresses};
-use iptables::apply::{Backend, BackendChoice};
+use xtables::apply::{Backend, BackendChoice};
 use model::IpFamily;
 use std::time::Duration;
 

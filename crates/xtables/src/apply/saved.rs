@@ -294,7 +294,7 @@ mod tests {
             }
             rules.chains.iter().for_each(|c| out.push_str(&format!(":{c} - [0:0]\n")));
             for chain in &rules.chains {
-                let own = rules.rules.iter().filter(|r| r.split(' ').next() == Some(chain.as_str()));
+                let own = rules.rules.iter().filter(|r| r.chain() == chain);
                 own.for_each(|r| out.push_str(&format!("-A {r}\n")));
             }
             out.push_str("COMMIT\n");
@@ -304,8 +304,7 @@ mod tests {
 
     #[test]
     fn saved_chains_hash_as_rendered_ones() {
-        let snapshot = crate::apply::hashed::tests::sample();
-        let ruleset = crate::render::render(&snapshot, &crate::render::RenderOptions::default()).ruleset;
+        let ruleset = crate::rendering::tests::sample().collected();
         let text = as_saved(&ruleset);
         let (unchanged, nat) = unchanged_after(&ruleset, &text);
         assert_eq!(unchanged, ruleset.nat.chains, "the kernel holds every chain as rendered");
@@ -331,7 +330,7 @@ mod tests {
     #[test]
     fn a_chain_whose_rules_come_apart_is_never_unchanged() {
         let ruleset = crate::Ruleset {
-            nat: crate::TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec!["KUBE-SERVICES -j RETURN".into()] },
+            nat: crate::TableRules { chains: vec!["KUBE-SERVICES".into()], rules: vec![crate::rules::tests::rule("KUBE-SERVICES -j RETURN")] },
             ..crate::Ruleset::default()
         };
         let text = "*nat\n:KUBE-SERVICES - [0:0]\n:X - [0:0]\n-A KUBE-SERVICES -j RETURN\n-A X -j RETURN\nCOMMIT\n";

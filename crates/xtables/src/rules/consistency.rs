@@ -3,17 +3,14 @@
 //! that nothing jumps to. Used by the golden tests; cheap enough for a
 //! debug assertion.
 
-use crate::chain_name::{KUBE_MARK_MASQ, KUBE_PROXY_CANARY};
-use crate::{Ruleset, Table, TableRules};
+use crate::chains::{KUBE_MARK_MASQ, KUBE_PROXY_CANARY};
+use super::{Ruleset, Table, TableRules};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Chains that may legitimately have no jump from our rules: the canary
 /// (only watched), and `KUBE-MARK-MASQ`, which upstream always provides
 /// because other components (CNI plugins, older kubelets) jump to it.
 const MAY_BE_UNREFERENCED: &[&str] = &[KUBE_PROXY_CANARY, KUBE_MARK_MASQ];
-
-/// Targets that are not chains.
-const BUILTIN_TARGETS: &[&str] = &["ACCEPT", "DROP", "REJECT", "RETURN", "MARK", "MASQUERADE", "DNAT", "SNAT"];
 
 /// Everything wrong with `ruleset`, one line each; empty when consistent.
 pub fn consistency_problems(ruleset: &Ruleset) -> Vec<String> {
@@ -42,13 +39,11 @@ fn check_table(table: Table, rules: &TableRules, entries: &[&str], problems: &mu
         problems.push(format!("{table}: built-in jump to undeclared chain {target}"));
     }
     for rule in &rules.rules {
-        let words = split_words(rule);
-        let chain = words.first().map_or("", String::as_str);
-        if !declared.contains_key(chain) {
+        if !declared.contains_key(rule.chain()) {
             problems.push(format!("{table}: rule in undeclared chain: {rule}"));
         }
-        let Some(target) = target_of(&words) else { continue };
-        if !BUILTIN_TARGETS.contains(&target) && !declared.contains_key(target) {
+        let Some(target) = rule.target().chain() else { continue };
+        if !declared.contains_key(target) {
             problems.push(format!("{table}: jump to undeclared chain: {rule}"));
         }
         used.insert(declared.get_key_value(target).map_or("", |(k, _)| *k));
@@ -58,53 +53,23 @@ fn check_table(table: Table, rules: &TableRules, entries: &[&str], problems: &mu
     }
 }
 
-/// The word after `-j` or `-g`.
+/// The word after `-j` or `-g` of a built-in jump's arguments.
 fn target_of(words: &[String]) -> Option<&str> {
     let at = words.iter().position(|w| w == "-j" || w == "-g")?;
     words.get(at + 1).map(String::as_str)
 }
 
-/// Splits a rule line into words as iptables-restore does: whitespace
-/// outside double quotes separates, `\` escapes inside quotes.
-pub(crate) fn split_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let (mut quoted, mut escaped) = (false, false);
-    for c in line.chars() {
-        if escaped {
-            escaped = false;
-        } else if c == '\\' && quoted {
-            escaped = true;
-            continue;
-        } else if c == '"' {
-            quoted = !quoted;
-            word.get_or_insert_with(String::new);
-            continue;
-        } else if c.is_whitespace() && !quoted {
-            words.extend(word.take());
-            continue;
-        }
-        word.get_or_insert_with(String::new).push(c);
-    }
-    words.extend(word);
-    words
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_quoted_comments_as_one_word() {
-        let words = split_words(r#"KUBE-X -m comment --comment "a -j b \"c\"" -j  KUBE-Y"#);
-        assert_eq!(words, ["KUBE-X", "-m", "comment", "--comment", "a -j b \"c\"", "-j", "KUBE-Y"]);
-    }
+    use crate::{Rule, Target};
 
     #[test]
     fn reports_dangling_jumps_and_orphans() {
         let mut ruleset = Ruleset::default();
         ruleset.nat.chains = ["KUBE-A", "KUBE-B", "KUBE-A", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY"].map(String::from).to_vec();
-        ruleset.nat.rules = vec!["KUBE-A -j KUBE-MISSING".into(), "KUBE-C -j DROP".into()];
+        ruleset.nat.rules =
+            vec![Rule::new("KUBE-A").jump("KUBE-MISSING").build(), Rule::new("KUBE-C").target(Target::Drop).build()];
         let problems = consistency_problems(&ruleset);
         assert!(problems.iter().any(|p| p.contains("KUBE-A declared twice")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("jump to undeclared chain: KUBE-A -j KUBE-MISSING")));

@@ -7,7 +7,7 @@
 //! cleaning up cannot strip kubelet's localnet protection), and every
 //! chain of anyone else.
 
-use crate::chain_name::{
+use crate::chains::{
     KUBE_EXTERNAL_SERVICES, KUBE_FORWARD, KUBE_MARK_MASQ, KUBE_NODEPORTS, KUBE_POSTROUTING, KUBE_PROXY_CANARY,
     KUBE_PROXY_FIREWALL, KUBE_SERVICES, is_service_chain,
 };

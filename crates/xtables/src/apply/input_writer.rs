@@ -4,7 +4,7 @@
 //! (tests), or only counted to find the text of a line the tool named in
 //! its error (the input is written a second time for that).
 
-use crate::Table;
+use crate::{Rule, Table};
 use std::collections::BTreeMap;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
@@ -16,7 +16,7 @@ const FLUSH_AT: usize = 64 * 1024;
 #[derive(Debug, Default)]
 pub(crate) struct InputWriter {
     pipe: Option<ChildStdin>,
-    buf: Vec<u8>,
+    buf: String,
     written: Written,
     find: Option<usize>,
     record: bool,
@@ -58,9 +58,22 @@ impl InputWriter {
     /// Writes one line made of `parts`.
     pub(crate) async fn line(&mut self, parts: &[&str]) {
         let start = self.buf.len();
-        parts.iter().for_each(|p| self.buf.extend_from_slice(p.as_bytes()));
+        parts.iter().for_each(|p| self.buf.push_str(p));
+        self.end_line(start).await;
+    }
+
+    /// Writes `-A <rule>`: the rule spelled as `iptables-save` prints it.
+    pub(crate) async fn rule(&mut self, rule: &Rule) {
+        let start = self.buf.len();
+        self.buf.push_str("-A ");
+        rule.write_line(&mut self.buf);
+        self.end_line(start).await;
+    }
+
+    /// Counts the line starting at `start` of the buffer and ends it.
+    async fn end_line(&mut self, start: usize) {
         self.note(start);
-        self.buf.push(b'\n');
+        self.buf.push('\n');
         if self.pipe.is_none() && !self.record {
             self.buf.clear();
         } else if self.buf.len() >= FLUSH_AT {
@@ -73,24 +86,24 @@ impl InputWriter {
         let line = self.buf.get(start..).unwrap_or_default();
         let written = &mut self.written;
         written.lines += 1;
-        if let Some(name) = line.strip_prefix(b"*") {
+        if let Some(name) = line.strip_prefix('*') {
             written.table = table_named(name);
-        } else if line.starts_with(b"-A ")
+        } else if line.starts_with("-A ")
             && let Some(table) = written.table
         {
             *written.rules.entry(table).or_default() += 1;
         }
         if self.find == Some(written.lines) {
-            written.found = Some((String::from_utf8_lossy(line).into_owned(), written.table));
+            written.found = Some((line.to_string(), written.table));
         }
     }
 
     async fn flush(&mut self) {
         if let Some(recorded) = self.written.recorded.as_mut() {
-            recorded.push_str(&String::from_utf8_lossy(&self.buf));
+            recorded.push_str(&self.buf);
         }
         if let Some(pipe) = self.pipe.as_mut()
-            && let Err(err) = pipe.write_all(&self.buf).await
+            && let Err(err) = pipe.write_all(self.buf.as_bytes()).await
         {
             // The tool exited early (bad input): its exit status tells.
             self.error = Some(err);
@@ -112,8 +125,8 @@ impl InputWriter {
     }
 }
 
-fn table_named(name: &[u8]) -> Option<Table> {
-    [Table::Filter, Table::Nat, Table::Mangle].into_iter().find(|t| t.as_str().as_bytes() == name.trim_ascii())
+fn table_named(name: &str) -> Option<Table> {
+    [Table::Filter, Table::Nat, Table::Mangle].into_iter().find(|t| t.as_str() == name.trim())
 }
 
 #[cfg(test)]

@@ -17,10 +17,8 @@
 //! A table of at most `services_per_commit` services, or one whose service
 //! chains jump to a last-block chain, stays one block.
 
-use super::chains::chain_of;
-use super::saved::jump_target;
-use crate::TableRules;
-use crate::chain_name::is_service_chain;
+use crate::{Rule, TableRules};
+use crate::chains::is_service_chain;
 use std::collections::HashMap;
 
 /// One `COMMIT`'s share of a table: chains to declare and their rules, in
@@ -28,7 +26,7 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Block<'a> {
     pub(crate) chains: Vec<&'a str>,
-    pub(crate) rules: Vec<&'a str>,
+    pub(crate) rules: Vec<&'a Rule>,
 }
 
 /// The blocks of `rules` (see the module doc); never empty, and the last
@@ -63,7 +61,7 @@ pub(crate) fn split_blocks(rules: &TableRules, services_per_commit: usize) -> Ve
 
 /// All of `rules` in one block.
 pub(crate) fn whole(rules: &TableRules) -> Block<'_> {
-    Block { chains: rules.chains.iter().map(String::as_str).collect(), rules: rules.rules.iter().map(String::as_str).collect() }
+    Block { chains: rules.chains.iter().map(String::as_str).collect(), rules: rules.rules.iter().collect() }
 }
 
 /// The declared chains and, per rule, its chain's and its target's index
@@ -87,14 +85,14 @@ impl<'a> Graph<'a> {
         let chains: Vec<&str> = rules.chains.iter().map(String::as_str).collect();
         let index: HashMap<&str, usize> = chains.iter().enumerate().map(|(i, c)| (*c, i)).collect();
         let edges = rules.rules.iter().map(|rule| {
-            let target = match jump_target(rule) {
-                Some(t) => index.get(t.as_str()).map_or(
-                    if is_service_chain(&t) { Target::OtherService } else { Target::None },
+            let target = match rule.target().chain() {
+                Some(t) => index.get(t).map_or(
+                    if is_service_chain(t) { Target::OtherService } else { Target::None },
                     |i| Target::Declared(*i),
                 ),
                 None => Target::None,
             };
-            (index.get(chain_of(rule)).copied(), target)
+            (index.get(rule.chain()).copied(), target)
         });
         Self { edges: edges.collect(), chains }
     }
@@ -169,6 +167,7 @@ fn root(parent: &mut [usize], mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::tests::rule;
 
     fn rules() -> TableRules {
         let rules = [
@@ -176,7 +175,7 @@ mod tests {
             "KUBE-SERVICES -d 10.0.0.2/32 -j KUBE-SVC-B",
             "KUBE-SERVICES -j KUBE-NODEPORTS",
             "KUBE-NODEPORTS -p tcp -j KUBE-EXT-B",
-            "KUBE-MARK-MASQ -j MARK --or-mark 0x4000",
+            "KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000",
             "KUBE-SVC-A -j KUBE-SEP-A1",
             "KUBE-SEP-A1 -j KUBE-MARK-MASQ",
             "KUBE-SEP-A1 -j DNAT --to-destination 10.1.0.1:80",
@@ -185,7 +184,7 @@ mod tests {
             "KUBE-SEP-B1 -j DNAT --to-destination 10.1.0.2:80",
         ];
         let chains = ["KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-MARK-MASQ", "KUBE-SVC-A", "KUBE-SEP-A1", "KUBE-EXT-B", "KUBE-SVC-B", "KUBE-SEP-B1"];
-        TableRules { chains: chains.map(String::from).into(), rules: rules.map(String::from).into() }
+        TableRules { chains: chains.map(String::from).into(), rules: rules.map(rule).into() }
     }
 
     #[test]
@@ -202,7 +201,7 @@ mod tests {
                 vec!["KUBE-SERVICES", "KUBE-NODEPORTS"]
             ]
         );
-        assert_eq!(blocks[3].rules, vec![rules.rules[0].as_str(), &rules.rules[1], &rules.rules[2], &rules.rules[3]]);
+        assert_eq!(blocks[3].rules, vec![&rules.rules[0], &rules.rules[1], &rules.rules[2], &rules.rules[3]]);
         assert_eq!(blocks.iter().map(|b| b.rules.len()).sum::<usize>(), rules.rules.len());
     }
 

@@ -52,19 +52,15 @@ pub(crate) fn diff_chains(last: &AppliedChains, now: &mut BTreeMap<Table, ChainT
     deleted
 }
 
-/// The chain a rule line (`CHAIN args...`) is in.
-pub(crate) fn chain_of(rule: &str) -> &str {
-    rule.split_once(' ').map_or(rule, |(chain, _)| chain)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::apply::hashed::hash_rendering;
+    use crate::rules::tests::rule;
     use crate::{Ruleset, TableRules};
 
     fn table(chains: &[&str], rules: &[&str]) -> TableRules {
-        TableRules { chains: chains.iter().map(|c| c.to_string()).collect(), rules: rules.iter().map(|r| r.to_string()).collect() }
+        TableRules { chains: chains.iter().map(|c| c.to_string()).collect(), rules: rules.iter().map(|r| rule(r)).collect() }
     }
 
     fn nat(chains: &[&str], rules: &[&str]) -> Ruleset {

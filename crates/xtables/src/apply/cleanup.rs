@@ -32,7 +32,7 @@ pub async fn apply_cleanup_all() -> Vec<CleanupOutcome> {
     for backend in Backend::ALL {
         for family in [IpFamily::V4, IpFamily::V6] {
             let result = Iptables::new(backend, family).apply_cleanup().await;
-            if let Err(Error::Spawn { source, .. }) = &result
+            if let Err(Error::Host(host::Error::Spawn { source, .. })) = &result
                 && source.kind() == std::io::ErrorKind::NotFound
             {
                 continue;

@@ -17,7 +17,6 @@ use super::Backend;
 use super::backend::{Tool, program};
 use super::blocks::{Block, split_blocks};
 use super::chain_table::WRITE;
-use super::chains::chain_of;
 use host::command::{self, Invocation};
 use super::hashed::Hashed;
 use super::input_writer::{InputWriter, Written};
@@ -25,7 +24,8 @@ use super::stale::Removals;
 use crate::error::{RestoreFailure, Rollback};
 use model::IpFamily;
 use crate::rendering::Rendering;
-use crate::{BuiltinJump, Error, Table, TableRules};
+use crate::{BuiltinJump, Error, Rule, Table, TableRules};
+use std::borrow::Cow;
 
 /// One table's part of a restore: the chains to write, what to remove and
 /// the built-in jumps to add.
@@ -113,14 +113,14 @@ impl<R: Rendering + Sync + ?Sized> RestoreInput<'_, R> {
     /// The rules of the written chains of `table`, in render order.
     async fn write_rules(&self, out: &mut InputWriter, table: Table) {
         if let Some(kept) = self.hashed.kept.get(&table) {
-            for rule in kept.rules.iter().filter(|r| self.is_written(table, chain_of(r))) {
-                out.line(&["-A ", rule]).await;
+            for rule in kept.rules.iter().filter(|r| self.is_written(table, r.chain())) {
+                out.rule(rule).await;
             }
             return;
         }
         for piece in self.rendering.pieces() {
-            for rule in piece.rules.table(table).rules.iter().filter(|r| self.is_written(table, chain_of(r))) {
-                out.line(&["-A ", rule]).await;
+            for rule in piece.rules.table(table).rules.iter().filter(|r| self.is_written(table, r.chain())) {
+                out.rule(rule).await;
             }
         }
     }
@@ -129,12 +129,15 @@ impl<R: Rendering + Sync + ?Sized> RestoreInput<'_, R> {
     fn collect(&self, input: &TableInput<'_>) -> TableRules {
         let mut rules = TableRules { chains: input.written.iter().map(|c| c.to_string()).collect(), rules: Vec::new() };
         if let Some(kept) = self.hashed.kept.get(&input.table) {
-            rules.rules = kept.rules.iter().filter(|r| self.is_written(input.table, chain_of(r))).cloned().collect();
+            rules.rules = kept.rules.iter().filter(|r| self.is_written(input.table, r.chain())).cloned().collect();
             return rules;
         }
+        let written = |r: &Rule| self.is_written(input.table, r.chain());
         for piece in self.rendering.pieces() {
-            let table = piece.rules.table(input.table);
-            rules.rules.extend(table.rules.iter().filter(|r| self.is_written(input.table, chain_of(r))).cloned());
+            match piece.rules {
+                Cow::Owned(owned) => rules.rules.extend(owned.into_table(input.table).rules.into_iter().filter(written)),
+                Cow::Borrowed(all) => rules.rules.extend(all.table(input.table).rules.iter().filter(|r| written(r)).cloned()),
+            }
         }
         rules
     }
@@ -145,7 +148,7 @@ enum Rules<'a, 'b, R: ?Sized> {
     /// The written chains' rules, from the rendering.
     Streamed(&'a RestoreInput<'b, R>),
     /// These rules.
-    Block(&'a [&'a str]),
+    Block(&'a [&'a Rule]),
 }
 
 /// One `*table ... COMMIT` of chains and rules only.
@@ -155,7 +158,7 @@ async fn write_block(out: &mut InputWriter, table: Table, block: &Block<'_>) {
         out.line(&[":", chain, " - [0:0]"]).await;
     }
     for rule in &block.rules {
-        out.line(&["-A ", rule]).await;
+        out.rule(rule).await;
     }
     out.line(&["COMMIT"]).await;
 }
@@ -183,7 +186,7 @@ async fn write_top_block<R: Rendering + Sync + ?Sized>(
         Rules::Streamed(source) => source.write_rules(out, input.table).await,
         Rules::Block(rules) => {
             for rule in rules {
-                out.line(&["-A ", rule]).await;
+                out.rule(rule).await;
             }
         }
     }
@@ -212,10 +215,10 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
         out.finish().await
     };
     let ((written, fed), output) = tokio::join!(feed, child.wait_with_output());
-    let output = output.map_err(|source| Error::Spawn { command: inv.to_string(), source })?;
+    let output = output.map_err(|source| host::Error::Spawn { command: inv.to_string(), source })?;
     if output.status.success() {
         return match fed {
-            Some(source) => Err(Error::Spawn { command: inv.to_string(), source }),
+            Some(source) => Err(host::Error::Spawn { command: inv.to_string(), source }.into()),
             None => Ok(written),
         };
     }
@@ -235,11 +238,9 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
 
 /// `-I CHAIN 1 args` (prepend) or `-A CHAIN args`: adds a missing jump.
 pub(crate) fn add_line(jump: &BuiltinJump) -> String {
-    let line = jump.rule_line();
-    match line.strip_prefix(jump.chain) {
-        Some(rest) if jump.prepend => format!("-I {} 1{rest}", jump.chain),
-        _ => format!("-A {line}"),
-    }
+    let mut line = if jump.prepend { format!("-I {} 1", jump.chain) } else { format!("-A {}", jump.chain) };
+    jump.push_args(&mut line);
+    line
 }
 
 /// `iptables-restore` with upstream's flags: keep everything not named in
@@ -293,7 +294,8 @@ mod tests {
     use crate::apply::chain_table::WRITE;
     use crate::apply::hashed::hash_rendering;
     use crate::apply::saved::parse_saved;
-    use crate::render::{RenderOptions, render, stream};
+    use crate::rendering::tests::sample;
+    use crate::rules::tests::rule;
 
     /// The input writing every chain of `rendering`, with `removals` and
     /// `added` in nat.
@@ -322,7 +324,7 @@ mod tests {
     }
 
     fn nat(chains: &[&str], rules: &[&str]) -> Ruleset {
-        let nat = TableRules { chains: chains.iter().map(|c| c.to_string()).collect(), rules: rules.iter().map(|r| r.to_string()).collect() };
+        let nat = TableRules { chains: chains.iter().map(|c| c.to_string()).collect(), rules: rules.iter().map(|r| rule(r)).collect() };
         Ruleset { nat, ..Ruleset::default() }
     }
 
@@ -359,10 +361,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_streamed_rendering_writes_what_the_collected_one_does() {
-        let snapshot = crate::apply::hashed::tests::sample();
-        let opts = RenderOptions::default();
-        let collected = render(&snapshot, &opts).ruleset;
-        let streamed = stream(&snapshot, &opts);
+        let streamed = sample();
+        let collected = streamed.collected();
         let whole = input_text(&collected, Layout::AsRendered, Removals::default(), Vec::new()).await;
         assert_eq!(whole, collected.to_restore(), "first sync, as rendered: the ruleset's own text");
         for layout in [Layout::AsRendered, Layout::Sorted, Layout::Blocks(1)] {

@@ -1,5 +1,5 @@
-//! The applier: the only part of the iptables mode that touches the
-//! kernel. It feeds a [`Rendering`] (a collected [`crate::Ruleset`], or
+//! The applier: the only part of xtables (and of the modes that write
+//! iptables rules) that touches the kernel. It feeds a [`Rendering`] (a collected [`crate::Ruleset`], or
 //! the streamed render of a snapshot) to `iptables-restore --noflush`,
 //! deleting stale chains of ours and adding the missing jumps from the
 //! built-in chains in the same restore, cleans everything of ours up
@@ -27,7 +27,12 @@
 //!    big table is split into several ([`blocks`]: top chains last, each
 //!    service switching at once; its rules are collected for that).
 //!
-//! Rendering is deterministic, so both walks see the same rules.
+//! Rendering is deterministic, so both walks see the same rules. The
+//! walks read each rule's chain and jump target from the typed
+//! [`crate::Rule`], never from its text; a rule's line (spelled when it
+//! was built) is only hashed whole (the kernel's `iptables-save` prints the
+//! same line) and written. Only the kernel's side, `iptables-save` output,
+//! is parsed.
 //!
 //! If the restore fails, the failing `COMMIT` is unchanged and whatever
 //! the same input had already committed (earlier tables, earlier blocks
@@ -75,7 +80,7 @@ pub use node::{
 pub use ownership::is_owned_chain;
 pub use syncer::{Synced, Syncer};
 
-use crate::chain_name::KUBE_PROXY_CANARY;
+use crate::chains::KUBE_PROXY_CANARY;
 use model::IpFamily;
 use crate::rendering::Rendering;
 use crate::{Error, Table};

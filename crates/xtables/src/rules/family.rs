@@ -1,5 +1,6 @@
 //! What the rendered text spells differently per IP family.
 
+use super::{RejectWith, Target};
 use model::IpFamily;
 
 /// Family-specific spellings, as iptables-save prints them (also for
@@ -7,7 +8,7 @@ use model::IpFamily;
 pub trait FamilyText {
     /// `REJECT` with the family's port-unreachable (the default
     /// `--reject-with`).
-    fn reject_target(self) -> &'static str;
+    fn reject_target(self) -> Target<'static>;
     /// The `recent` match's default `--mask`.
     fn recent_mask(self) -> &'static str;
     /// The loopback network NodePorts must not match when localhost
@@ -16,10 +17,10 @@ pub trait FamilyText {
 }
 
 impl FamilyText for IpFamily {
-    fn reject_target(self) -> &'static str {
+    fn reject_target(self) -> Target<'static> {
         match self {
-            IpFamily::V4 => "REJECT --reject-with icmp-port-unreachable",
-            IpFamily::V6 => "REJECT --reject-with icmp6-port-unreachable",
+            IpFamily::V4 => Target::Reject(RejectWith::IcmpPortUnreachable),
+            IpFamily::V6 => Target::Reject(RejectWith::Icmp6PortUnreachable),
         }
     }
 

@@ -4,7 +4,6 @@
 //! write them before the nat table, which the second walk streams. Pure.
 
 use super::chain_table::{ChainTable, ContentHasher, content_hasher, hash_rule};
-use super::chains::chain_of;
 use crate::rendering::{Rendering, RuleCounts};
 use crate::{BuiltinJump, Table, TableRules};
 use std::collections::{BTreeMap, HashMap};
@@ -50,7 +49,7 @@ pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
             if KEPT_TABLES.contains(&table) {
                 let kept = out.kept.entry(table).or_default();
                 kept.chains.extend_from_slice(&rules.chains);
-                kept.rules.extend_from_slice(&rules.rules);
+                kept.rules.extend(rules.rules.iter().cloned());
             }
         }
     }
@@ -68,7 +67,8 @@ pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
 /// Hashes one piece's chains and rules of one table. `pending` holds the
 /// hashers of chains still open (declared by an open piece, or by this
 /// piece until its end); rules of chains not declared are ignored (the
-/// restore would refuse them).
+/// restore would refuse them). Each rule is hashed as the line it is
+/// written as (`iptables-save` prints the same).
 fn hash_piece(chains: &mut ChainTable, pending: &mut HashMap<u32, ContentHasher>, rules: &TableRules, open: bool) {
     for chain in &rules.chains {
         let i = chains.declare(chain);
@@ -76,7 +76,7 @@ fn hash_piece(chains: &mut ChainTable, pending: &mut HashMap<u32, ContentHasher>
     }
     let mut run: Option<(&str, u32)> = None;
     for rule in &rules.rules {
-        let chain = chain_of(rule);
+        let chain = rule.chain();
         let at = match run {
             Some((name, at)) if name == chain => Some(at),
             _ => chains.find(chain),
@@ -84,7 +84,7 @@ fn hash_piece(chains: &mut ChainTable, pending: &mut HashMap<u32, ContentHasher>
         let Some(at) = at else { continue };
         run = Some((chain, at));
         if let Some(hasher) = pending.get_mut(&at) {
-            hash_rule(hasher, rule);
+            hash_rule(hasher, rule.line());
         }
     }
     if !open {
@@ -99,34 +99,22 @@ fn hash_piece(chains: &mut ChainTable, pending: &mut HashMap<u32, ContentHasher>
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::Ruleset;
-    use crate::render::{RenderOptions, render, stream};
-    use plan::Options;
-    use testkit::builders::*;
-
-    /// Two services with endpoints, one without, one with a NodePort.
-    pub(crate) fn sample() -> model::Snapshot {
-        snapshot()
-            .service(tcp_port("ns1", "a", "p", cluster_ip(41), 80), [endpoint(pod_ip(1), 8080).local(), endpoint(pod_ip(2), 8080)])
-            .service(tcp_port("ns1", "b", "p", cluster_ip(42), 80).node_port(30001), [endpoint(pod_ip(3), 8080)])
-            .service(tcp_port("ns2", "c", "p", cluster_ip(43), 80).etp_local(), Vec::<EndpointBuilder>::new())
-            .build()
-    }
+    use crate::rendering::tests::sample;
 
     #[test]
     fn streamed_and_collected_renderings_hash_alike() {
-        let snapshot = sample();
-        let common = Options::with_cluster_cidr(cluster_cidr());
-        let opts = RenderOptions { common, ..RenderOptions::default() };
-        let collected = render(&snapshot, &opts).ruleset;
-        let (a, b) = (hash_rendering(&collected), hash_rendering(&stream(&snapshot, &opts)));
+        let streamed = sample();
+        let collected = streamed.collected();
+        let (a, b) = (hash_rendering(&collected), hash_rendering(&streamed));
         assert_eq!(a.tables, b.tables);
         assert_eq!(a.counts, b.counts);
         assert!(a.took > Duration::ZERO);
         assert_eq!(a.kept, b.kept);
-        assert!(a.tables[&Table::Nat].len() > 10, "{:?}", collected.nat.chains);
+        assert_eq!(a.kept[&Table::Filter], collected.filter, "filter kept whole");
+        assert_eq!(a.tables[&Table::Nat].len(), 8, "{:?}", collected.nat.chains);
         let order = |h: &Hashed| h.tables[&Table::Nat].ids().map(|i| h.tables[&Table::Nat].name(i).to_string()).collect::<Vec<_>>();
         assert_eq!(order(&a), order(&b), "declaration order");
         assert_eq!(order(&a), collected.nat.chains);

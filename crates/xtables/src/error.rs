@@ -1,5 +1,6 @@
-//! Errors of the iptables backend: one variant per failed operation, each
-//! with the command or kernel object involved and what the tool said.
+//! Errors of the iptables tools: a failed restore mapped back to its
+//! input, a bad backend name, and the host layer's errors (commands,
+//! netlink, sysctls) as they are.
 
 use crate::Table;
 use std::fmt;
@@ -7,24 +8,10 @@ use std::fmt;
 /// A failed iptables operation.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// An iptables tool could not be started, or its pipes failed.
-    #[error("cannot run {command}: {source}")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// A command (`iptables-save`, `iptables -I`, ...) exited non-zero.
-    #[error("{command} failed ({status}): {stderr}")]
-    Command {
-        /// The command line.
-        command: String,
-        /// How it exited.
-        status: String,
-        /// What it printed on stderr, trimmed.
-        stderr: String,
-    },
+    /// An iptables tool could not be started or exited non-zero, or a
+    /// netlink request or sysctl failed (the host layer's error, as it is).
+    #[error(transparent)]
+    Host(#[from] host::Error),
     /// `iptables-restore` rejected its input. The table that failed is
     /// unchanged; tables committed before it in the same input were put
     /// back as they were (see [`RestoreFailure::rollback`]).
@@ -35,22 +22,6 @@ pub enum Error {
     UnknownBackend {
         /// The value given.
         value: String,
-    },
-    /// A netlink request (nfacct, address dump) failed.
-    #[error("netlink {operation} failed: {source}")]
-    Netlink {
-        /// What was asked, e.g. `nfacct add ct_state_invalid_dropped_pkts`.
-        operation: String,
-        /// The OS error (or the kernel's errno).
-        source: std::io::Error,
-    },
-    /// A sysctl under /proc/sys could not be read or written.
-    #[error("sysctl {path}: {source}")]
-    Sysctl {
-        /// The /proc/sys path.
-        path: String,
-        /// The OS error.
-        source: std::io::Error,
     },
 }
 
@@ -120,17 +91,6 @@ impl fmt::Display for Rollback {
             Rollback::Skipped(tables) => {
                 write!(f, " (partial sync: already committed tables {} keep the new rules until the next, full, sync)", names(tables))
             }
-        }
-    }
-}
-
-impl From<host::Error> for Error {
-    fn from(err: host::Error) -> Self {
-        match err {
-            host::Error::Spawn { command, source } => Error::Spawn { command, source },
-            host::Error::Command { command, status, stderr } => Error::Command { command, status: status.to_string(), stderr },
-            host::Error::Netlink { operation, source } => Error::Netlink { operation, source },
-            host::Error::Sysctl { path, source } => Error::Sysctl { path, source },
         }
     }
 }

@@ -1,117 +1,131 @@
-//! One rule line, written in the canonical order `iptables-save` prints:
+//! Building a [`Rule`] in the canonical order `iptables-save` prints:
 //! `CHAIN [!] -s A [!] -d B -p P <matches in order> -j TARGET`, so that the
-//! rendered text is byte-identical to a dump of the same rule.
+//! written text is byte-identical to a dump of the same rule.
 
+use super::rule::{Rule, Target, push_target};
 use ipnet::IpNet;
 use std::fmt::Write;
 use std::net::IpAddr;
 
 /// A rule under construction. Address and protocol options may be set in
-/// any order; matches and the target are appended as they come (the order
-/// iptables keeps), straight into one buffer.
+/// any order; matches are appended as they come (the order iptables
+/// keeps), straight into one buffer.
 #[derive(Debug, Clone)]
-pub(crate) struct Rule {
-    chain: String,
+pub struct RuleBuilder<'a> {
+    chain: &'a str,
     src: Option<String>,
     dst: Option<String>,
     proto: Option<&'static str>,
-    /// Matches then target, each with its leading space.
+    /// Matches, each with its leading space.
     tail: String,
+    target: Target<'a>,
 }
 
 impl Rule {
-    /// An empty rule in `chain`.
-    pub(crate) fn new(chain: &str) -> Self {
-        Self { chain: chain.to_string(), src: None, dst: None, proto: None, tail: String::with_capacity(96) }
+    /// Starts a rule in `chain`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(chain: &str) -> RuleBuilder<'_> {
+        RuleBuilder { chain, src: None, dst: None, proto: None, tail: String::with_capacity(96), target: Target::None }
     }
+}
 
+impl<'a> RuleBuilder<'a> {
     /// `-s <net>`.
-    pub(crate) fn src(mut self, net: &str) -> Self {
+    pub fn src(mut self, net: &str) -> Self {
         self.src = Some(format!(" -s {net}"));
         self
     }
 
     /// `! -s <net>`.
-    pub(crate) fn not_src(mut self, net: &str) -> Self {
+    pub fn not_src(mut self, net: &str) -> Self {
         self.src = Some(format!(" ! -s {net}"));
         self
     }
 
     /// `-d <net>`.
-    pub(crate) fn dst(mut self, net: &str) -> Self {
+    pub fn dst(mut self, net: &str) -> Self {
         self.dst = Some(format!(" -d {net}"));
         self
     }
 
     /// `! -d <net>`.
-    pub(crate) fn not_dst(mut self, net: &str) -> Self {
+    pub fn not_dst(mut self, net: &str) -> Self {
         self.dst = Some(format!(" ! -d {net}"));
         self
     }
 
     /// `-p <proto>`.
-    pub(crate) fn proto(mut self, proto: &'static str) -> Self {
+    pub fn proto(mut self, proto: &'static str) -> Self {
         self.proto = Some(proto);
         self
     }
 
     /// `-m comment --comment <text>`, quoted as iptables-save quotes it.
-    pub(crate) fn comment(mut self, text: &str) -> Self {
+    pub fn comment(mut self, text: &str) -> Self {
         self.tail.push_str(" -m comment --comment ");
         push_quoted(&mut self.tail, text);
         self
     }
 
     /// `-p <proto> -m <proto> --dport <port>`.
-    pub(crate) fn dport(mut self, proto: &'static str, port: u16) -> Self {
+    pub fn dport(mut self, proto: &'static str, port: u16) -> Self {
         let _ = write!(self.tail, " -m {proto} --dport {port}");
         self.proto(proto)
     }
 
     /// A match module with its options, e.g. `-m addrtype --dst-type LOCAL`.
-    pub(crate) fn matching(mut self, text: &str) -> Self {
+    pub fn matching(mut self, text: &str) -> Self {
         self.tail.push(' ');
         self.tail.push_str(text);
         self
     }
 
-    /// `-j <target and its options>`.
-    pub(crate) fn jump(mut self, target: &str) -> Self {
-        self.tail.push_str(" -j ");
-        self.tail.push_str(target);
-        self
+    /// `-j <chain>`: a jump to another chain.
+    pub fn jump(self, chain: &'a str) -> Self {
+        self.target(Target::Jump(chain))
     }
 
-    /// The rule line without the leading `-A `.
-    pub(crate) fn build(self) -> String {
-        let mut out = self.chain;
-        out.reserve(self.tail.len() + 48);
-        out.push_str(self.src.as_deref().unwrap_or_default());
-        out.push_str(self.dst.as_deref().unwrap_or_default());
+    /// The rule's target.
+    pub fn target(self, target: Target<'a>) -> Self {
+        Self { target, ..self }
+    }
+
+    /// The rule: its line allocated once, at its exact length.
+    pub fn build(mut self) -> Rule {
+        let matches = self.tail.len();
+        push_target(&mut self.tail, self.target);
+        let (src, dst) = (self.src.as_deref().unwrap_or_default(), self.dst.as_deref().unwrap_or_default());
+        let proto = self.proto.map_or(0, |p| p.len() + 4);
+        let mut out = String::with_capacity(self.chain.len() + src.len() + dst.len() + proto + self.tail.len());
+        out.push_str(self.chain);
+        let chain_end = out.len();
+        out.push_str(src);
+        out.push_str(dst);
         if let Some(proto) = self.proto {
             out.push_str(" -p ");
             out.push_str(proto);
         }
+        let matches_end = out.len() + matches;
         out.push_str(&self.tail);
-        out
+        Rule::from_line(out, chain_end, matches_end, self.target)
     }
 }
 
 /// `ip/32` or `ip/128`: how iptables-save prints a single address.
-pub(crate) fn host(ip: IpAddr) -> String {
+pub fn host(ip: IpAddr) -> String {
     let len = if ip.is_ipv4() { 32 } else { 128 };
     format!("{ip}/{len}")
 }
 
 /// A network as iptables-save prints it: host bits cleared.
-pub(crate) fn net(net: &IpNet) -> String {
+pub fn net(net: &IpNet) -> String {
     net.trunc().to_string()
 }
 
 /// Quotes one argument the way iptables-save does (`xtables_save_string`):
 /// bare when it is only letters, digits, `_` and `-`; otherwise in double
 /// quotes with `"`, `\` and `'` escaped.
-pub(crate) fn quote_arg(value: &str) -> String {
+pub fn quote_arg(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     push_quoted(&mut out, value);
     out
@@ -147,7 +161,8 @@ mod tests {
             .dst("172.30.0.41/32")
             .not_src("10.0.0.0/8")
             .jump("KUBE-MARK-MASQ")
-            .build();
+            .build()
+            .to_string();
         let want = "KUBE-SVC-X ! -s 10.0.0.0/8 -d 172.30.0.41/32 -p tcp \
                     -m comment --comment \"ns/svc:p cluster IP\" -m tcp --dport 80 -j KUBE-MARK-MASQ";
         assert_eq!(rule, want);
@@ -170,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_rule_without_target_is_comment_only() {
-        let rule = Rule::new("KUBE-FW-X").comment("other traffic").build();
+        let rule = Rule::new("KUBE-FW-X").comment("other traffic").build().to_string();
         assert_eq!(rule, "KUBE-FW-X -m comment --comment \"other traffic\"");
     }
 }

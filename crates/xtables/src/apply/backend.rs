@@ -93,7 +93,7 @@ pub(crate) fn program(backend: Backend, family: IpFamily, tool: Tool) -> String 
 }
 
 /// Chains in mangle whose presence marks the backend the node uses.
-const HINT_CHAINS: &[&str] = &["KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY", crate::chain_name::KUBE_PROXY_CANARY];
+const HINT_CHAINS: &[&str] = &["KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY", crate::chains::KUBE_PROXY_CANARY];
 
 /// Resolves `choice` to a backend; `auto` reads both backends' rules
 /// (both families) without creating any table.
