@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use conntrack::apply::{apply_stale_flow_cleanup, delete_flows, list_flows};
+use conntrack::netlink::ConntrackSocket;
 use conntrack::{Deletion, Flow, Tuple};
 use model::{Endpoint, IpFamily, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::net::{IpAddr, UdpSocket};
@@ -135,12 +136,42 @@ fn a_thousand_entries_go_in_one_batch() {
     assert_eq!(flows.len(), 1000);
     let (outcome, took) = ns
         .run(move || {
+            let mut sock = ConntrackSocket::connect().unwrap();
+            assert!(sock.batch_size() >= 1000, "not one batch: {}", sock.batch_size());
             let start = Instant::now();
-            let outcome = block_on(delete_flows(flows)).unwrap();
+            let outcome = sock.delete(&flows).unwrap();
             (outcome, start.elapsed())
         })
         .unwrap();
-    println!("deleted {} conntrack entries over netlink in {took:?}", outcome.deleted.len());
+    println!("deleted {} conntrack entries over netlink in one batch in {took:?}", outcome.deleted.len());
     assert_eq!((outcome.deleted.len(), outcome.gone), (1000, 0));
     assert!(flows_in(&ns).is_empty());
+}
+
+#[test]
+fn ipv6_dnat_flows_are_listed_and_deleted() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("ct6").unwrap();
+    for addr in ["fd00::5/128", "fd00:1::3/128"] {
+        ns.ip(&["-6", "addr", "add", addr, "dev", "lo", "nodad"]).unwrap();
+    }
+    ns.ip(&["-6", "route", "add", "fd00:96::/64", "dev", "lo"]).unwrap();
+    let rule = ["-t", "nat", "-A", "OUTPUT", "-p", "udp", "-d", "fd00:96::a", "--dport", "53", "-j", "DNAT"];
+    ns.exec("ip6tables", &[&rule[..], &["--to-destination", "[fd00:1::3]:5353"]].concat()).unwrap();
+    ns.run(|| {
+        let sock = UdpSocket::bind(("fd00::5", 4000)).unwrap();
+        sock.send_to(b"q", "[fd00:96::a]:53").unwrap();
+    })
+    .unwrap();
+    let list = || -> Vec<Flow> {
+        let all = ns.run(|| block_on(list_flows(IpFamily::V6)).unwrap()).unwrap();
+        all.into_iter().filter(|f| f.orig.proto == 17).collect()
+    };
+    let flows = list();
+    let expected =
+        Flow { orig: udp("fd00::5", "fd00:96::a", 4000, 53), reply: udp("fd00:1::3", "fd00::5", 5353, 4000), zone: 0 };
+    assert_eq!(flows, vec![expected]);
+    let outcome = ns.run(move || block_on(delete_flows(flows)).unwrap()).unwrap();
+    assert_eq!(outcome.deleted, vec![expected]);
+    assert!(list().is_empty());
 }

@@ -49,6 +49,12 @@ impl ConntrackSocket {
         Ok(Self { sock, seq: initial_seq(), batch, recv: vec![0; RECV_BUF] })
     }
 
+    /// How many deletes go in one `sendmsg`: 1,024 when the socket could
+    /// get a receive buffer for all their acks, else 128.
+    pub fn batch_size(&self) -> usize {
+        self.batch
+    }
+
     /// Every conntrack entry of `family` (`AF_INET`, `AF_INET6`, or 0 for
     /// both), in one dump.
     pub fn dump(&mut self, family: u8) -> Result<Vec<Flow>, Error> {
