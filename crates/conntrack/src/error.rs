@@ -1,37 +1,30 @@
 //! The conntrack crate's errors.
 
-/// A failed `conntrack` invocation.
+use crate::netlink::codec::DecodeError;
+
+/// A failed conntrack operation over netlink.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The tool could not be started (not installed?).
-    #[error("cannot run `{command}`: {source}")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// Why.
+    /// The ctnetlink socket could not be opened.
+    #[error("cannot open a ctnetlink socket: {0}")]
+    Socket(std::io::Error),
+    /// Sending, receiving, or the kernel refused a request.
+    #[error("{operation}: {source}")]
+    Netlink {
+        /// What was asked.
+        operation: String,
+        /// Why it failed (the kernel's errno for a refusal).
         source: std::io::Error,
     },
-    /// The tool ran and failed.
-    #[error("`{command}` failed ({status}): {stderr}")]
-    Failed {
-        /// The command line.
-        command: String,
-        /// Its exit status.
-        status: std::process::ExitStatus,
-        /// What it printed on stderr.
-        stderr: String,
+    /// A reply could not be decoded.
+    #[error("{operation}: {source}")]
+    Decode {
+        /// What was asked.
+        operation: String,
+        /// What was wrong with the reply.
+        source: DecodeError,
     },
-    /// Anything else the host layer reported.
-    #[error(transparent)]
-    Host(host::Error),
-}
-
-impl From<host::Error> for Error {
-    fn from(err: host::Error) -> Self {
-        match err {
-            host::Error::Spawn { command, source } => Error::Spawn { command, source },
-            host::Error::Command { command, status, stderr } => Error::Failed { command, status, stderr },
-            other => Error::Host(other),
-        }
-    }
+    /// The blocking task running the netlink exchange failed.
+    #[error("conntrack task failed: {0}")]
+    Task(String),
 }

@@ -1,8 +1,37 @@
-//! One UDP conntrack entry, as `conntrack -L -p udp` prints it:
-//! `udp 17 29 src=A dst=B sport=P dport=Q [UNREPLIED] src=C dst=D sport=R dport=S mark=0 use=1`
-//! (the first tuple is the original direction, the second the reply).
+//! One conntrack entry as the kernel reports it over netlink: its
+//! original and reply tuples (the reply tuple shows the NAT target), and
+//! the narrower view of it the stale-flow decision needs.
 
 use std::net::IpAddr;
+
+/// `IPPROTO_UDP`.
+pub const IPPROTO_UDP: u8 = 17;
+
+/// One direction of a flow: protocol, addresses and ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tuple {
+    /// L4 protocol number (`IPPROTO_UDP`, …).
+    pub proto: u8,
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Source port (0 for protocols without ports).
+    pub sport: u16,
+    /// Destination port (0 for protocols without ports).
+    pub dport: u16,
+}
+
+/// A conntrack entry: what is needed to judge it and to delete it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Flow {
+    /// The original direction (client → service address).
+    pub orig: Tuple,
+    /// The reply direction (NAT target → client).
+    pub reply: Tuple,
+    /// The conntrack zone (`CTA_ZONE`), 0 when none.
+    pub zone: u16,
+}
 
 /// The parts of a UDP flow the cleanup looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,57 +45,13 @@ pub struct UdpFlow {
     pub reply_src: IpAddr,
 }
 
-/// The UDP flows in `conntrack -L` output; lines it cannot read (other
-/// protocols, summary lines) are skipped.
-pub fn parse_flows(text: &str) -> Vec<UdpFlow> {
-    text.lines().filter_map(parse_line).collect()
-}
-
-fn parse_line(line: &str) -> Option<UdpFlow> {
-    let mut words = line.split_whitespace();
-    if words.next()? != "udp" {
-        return None;
-    }
-    let (mut dsts, mut srcs, mut dports) = (Vec::new(), Vec::new(), Vec::new());
-    for word in words {
-        match word.split_once('=') {
-            Some(("dst", v)) => dsts.push(v),
-            Some(("src", v)) => srcs.push(v),
-            Some(("dport", v)) => dports.push(v),
-            _ => {}
-        }
-    }
-    Some(UdpFlow {
-        orig_dst: dsts.first()?.parse().ok()?,
-        orig_dport: dports.first()?.parse().ok()?,
-        reply_src: srcs.get(1)?.parse().ok()?,
-    })
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_both_tuples_and_skips_other_lines() {
-        let text = "udp      17 99 src=10.244.0.5 dst=10.96.0.10 sport=4000 dport=53 [UNREPLIED] src=10.244.1.3 dst=10.244.0.5 sport=53 dport=4000 mark=0 use=1\n\
-                    tcp      6 431999 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1 dport=2 src=10.0.0.2 dst=10.0.0.1 sport=2 dport=1 [ASSURED] mark=0 use=1\n\
-                    udp      17 20 src=fd00::5 dst=fd00:96::a sport=4000 dport=53 src=fd00:1::3 dst=fd00::5 sport=53 dport=4000 mark=0 use=1\n\
-                    conntrack v1.4.7 (conntrack-tools): 3 flow entries have been shown.\n";
-        let flows = parse_flows(text);
-        assert_eq!(
-            flows,
-            vec![
-                UdpFlow { orig_dst: "10.96.0.10".parse().unwrap(), orig_dport: 53, reply_src: "10.244.1.3".parse().unwrap() },
-                UdpFlow { orig_dst: "fd00:96::a".parse().unwrap(), orig_dport: 53, reply_src: "fd00:1::3".parse().unwrap() },
-            ]
-        );
-    }
-
-    #[test]
-    fn a_truncated_line_is_skipped() {
-        assert!(parse_flows("udp 17 99 src=10.244.0.5 dst=10.96.0.10 sport=4000 dport=53").is_empty());
-        assert!(parse_flows("udp 17 99 src=x dst=y sport=1 dport=2 src=z dst=w").is_empty());
+impl Flow {
+    /// The flow as [`crate::stale`] judges it, if it is a UDP flow.
+    pub fn udp(&self) -> Option<UdpFlow> {
+        (self.orig.proto == IPPROTO_UDP).then_some(UdpFlow {
+            orig_dst: self.orig.dst,
+            orig_dport: self.orig.dport,
+            reply_src: self.reply.src,
+        })
     }
 }

@@ -6,17 +6,19 @@
 //! sync the UDP flows are listed and those to a service address whose NAT
 //! target is not a serving endpoint of it any more are deleted.
 //!
-//! [`flow`] parses `conntrack -L` output and [`stale`] decides (both pure);
-//! [`apply`] runs the `conntrack` tool. [`sysctl`] sets the conntrack
-//! sysctls of `--conntrack-*` at start-up.
+//! [`flow`] is a conntrack entry and [`stale`] decides (both pure);
+//! [`netlink`] talks ctnetlink (one dump, batched deletes, no `conntrack`
+//! process) and [`apply`] runs the cleanup with it. [`sysctl`] sets the
+//! conntrack sysctls of `--conntrack-*` at start-up.
 
 pub mod apply;
 mod error;
 pub mod flow;
+pub mod netlink;
 pub mod stale;
 pub mod sysctl;
 
 pub use error::Error;
-pub use flow::UdpFlow;
-pub use stale::{Deletion, ServiceTargets, find_stale};
+pub use flow::{Flow, Tuple, UdpFlow};
+pub use stale::{Deletion, ServiceTargets, find_stale, find_stale_entries};
 pub use sysctl::{ConntrackSettings, apply_conntrack_settings, conntrack_max};

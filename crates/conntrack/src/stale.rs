@@ -5,7 +5,7 @@
 //! endpoints, when it was never NATed (it met the service while it had
 //! none). Flows to anything else are not ours to judge.
 
-use crate::flow::UdpFlow;
+use crate::flow::{Flow, UdpFlow};
 use model::topology::categorize_endpoints;
 use model::{Protocol, Snapshot};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -67,12 +67,26 @@ impl ServiceTargets {
 
 /// The deletions that remove every stale flow of `flows`, each once.
 pub fn find_stale(flows: &[UdpFlow], targets: &ServiceTargets) -> Vec<Deletion> {
-    let stale: BTreeSet<Deletion> = flows
-        .iter()
-        .filter(|flow| targets.serving_for(flow).is_some_and(|serving| is_stale(flow, serving)))
-        .map(|flow| Deletion { dst: flow.orig_dst, dport: flow.orig_dport, reply_src: flow.reply_src })
-        .collect();
+    let stale: BTreeSet<Deletion> =
+        flows.iter().filter(|flow| is_stale_flow(flow, targets)).map(Deletion::of).collect();
     stale.into_iter().collect()
+}
+
+/// The conntrack entries of `flows` to delete: the stale UDP ones.
+pub fn find_stale_entries(flows: &[Flow], targets: &ServiceTargets) -> Vec<Flow> {
+    flows.iter().filter(|flow| flow.udp().is_some_and(|udp| is_stale_flow(&udp, targets))).copied().collect()
+}
+
+/// Whether `flow` was sent to a UDP service and is stale for it.
+pub fn is_stale_flow(flow: &UdpFlow, targets: &ServiceTargets) -> bool {
+    targets.serving_for(flow).is_some_and(|serving| is_stale(flow, serving))
+}
+
+impl Deletion {
+    /// The deletion `flow` falls under.
+    pub fn of(flow: &UdpFlow) -> Self {
+        Self { dst: flow.orig_dst, dport: flow.orig_dport, reply_src: flow.reply_src }
+    }
 }
 
 fn is_stale(flow: &UdpFlow, serving: &HashSet<IpAddr>) -> bool {

@@ -79,3 +79,16 @@ fn repeated_flows_give_one_deletion() {
     let flows = [flow("10.96.0.10", 53, "10.244.1.3"), flow("10.96.0.10", 53, "10.244.1.3")];
     assert_eq!(stale(&["10.244.1.4"], &flows).len(), 1);
 }
+
+#[test]
+fn every_stale_udp_entry_is_returned_and_other_protocols_are_not() {
+    use crate::flow::Tuple;
+    let entry = |proto, sport, endpoint: &str| Flow {
+        orig: Tuple { proto, src: ip("10.244.0.5"), dst: ip("10.96.0.10"), sport, dport: 53 },
+        reply: Tuple { proto, src: ip(endpoint), dst: ip("10.244.0.5"), sport: 5353, dport: sport },
+        zone: 0,
+    };
+    let flows = [entry(17, 4000, "10.244.1.3"), entry(17, 4001, "10.244.1.3"), entry(17, 4002, "10.244.1.4"), entry(6, 4003, "10.244.1.3")];
+    let targets = ServiceTargets::new(&snapshot(&["10.244.1.4"]), &[]);
+    assert_eq!(find_stale_entries(&flows, &targets), vec![flows[0], flows[1]]);
+}
