@@ -7,4 +7,5 @@ pub mod cluster;
 pub mod echo;
 pub mod flows;
 pub mod netns;
+pub mod reference_scenario;
 pub mod tracer;
