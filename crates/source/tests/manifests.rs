@@ -100,19 +100,33 @@ fn service_cidrs_are_read() {
         .map(|o| o.metadata.name.as_deref().unwrap())
         .collect();
     assert_eq!(names, ["kubernetes", "extra"]);
-    let cidrs = parsed.objects.service_cidrs[0].spec.as_ref().unwrap().cidrs.clone();
+    let cidrs = parsed.objects.service_cidrs[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .cidrs
+        .clone();
     assert_eq!(cidrs.unwrap(), ["10.96.0.0/12", "fd00:10:96::/112"]);
 }
 
 #[test]
 fn a_service_cidr_of_another_api_version_is_skipped_with_a_warning() {
-    let text = SERVICE_CIDRS.replace("networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}", "networking.k8s.io/v1beta1\nkind: ServiceCIDR\nmetadata: {name: extra}");
+    let text = SERVICE_CIDRS.replace(
+        "networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}",
+        "networking.k8s.io/v1beta1\nkind: ServiceCIDR\nmetadata: {name: extra}",
+    );
     let parsed = parse(&text).unwrap();
     assert_eq!(parsed.objects.service_cidrs.len(), 1);
     assert_eq!(parsed.warnings.len(), 1);
     assert_eq!(parsed.warnings[0].kind, ObjectKind::ServiceCIDR);
     assert_eq!(parsed.warnings[0].name, "extra");
-    assert!(parsed.warnings[0].message.contains("want networking.k8s.io/v1"), "{}", parsed.warnings[0].message);
+    assert!(
+        parsed.warnings[0]
+            .message
+            .contains("want networking.k8s.io/v1"),
+        "{}",
+        parsed.warnings[0].message
+    );
 }
 
 #[test]
@@ -124,7 +138,11 @@ fn service_cidrs_follow_each_read_into_the_snapshot() {
     let (snap, changes) = tracker.lock().unwrap().snapshot();
     assert!(changes.service_cidrs_changed);
     let cidrs: Vec<String> = snap.service_cidrs.iter().map(ToString::to_string).collect();
-    assert_eq!(cidrs, ["10.96.0.0/12", "10.200.0.0/16"], "IPv4 only, sorted");
+    assert_eq!(
+        cidrs,
+        ["10.96.0.0/12", "10.200.0.0/16"],
+        "IPv4 only, sorted"
+    );
 
     // "extra" removed from the file: deleted from the tracker.
     let kubernetes_only = SERVICE_CIDRS.split("---").next().unwrap().to_string();

@@ -15,10 +15,10 @@ use crate::slice::{SliceInfo, SliceKey, SliceReader, slice_info};
 use crate::slices::ServiceSlices;
 use crate::warning::Warning;
 use intern::NodeNames;
-use service_cidrs::ServiceCidrs;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use model::{ChangeSet, NodeInfo, ServiceName, ServicePort, Snapshot};
+use service_cidrs::ServiceCidrs;
 use std::collections::HashMap;
 use std::sync::Arc;
 

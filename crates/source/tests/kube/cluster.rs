@@ -78,7 +78,11 @@ pub fn service_cidr(name: &str, cidrs: &[&str]) -> Value {
 
 /// The snapshot's service CIDRs as text.
 pub fn service_cidrs(snapshot: &Snapshot) -> Vec<String> {
-    snapshot.service_cidrs.iter().map(ToString::to_string).collect()
+    snapshot
+        .service_cidrs
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 /// Endpoint IPs by service port, as `ns/name:port` → sorted IPs; every

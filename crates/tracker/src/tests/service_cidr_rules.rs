@@ -11,7 +11,12 @@ fn service_cidr(name: &str, cidrs: &[&str]) -> ServiceCIDR {
 }
 
 fn cidrs_of(t: &mut Tracker) -> Vec<String> {
-    t.snapshot().0.service_cidrs.iter().map(ToString::to_string).collect()
+    t.snapshot()
+        .0
+        .service_cidrs
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 #[test]
@@ -46,12 +51,21 @@ fn deleting_an_object_keeps_what_another_one_lists() {
 #[test]
 fn bad_cidrs_are_warned_and_skipped_the_rest_kept() {
     let mut t = Tracker::new("node-a");
-    let warnings = t.upsert_service_cidr(&service_cidr("kubernetes", &["10.96.0.0/33", "10.96.0.0/12"]));
+    let warnings = t.upsert_service_cidr(&service_cidr(
+        "kubernetes",
+        &["10.96.0.0/33", "10.96.0.0/12"],
+    ));
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings[0].kind, ObjectKind::ServiceCIDR);
     assert_eq!(warnings[0].name, "kubernetes");
-    assert_eq!(warnings[0].problem, Problem::BadServiceCidr("10.96.0.0/33".into()));
-    assert_eq!(warnings[0].to_string(), r#"ServiceCIDR kubernetes: bad service CIDR "10.96.0.0/33": not a CIDR; ignored"#);
+    assert_eq!(
+        warnings[0].problem,
+        Problem::BadServiceCidr("10.96.0.0/33".into())
+    );
+    assert_eq!(
+        warnings[0].to_string(),
+        r#"ServiceCIDR kubernetes: bad service CIDR "10.96.0.0/33": not a CIDR; ignored"#
+    );
     assert_eq!(cidrs_of(&mut t), ["10.96.0.0/12"]);
 }
 
@@ -69,7 +83,10 @@ fn a_change_asks_for_a_sync_but_is_no_service_change() {
     t.upsert_service_cidr(&service_cidr("kubernetes", &["10.96.0.0/12"]));
     assert!(t.has_changes());
     let counts = t.take_change_counts();
-    assert_eq!((counts.service_changes, counts.service_changes_pending), (0, 0));
+    assert_eq!(
+        (counts.service_changes, counts.service_changes_pending),
+        (0, 0)
+    );
     let (snap, changes) = t.snapshot();
     assert!(changes.service_cidrs_changed && changes.services.is_empty() && !changes.node_changed);
     assert_eq!(snap.service_cidrs.len(), 1);
@@ -80,7 +97,11 @@ fn a_change_asks_for_a_sync_but_is_no_service_change() {
     assert!(!t.has_changes());
     let (snap, changes) = t.snapshot();
     assert!(!changes.service_cidrs_changed);
-    assert_eq!(snap.service_cidrs.len(), 1, "later snapshots keep the CIDRs");
+    assert_eq!(
+        snap.service_cidrs.len(),
+        1,
+        "later snapshots keep the CIDRs"
+    );
 }
 
 #[test]
@@ -102,7 +123,8 @@ fn replace_all_makes_the_listed_objects_the_whole_state() {
 #[test]
 fn an_object_without_a_name_is_skipped_with_a_warning() {
     let mut t = Tracker::new("node-a");
-    let nameless: ServiceCIDR = serde_json::from_value(json!({"spec": {"cidrs": ["10.96.0.0/12"]}})).unwrap();
+    let nameless: ServiceCIDR =
+        serde_json::from_value(json!({"spec": {"cidrs": ["10.96.0.0/12"]}})).unwrap();
     let warnings = t.upsert_service_cidr(&nameless);
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].problem, Problem::MissingName);
