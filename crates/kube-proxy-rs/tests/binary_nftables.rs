@@ -5,7 +5,9 @@
 //! first; a service removed from the manifests
 //! loses its chains and map elements at the next sync; `--cleanup` deletes
 //! our tables and nothing else; `--dry-run` output is accepted by
-//! `nft -c -f` and changes nothing; starting in iptables mode removes the
+//! `nft -c -f` and changes nothing, and its `cluster-ips-check` chain
+//! for the reference cluster equals upstream's (the ServiceCIDR's drop of
+//! unallocated ClusterIPs included); starting in iptables mode removes the
 //! table nftables mode left, and nftables mode iptables mode's chains;
 //! `--init-only` writes nothing; a stale UDP conntrack flow (to an endpoint
 //! the service no longer has) is deleted after a sync, a live one kept; `/metrics` lists every metric name of
@@ -35,6 +37,18 @@ fn repo_file(relative: &str) -> PathBuf {
 
 fn example() -> PathBuf {
     repo_file("examples/cluster.yaml")
+}
+
+/// The chain `name` of an `nft list` / `nft -f` text: its lines up to the
+/// closing brace, each trimmed.
+fn chain_block(text: &str, name: &str) -> Vec<String> {
+    let header = format!("chain {name} {{");
+    text.lines()
+        .map(str::trim)
+        .skip_while(|l| *l != header)
+        .take_while(|l| *l != "}")
+        .map(str::to_string)
+        .collect()
 }
 
 /// The README's flags for the example in nftables mode, plus fast syncs
@@ -97,6 +111,23 @@ fn dry_run_output_passes_nft_check_and_changes_nothing() {
 }
 
 #[test]
+fn dry_run_of_the_reference_cluster_drops_traffic_to_unallocated_cluster_ips_as_upstream() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftcidr").unwrap();
+    let cluster = repo_file("testdata/upstream-v1.36/cluster.yaml");
+    let out = ns.command(BINARY).args(args(&cluster)).arg("--dry-run").output().unwrap();
+    assert!(out.status.success(), "--dry-run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let reference = std::fs::read_to_string(repo_file("testdata/upstream-v1.36/nftables/ruleset.nft")).unwrap();
+    let ours = chain_block(&text, "cluster-ips-check");
+    assert_eq!(ours, chain_block(&reference, "cluster-ips-check"), "{text}");
+    assert!(
+        ours.iter().any(|l| l == r#"ip daddr 10.96.0.0/12 drop comment "Drop traffic to unallocated ClusterIPs""#),
+        "{ours:?}"
+    );
+}
+
+#[test]
 fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_it() {
     testkit::netns::require_kernel();
     let ns = Netns::new("nftsync").unwrap();
@@ -112,6 +143,12 @@ fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_i
     let first_line = proxy.wait_for(SYNCED);
     assert_eq!(field(&first_line, "partial"), "false", "the first sync is full: {first_line}");
     let first = table(&ns).expect("no ip kube-proxy table after the first sync");
+    // The example's ServiceCIDR 10.96.0.0/12 adds upstream's 77th rule.
+    assert_eq!(field(&first_line, "rules"), "77", "upstream's table has 77 rules: {first_line}");
+    assert!(
+        first.contains(r#"ip daddr 10.96.0.0/12 drop comment "Drop traffic to unallocated ClusterIPs""#),
+        "no drop of unallocated ClusterIPs:\n{first}"
+    );
     for name in ["chain services", "map service-ips", "chain nat-prerouting", "storefront/web/tcp/http"] {
         assert!(first.contains(name), "{name} missing:\n{first}");
     }

@@ -1,6 +1,7 @@
 //! The state one sync renders, and what changed since the previous one.
 
 use crate::{Endpoint, NodeInfo, ServiceName, ServicePort, ServicePortName};
+use ipnet::IpNet;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -15,6 +16,11 @@ pub struct Snapshot {
     pub endpoints: BTreeMap<ServicePortName, Arc<Vec<Endpoint>>>,
     /// This node.
     pub node: NodeInfo,
+    /// The cluster's service CIDRs of the snapshot's family (from the
+    /// `networking.k8s.io/v1` ServiceCIDR objects' `spec.cidrs`), sorted,
+    /// without duplicates. Empty when the cluster has none or no
+    /// ServiceCIDR API.
+    pub service_cidrs: Vec<IpNet>,
 }
 
 impl Snapshot {
@@ -33,11 +39,14 @@ pub struct ChangeSet {
     /// The node object changed in a way that affects rules (addresses,
     /// pod CIDRs): every service must be re-rendered.
     pub node_changed: bool,
+    /// The service CIDRs changed: only rules built from them (nftables
+    /// mode's drop of unallocated ClusterIPs) are affected.
+    pub service_cidrs_changed: bool,
 }
 
 impl ChangeSet {
     /// Nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.services.is_empty() && !self.node_changed
+        self.services.is_empty() && !self.node_changed && !self.service_cidrs_changed
     }
 }

@@ -2,7 +2,8 @@
 //! ([`proxier::Cleanup`]).
 //!
 //! Per sync: the node's addresses read (host layer) into [`NodeFacts`],
-//! the snapshot rendered (pure, [`render::render`]) into the table's typed
+//! the service CIDRs taken from the snapshot (ServiceCIDR objects: the
+//! rule dropping traffic to unallocated ClusterIPs), the snapshot rendered (pure, [`render::render`]) into the table's typed
 //! objects, and the [`Syncer`] brings `ip kube-proxy` (or `ip6`) there in
 //! one transaction — full (our table read back and diffed) when the runner's
 //! policy asks for it or the syncer does not trust what it applied last,
@@ -29,7 +30,8 @@ use std::time::Instant;
 /// What nftables mode is configured with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProxierOptions {
-    /// The render options from the configuration (the family included).
+    /// The render options from the configuration (the family included;
+    /// `service_cidrs` is replaced on every sync by the snapshot's).
     pub render: RenderOptions,
     /// Sends a transaction creating more anonymous sets than this as
     /// several transactions (see
@@ -86,6 +88,7 @@ impl NftablesProxier {
                 .map_err(|e| SyncError::new(Failure::Other, e))?,
         };
         let started = Instant::now();
+        self.opts.service_cidrs.clone_from(&snapshot.service_cidrs);
         let rendered = render::render(snapshot, &self.opts, &facts);
         let contents = rendered.ruleset.contents();
         let rendered_at = started.elapsed();

@@ -1,8 +1,9 @@
 //! The API server source: a client configured as upstream kube-proxy
 //! configures its own (`--kubeconfig`, `--master`, in-cluster; the
 //! config file's `clientConnection`), and watchers for Services,
-//! discovery.k8s.io/v1 EndpointSlices and this node's Node that keep a
-//! shared [`tracker::Tracker`] equal to the cluster.
+//! discovery.k8s.io/v1 EndpointSlices, this node's Node and
+//! networking.k8s.io/v1 ServiceCIDRs that keep a shared
+//! [`tracker::Tracker`] equal to the cluster.
 //!
 //! Use:
 //! ```no_run

@@ -1,8 +1,9 @@
 //! The manifests file source: a multi-document YAML stream (or a
 //! `kind: List`, as `kubectl get -o yaml` prints) of v1 Services,
-//! discovery.k8s.io/v1 EndpointSlices and v1 Nodes.
+//! discovery.k8s.io/v1 EndpointSlices, v1 Nodes and networking.k8s.io/v1
+//! ServiceCIDRs.
 //!
-//! Documents of other kinds (Namespace, ServiceCIDR, ...) are ignored. A
+//! Documents of other kinds (Namespace, ...) are ignored. A
 //! document of one of our kinds that does not decode is skipped with one
 //! warning naming it; the rest is kept. Text that is not YAML at all is an
 //! [`Error`], and then nothing of the file is used.
@@ -31,7 +32,7 @@ pub use watch::{DEFAULT_POLL, Watch, run, watch};
 /// One state read from a manifests file.
 #[derive(Debug, Clone, Default)]
 pub struct Parsed {
-    /// The Services, EndpointSlices and Nodes that decoded.
+    /// The Services, EndpointSlices, Nodes and ServiceCIDRs that decoded.
     pub objects: Objects,
     /// Documents of our kinds that were skipped (each also logged once).
     pub warnings: Vec<Warning>,
@@ -91,7 +92,7 @@ impl Checked {
         &self.text
     }
 
-    /// Decodes the Services, EndpointSlices and Nodes one at a time and
+    /// Decodes the Services, EndpointSlices, Nodes and ServiceCIDRs one at a time and
     /// hands each to `emit`, in file order; returns the documents skipped.
     pub fn for_each_object(&self, mut emit: impl FnMut(Object)) -> Vec<Warning> {
         decode::decode_each(&self.origin, &self.text, &mut emit)

@@ -1,7 +1,8 @@
 //! The API server source against a fake API server speaking the list and
 //! watch protocol: initial list, add/update/delete, the start-up gate,
-//! bookmarks and resumed watches, 410 Gone re-lists, and an API server
-//! that goes away and comes back.
+//! bookmarks and resumed watches, 410 Gone re-lists, an API server
+//! that goes away and comes back, ServiceCIDRs (and an API server without
+//! them).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +11,9 @@ mod cluster;
 #[path = "kube/fake_api.rs"]
 mod fake_api;
 
-use cluster::{NODE, Proxy, endpoints, labelled, node, service, services, slice};
+use cluster::{
+    NODE, Proxy, endpoints, labelled, node, service, service_cidr, service_cidrs, services, slice,
+};
 use fake_api::{FakeApi, Kind};
 use source::kube::{LABEL_SELECTOR, SourceEvent, WatchOptions};
 use std::collections::BTreeMap;
@@ -395,4 +398,134 @@ async fn wait_until(what: &str, ok: impl Fn() -> bool) {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+#[tokio::test]
+async fn service_cidrs_are_listed_and_watched() {
+    let api = small_cluster().await;
+    api.apply(
+        Kind::ServiceCidrs,
+        service_cidr("kubernetes", &["10.96.0.0/12", "fd00:10:96::/112"]),
+    );
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    proxy
+        .wait_for("the listed service CIDR", |s| {
+            service_cidrs(s) == ["10.96.0.0/12"]
+        })
+        .await;
+    let list = api
+        .log()
+        .into_iter()
+        .find(|l| l.kind == Kind::ServiceCidrs && !l.watch)
+        .unwrap();
+    assert!(
+        !list.query.contains_key("labelSelector"),
+        "every ServiceCIDR is listed"
+    );
+
+    wait_until("servicecidrs watch open", || {
+        api.open_watches(Kind::ServiceCidrs) == 1
+    })
+    .await;
+    api.apply(Kind::ServiceCidrs, service_cidr("extra", &["10.64.0.0/16"]));
+    assert_eq!(proxy.next_event().await, SourceEvent::Changed);
+    proxy
+        .wait_for("the added one", |s| {
+            service_cidrs(s) == ["10.64.0.0/16", "10.96.0.0/12"]
+        })
+        .await;
+    api.delete(Kind::ServiceCidrs, "", "kubernetes");
+    assert_eq!(proxy.next_event().await, SourceEvent::Changed);
+    let snapshot = proxy
+        .wait_for("the deleted one gone", |s| {
+            service_cidrs(s) == ["10.64.0.0/16"]
+        })
+        .await;
+    assert_eq!(
+        services(&snapshot),
+        ["web/a:http", "web/b:http"],
+        "services untouched"
+    );
+}
+
+#[tokio::test]
+async fn service_cidrs_deleted_while_the_watch_was_down_go_at_the_relist() {
+    let api = small_cluster().await;
+    api.apply(
+        Kind::ServiceCidrs,
+        service_cidr("kubernetes", &["10.96.0.0/12"]),
+    );
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    proxy
+        .wait_for("the service CIDR", |s| service_cidrs(s) == ["10.96.0.0/12"])
+        .await;
+    wait_until("servicecidrs watch open", || {
+        api.open_watches(Kind::ServiceCidrs) == 1
+    })
+    .await;
+    api.delete_unannounced(Kind::ServiceCidrs, "", "kubernetes");
+    api.expire_watches();
+    proxy
+        .wait_for("no service CIDRs after the re-list", |s| {
+            s.service_cidrs.is_empty()
+        })
+        .await;
+}
+
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// current_thread (tokio::test's default): the watchers run on this
+// thread, under the thread-local log subscriber.
+#[tokio::test]
+async fn a_cluster_without_the_service_cidr_api_works_with_none_and_one_warning() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let api = small_cluster().await;
+    api.not_serving(Kind::ServiceCidrs);
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    let snapshot = proxy.snapshot();
+    assert_eq!(services(&snapshot), ["web/a:http", "web/b:http"]);
+    assert!(snapshot.service_cidrs.is_empty());
+    // Well past several of the fast retries: the 404 is not retried.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        api.lists(Kind::ServiceCidrs),
+        1,
+        "a 404 is final: {:?}",
+        api.log()
+    );
+    // Other kinds keep working.
+    api.apply(Kind::Services, service("web", "c", "172.30.0.3"));
+    proxy
+        .wait_for("the new service", |s| s.services.len() == 3)
+        .await;
+
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let warnings: Vec<&str> = text.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(
+        warnings[0].contains("servicecidrs") && warnings[0].contains("404"),
+        "{}",
+        warnings[0]
+    );
 }

@@ -71,10 +71,88 @@ fn typed_list_items_without_kind() {
 
 #[test]
 fn other_kinds_are_ignored_without_warning() {
-    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\napiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: k}\nspec: {cidrs: [10.96.0.0/12]}\n---\n# only a comment\n---\n";
+    let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: k}\n---\n# only a comment\n---\n";
     let parsed = parse(text).unwrap();
     assert!(parsed.objects.services.is_empty() && parsed.objects.nodes.is_empty());
+    assert!(parsed.objects.service_cidrs.is_empty());
     assert!(parsed.warnings.is_empty());
+}
+
+const SERVICE_CIDRS: &str = "apiVersion: networking.k8s.io/v1
+kind: ServiceCIDR
+metadata: {name: kubernetes}
+spec: {cidrs: [10.96.0.0/12, fd00:10:96::/112]}
+---
+apiVersion: networking.k8s.io/v1
+kind: ServiceCIDR
+metadata: {name: extra}
+spec: {cidrs: [10.200.0.0/16]}
+";
+
+#[test]
+fn service_cidrs_are_read() {
+    let parsed = parse(SERVICE_CIDRS).unwrap();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    let names: Vec<&str> = parsed
+        .objects
+        .service_cidrs
+        .iter()
+        .map(|o| o.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(names, ["kubernetes", "extra"]);
+    let cidrs = parsed.objects.service_cidrs[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .cidrs
+        .clone();
+    assert_eq!(cidrs.unwrap(), ["10.96.0.0/12", "fd00:10:96::/112"]);
+}
+
+#[test]
+fn a_service_cidr_of_another_api_version_is_skipped_with_a_warning() {
+    let text = SERVICE_CIDRS.replace(
+        "networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}",
+        "networking.k8s.io/v1beta1\nkind: ServiceCIDR\nmetadata: {name: extra}",
+    );
+    let parsed = parse(&text).unwrap();
+    assert_eq!(parsed.objects.service_cidrs.len(), 1);
+    assert_eq!(parsed.warnings.len(), 1);
+    assert_eq!(parsed.warnings[0].kind, ObjectKind::ServiceCIDR);
+    assert_eq!(parsed.warnings[0].name, "extra");
+    assert!(
+        parsed.warnings[0]
+            .message
+            .contains("want networking.k8s.io/v1"),
+        "{}",
+        parsed.warnings[0].message
+    );
+}
+
+#[test]
+fn service_cidrs_follow_each_read_into_the_snapshot() {
+    let tracker = Mutex::new(Tracker::new("node-a"));
+    let mut held = Held::default();
+    let first = Checked::new("<test>", SERVICE_CIDRS.to_string()).unwrap();
+    assert_eq!(held.replace(&first, &tracker).service_cidrs, 2);
+    let (snap, changes) = tracker.lock().unwrap().snapshot();
+    assert!(changes.service_cidrs_changed);
+    let cidrs: Vec<String> = snap.service_cidrs.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        cidrs,
+        ["10.96.0.0/12", "10.200.0.0/16"],
+        "IPv4 only, sorted"
+    );
+
+    // "extra" removed from the file: deleted from the tracker.
+    let kubernetes_only = SERVICE_CIDRS.split("---").next().unwrap().to_string();
+    let second = Checked::new("<test>", kubernetes_only).unwrap();
+    let replaced = held.replace(&second, &tracker);
+    assert_eq!((replaced.service_cidrs, replaced.deleted), (1, 1));
+    let (snap, changes) = tracker.lock().unwrap().snapshot();
+    assert!(changes.service_cidrs_changed);
+    let cidrs: Vec<String> = snap.service_cidrs.iter().map(ToString::to_string).collect();
+    assert_eq!(cidrs, ["10.96.0.0/12"]);
 }
 
 #[test]
@@ -264,6 +342,10 @@ fn name_of(object: &Object) -> String {
             o.metadata.name.clone().unwrap_or_default()
         ),
         Object::Node(o) => format!("Node {}", o.metadata.name.clone().unwrap_or_default()),
+        Object::ServiceCIDR(o) => format!(
+            "ServiceCIDR {}",
+            o.metadata.name.clone().unwrap_or_default()
+        ),
     }
 }
 
@@ -315,6 +397,7 @@ fn each_read_replaces_the_whole_state() {
             services: 2,
             endpoint_slices: 1,
             nodes: 0,
+            service_cidrs: 0,
             deleted: 0,
             skipped: 0
         }
@@ -332,6 +415,7 @@ fn each_read_replaces_the_whole_state() {
             services: 2,
             endpoint_slices: 0,
             nodes: 0,
+            service_cidrs: 0,
             deleted: 2,
             skipped: 0
         }

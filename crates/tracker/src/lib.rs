@@ -1,6 +1,6 @@
 //! The tracker: turns API objects (Services, EndpointSlices, this node's
-//! Node) into the model ([`model::ServicePort`], [`model::Endpoint`],
-//! [`model::NodeInfo`]) and records which services changed since the last
+//! Node, ServiceCIDRs) into the model ([`model::ServicePort`], [`model::Endpoint`],
+//! [`model::NodeInfo`], [`model::Snapshot::service_cidrs`]) and records which services changed since the last
 //! sync, for partial syncs, with upstream's change counts for the
 //! metrics ([`ChangeCounts`]).
 //!
@@ -17,6 +17,7 @@ mod meta;
 mod node;
 mod objects;
 mod service;
+mod service_cidr;
 mod slice;
 mod slices;
 mod tracker;

@@ -6,5 +6,6 @@ mod endpoint_rules;
 mod equivalence;
 mod logging;
 mod node_rules;
+mod service_cidr_rules;
 mod service_rules;
 mod support;

@@ -4,6 +4,7 @@
 mod intern;
 mod refresh;
 mod replace;
+mod service_cidrs;
 
 use crate::IpFamily;
 use crate::counts::{ChangeCounter, ChangeCounts};
@@ -17,6 +18,7 @@ use intern::NodeNames;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use model::{ChangeSet, NodeInfo, ServiceName, ServicePort, Snapshot};
+use service_cidrs::ServiceCidrs;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -44,6 +46,7 @@ pub struct Tracker {
     slice_owners: HashMap<SliceKey, ServiceName>,
     node_names: NodeNames,
     node: NodeInfo,
+    service_cidrs: ServiceCidrs,
     current: Snapshot,
     changes: ChangeSet,
     counts: ChangeCounter,
@@ -75,6 +78,7 @@ impl Tracker {
             slice_owners: HashMap::new(),
             node_names: NodeNames::default(),
             node,
+            service_cidrs: ServiceCidrs::default(),
             changes: ChangeSet::default(),
             counts: ChangeCounter::default(),
         }
@@ -161,6 +165,9 @@ impl Tracker {
             self.compact_snapshot();
         }
         self.current.node.clone_from(&self.node);
+        if changes.service_cidrs_changed {
+            self.current.service_cidrs = self.service_cidrs.all();
+        }
         (self.current.clone(), changes)
     }
 

@@ -11,15 +11,19 @@ pub enum ObjectKind {
     EndpointSlice,
     /// v1 Node.
     Node,
+    /// networking.k8s.io/v1 ServiceCIDR.
+    ServiceCIDR,
 }
 
 impl ObjectKind {
-    /// The API kind name (`Service`, `EndpointSlice`, `Node`).
+    /// The API kind name (`Service`, `EndpointSlice`, `Node`,
+    /// `ServiceCIDR`).
     pub fn as_str(self) -> &'static str {
         match self {
             ObjectKind::Service => "Service",
             ObjectKind::EndpointSlice => "EndpointSlice",
             ObjectKind::Node => "Node",
+            ObjectKind::ServiceCIDR => "ServiceCIDR",
         }
     }
 }
@@ -132,6 +136,10 @@ pub enum Problem {
     /// A Node podCIDR is not a CIDR: dropped.
     #[error("bad podCIDR {0:?}: not a CIDR; ignored")]
     BadPodCidr(String),
+    /// A ServiceCIDR `spec.cidrs` entry is not a CIDR: dropped, the other
+    /// entries are kept.
+    #[error("bad service CIDR {0:?}: not a CIDR; ignored")]
+    BadServiceCidr(String),
 }
 
 /// One problem with one object: logged once with `tracing::warn!` when it
@@ -141,7 +149,7 @@ pub enum Problem {
 pub struct Warning {
     /// Kind of the object.
     pub kind: ObjectKind,
-    /// Its namespace (empty for Nodes).
+    /// Its namespace (empty for cluster-scoped kinds: Nodes, ServiceCIDRs).
     pub namespace: String,
     /// Its name (empty when missing).
     pub name: String,

@@ -40,7 +40,10 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
 /// nftables mode's table for `snapshot` on this node, as `nft -f` text.
 async fn nftables_text(config: &Config, snapshot: &model::Snapshot) -> anyhow::Result<String> {
     let facts = plan::NodeFacts { local_addresses: host::read_local_addresses().await? };
-    let opts = mode_options::nftables_render_options(config, IpFamily::V4);
+    let opts = nftables::render::RenderOptions {
+        service_cidrs: snapshot.service_cidrs.clone(),
+        ..mode_options::nftables_render_options(config, IpFamily::V4)
+    };
     Ok(nftables::render::render(snapshot, &opts, &facts).ruleset.to_nft_text())
 }
 

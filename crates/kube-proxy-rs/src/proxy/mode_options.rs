@@ -19,9 +19,8 @@ pub fn iptables(config: &Config, family: IpFamily) -> iptables::proxier::Proxier
 /// nftables mode's options for `family`: the shared options (where
 /// `nodePortAddresses` unset already means `primary` in this mode, as the
 /// configuration's defaults say), no localhost NodePorts (upstream's
-/// nftables mode has none), and no service CIDRs (the configuration has no
-/// `--service-cluster-ip-range`: no rule dropping traffic to unallocated
-/// ClusterIPs, as upstream without ServiceCIDRs).
+/// nftables mode has none), and no service CIDRs here: they come from the
+/// cluster's ServiceCIDR objects, with each snapshot.
 pub fn nftables(config: &Config, family: IpFamily) -> nftables::proxier::ProxierOptions {
     nftables::proxier::ProxierOptions {
         render: nftables_render_options(config, family),

@@ -1,7 +1,8 @@
-//! The three kinds the proxy watches and how each one feeds the tracker.
+//! The kinds the proxy watches and how each one feeds the tracker.
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::ServiceCIDR;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
@@ -38,6 +39,11 @@ pub(crate) trait Watched:
 {
     /// Name in logs.
     const PLURAL: &'static str;
+
+    /// The API server may not serve this kind (an older or differently
+    /// configured cluster): a 404 on its list means "none", said once,
+    /// and the kind is not watched further.
+    const MAY_BE_MISSING: bool = false;
 
     /// The object was added or updated.
     fn upsert(&self, tracker: &mut Tracker);
@@ -103,6 +109,26 @@ impl Watched for Node {
         Node {
             metadata: key.metadata(),
             ..Node::default()
+        }
+    }
+}
+
+impl Watched for ServiceCIDR {
+    const PLURAL: &'static str = "servicecidrs";
+    const MAY_BE_MISSING: bool = true;
+
+    fn upsert(&self, tracker: &mut Tracker) {
+        tracker.upsert_service_cidr(self);
+    }
+
+    fn delete(&self, tracker: &mut Tracker) {
+        tracker.delete_service_cidr(self);
+    }
+
+    fn with_key(key: &ObjectKey) -> Self {
+        ServiceCIDR {
+            metadata: key.metadata(),
+            ..ServiceCIDR::default()
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The watchers: Services, EndpointSlices and this node's Node, each
+//! The watchers: Services, EndpointSlices, this node's Node and the
+//! ServiceCIDRs, each
 //! listed then watched by kube's `watcher` (which resumes from the last
 //! resource version after a dropped connection and re-lists after 410
 //! Gone), feeding the shared tracker.
@@ -13,6 +14,7 @@ use ::kube::{Api, Client};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::ServiceCIDR;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tracker::Tracker;
@@ -49,12 +51,15 @@ impl Default for WatchOptions {
     }
 }
 
-/// Watches Services, EndpointSlices and the tracker's own Node through
-/// `client` and keeps `tracker` equal to what the API server holds,
+/// Watches Services, EndpointSlices, the tracker's own Node and the
+/// ServiceCIDRs through `client` and keeps `tracker` equal to what the API server holds,
 /// calling `on_event` as described on [`SourceEvent`]. Runs until the
 /// future is dropped; it never gives up: an unreachable API server is
 /// retried with `options.backoff`, and the tracker keeps its last state
-/// meanwhile (so the node keeps its rules).
+/// meanwhile (so the node keeps its rules). A cluster without the
+/// ServiceCIDR API (404 on its list) has no service CIDRs: one warning,
+/// and ServiceCIDRs are not watched further. Neither Nodes nor
+/// ServiceCIDRs hold up the first sync.
 ///
 /// Spawn it: `tokio::spawn(source::kube::run(client, tracker, options, on_event))`.
 pub async fn run<F>(
@@ -78,15 +83,16 @@ pub async fn run<F>(
     }
     .any_semantic();
     let selected = base.clone().labels(LABEL_SELECTOR);
-    let this_node = base.fields(&format!("metadata.name={node_name}"));
+    let this_node = base.clone().fields(&format!("metadata.name={node_name}"));
     futures::join!(
         owner.follow(Api::<Service>::all(client.clone()), selected.clone(), true),
         owner.follow(Api::<EndpointSlice>::all(client.clone()), selected, true),
-        owner.follow(Api::<Node>::all(client), this_node, false),
+        owner.follow(Api::<Node>::all(client.clone()), this_node, false),
+        owner.follow(Api::<ServiceCIDR>::all(client), base, false),
     );
 }
 
-/// What the three watchers share.
+/// What the watchers share.
 struct Owner<'a, F> {
     tracker: &'a Mutex<Tracker>,
     on_event: &'a F,
@@ -96,8 +102,9 @@ struct Owner<'a, F> {
 }
 
 impl<F: Fn(SourceEvent)> Owner<'_, F> {
-    /// Runs one kind's watcher forever. `gates_first_sync`: its first
-    /// complete list counts towards [`SourceEvent::InitialListDone`].
+    /// Runs one kind's watcher forever (a kind that [`Watched::MAY_BE_MISSING`]
+    /// until the API server says it does not serve it). `gates_first_sync`:
+    /// its first complete list counts towards [`SourceEvent::InitialListDone`].
     async fn follow<K: Watched>(
         &self,
         api: Api<K>,
@@ -113,6 +120,13 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
                 Ok(event) => {
                     let step = known.apply(event, self.tracker);
                     self.report::<K>(step, gates_first_sync);
+                }
+                Err(err) if K::MAY_BE_MISSING && not_served(&err) => {
+                    tracing::warn!(
+                        kind = K::PLURAL,
+                        "the API server does not serve this kind (404); going on without it"
+                    );
+                    return;
                 }
                 Err(err) => log_failure::<K>(&err),
             }
@@ -144,6 +158,12 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
             }
         }
     }
+}
+
+/// The list was answered 404 Not Found: the API server does not serve
+/// the kind at all.
+fn not_served(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::InitialListFailed(::kube::Error::Api(status)) if status.code == 404)
 }
 
 /// One line per failure; the retry waits with backoff. An expired watch

@@ -45,7 +45,7 @@ pub(super) fn check(origin: &str, text: &str) -> Result<(), Error> {
         .try_for_each(|doc| document_value(origin, doc).map(drop))
 }
 
-/// Hands each Service, EndpointSlice and Node of `text` to `emit`, in file
+/// Hands each Service, EndpointSlice, Node and ServiceCIDR of `text` to `emit`, in file
 /// order; returns the documents of those kinds that were skipped (each
 /// also logged). A document that fails [`check`] is skipped with an error.
 pub(super) fn decode_each(origin: &str, text: &str, emit: &mut dyn FnMut(Object)) -> Vec<Warning> {
@@ -133,6 +133,7 @@ fn kind_of(kind: &str) -> Option<(ObjectKind, &'static str)> {
         "Service" => Some((ObjectKind::Service, "v1")),
         "EndpointSlice" => Some((ObjectKind::EndpointSlice, "discovery.k8s.io/v1")),
         "Node" => Some((ObjectKind::Node, "v1")),
+        "ServiceCIDR" => Some((ObjectKind::ServiceCIDR, "networking.k8s.io/v1")),
         _ => None,
     }
 }
@@ -252,6 +253,7 @@ fn decode_typed(
         ObjectKind::Service => Object::Service(decode_as(text)?),
         ObjectKind::EndpointSlice => Object::EndpointSlice(decode_as(text)?),
         ObjectKind::Node => Object::Node(decode_as(text)?),
+        ObjectKind::ServiceCIDR => Object::ServiceCIDR(decode_as(text)?),
     };
     (out.emit)(object);
     Ok(())

@@ -3,9 +3,10 @@
 use crate::kube::kinds::{ObjectKey, Watched};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::ServiceCIDR;
 use tracker::{ObjectKind, Objects, Tracker};
 
-/// A Service, EndpointSlice or Node read from the file. Only one exists at
+/// A Service, EndpointSlice, Node or ServiceCIDR read from the file. Only one exists at
 /// a time and it is moved once, so its variants are not boxed.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
@@ -16,6 +17,8 @@ pub enum Object {
     EndpointSlice(EndpointSlice),
     /// A v1 Node.
     Node(Node),
+    /// A networking.k8s.io/v1 ServiceCIDR.
+    ServiceCIDR(ServiceCIDR),
 }
 
 impl Object {
@@ -26,6 +29,7 @@ impl Object {
             Object::Service(o) => (ObjectKind::Service, ObjectKey::of(&o.metadata)),
             Object::EndpointSlice(o) => (ObjectKind::EndpointSlice, ObjectKey::of(&o.metadata)),
             Object::Node(o) => (ObjectKind::Node, ObjectKey::of(&o.metadata)),
+            Object::ServiceCIDR(o) => (ObjectKind::ServiceCIDR, ObjectKey::of(&o.metadata)),
         }
     }
 
@@ -35,6 +39,7 @@ impl Object {
             Object::Service(o) => o.upsert(tracker),
             Object::EndpointSlice(o) => o.upsert(tracker),
             Object::Node(o) => o.upsert(tracker),
+            Object::ServiceCIDR(o) => o.upsert(tracker),
         }
     }
 
@@ -44,6 +49,7 @@ impl Object {
             Object::Service(o) => objects.services.push(o),
             Object::EndpointSlice(o) => objects.endpoint_slices.push(o),
             Object::Node(o) => objects.nodes.push(o),
+            Object::ServiceCIDR(o) => objects.service_cidrs.push(o),
         }
     }
 }
@@ -54,5 +60,6 @@ pub(crate) fn delete(kind: ObjectKind, key: &ObjectKey, tracker: &mut Tracker) {
         ObjectKind::Service => Service::with_key(key).delete(tracker),
         ObjectKind::EndpointSlice => EndpointSlice::with_key(key).delete(tracker),
         ObjectKind::Node => Node::with_key(key).delete(tracker),
+        ObjectKind::ServiceCIDR => ServiceCIDR::with_key(key).delete(tracker),
     }
 }

@@ -27,6 +27,8 @@ pub struct Replaced {
     pub endpoint_slices: usize,
     /// Nodes read.
     pub nodes: usize,
+    /// ServiceCIDRs read.
+    pub service_cidrs: usize,
     /// Objects of the previous read that are gone, deleted from the tracker.
     pub deleted: usize,
     /// Documents of our kinds skipped because they did not decode.
@@ -62,6 +64,7 @@ fn count(object: &Object, replaced: &mut Replaced) {
         Object::Service(_) => replaced.services += 1,
         Object::EndpointSlice(_) => replaced.endpoint_slices += 1,
         Object::Node(_) => replaced.nodes += 1,
+        Object::ServiceCIDR(_) => replaced.service_cidrs += 1,
     }
 }
 

@@ -120,8 +120,8 @@ async fn replace(
 
 fn summary(r: &Replaced) -> String {
     format!(
-        "{} services, {} endpoint slices, {} nodes; {} objects gone; {} documents skipped",
-        r.services, r.endpoint_slices, r.nodes, r.deleted, r.skipped
+        "{} services, {} endpoint slices, {} nodes, {} service CIDRs; {} objects gone; {} documents skipped",
+        r.services, r.endpoint_slices, r.nodes, r.service_cidrs, r.deleted, r.skipped
     )
 }
 

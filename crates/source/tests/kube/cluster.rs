@@ -71,6 +71,20 @@ pub fn node(name: &str, ip: &str) -> Value {
     })
 }
 
+/// A ServiceCIDR `name` with `cidrs`.
+pub fn service_cidr(name: &str, cidrs: &[&str]) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"cidrs": cidrs}})
+}
+
+/// The snapshot's service CIDRs as text.
+pub fn service_cidrs(snapshot: &Snapshot) -> Vec<String> {
+    snapshot
+        .service_cidrs
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
 /// Endpoint IPs by service port, as `ns/name:port` → sorted IPs; every
 /// service port appears, with an empty list if it has no endpoints.
 pub fn endpoints(snapshot: &Snapshot) -> BTreeMap<String, Vec<String>> {

@@ -16,7 +16,9 @@
 //! [`FakeApi::drop_watches`] (streams end, as on a server-side timeout),
 //! [`FakeApi::stop`] / [`FakeApi::start`] (the server goes away, every
 //! connection cut, and comes back on the same port with the same data),
-//! [`FakeApi::hold_lists`] (list requests of a kind wait until released).
+//! [`FakeApi::hold_lists`] (list requests of a kind wait until released),
+//! [`FakeApi::not_serving`] (a kind's path answers 404, as an API server
+//! without that API: no ServiceCIDRs before Kubernetes 1.33).
 
 #![allow(dead_code)]
 
@@ -41,6 +43,7 @@ pub enum Kind {
     Services,
     EndpointSlices,
     Nodes,
+    ServiceCidrs,
 }
 
 impl Kind {
@@ -49,6 +52,7 @@ impl Kind {
             "/api/v1/services" => Some(Kind::Services),
             "/apis/discovery.k8s.io/v1/endpointslices" => Some(Kind::EndpointSlices),
             "/api/v1/nodes" => Some(Kind::Nodes),
+            "/apis/networking.k8s.io/v1/servicecidrs" => Some(Kind::ServiceCidrs),
             _ => None,
         }
     }
@@ -57,6 +61,7 @@ impl Kind {
         match self {
             Kind::Services | Kind::Nodes => "v1",
             Kind::EndpointSlices => "discovery.k8s.io/v1",
+            Kind::ServiceCidrs => "networking.k8s.io/v1",
         }
     }
 
@@ -65,6 +70,7 @@ impl Kind {
             Kind::Services => "Service",
             Kind::EndpointSlices => "EndpointSlice",
             Kind::Nodes => "Node",
+            Kind::ServiceCidrs => "ServiceCIDR",
         }
     }
 }
@@ -105,6 +111,8 @@ struct Cluster {
     watches: Vec<OpenWatch>,
     log: Vec<Logged>,
     held: HashMap<Kind, tokio::sync::watch::Sender<bool>>,
+    /// Kinds answered 404 (still logged).
+    unserved: Vec<Kind>,
 }
 
 /// The fake server. Dropping it stops it.
@@ -266,6 +274,12 @@ impl FakeApi {
             .entry(kind)
             .or_insert_with(|| tokio::sync::watch::channel(false).0)
             .clone()
+    }
+
+    /// From now on `kind`'s path answers 404 with the plain-text body a
+    /// real API server gives for an API it does not serve.
+    pub fn not_serving(&self, kind: Kind) {
+        self.cluster.lock().unwrap().unserved.push(kind);
     }
 
     /// Every request answered so far.
@@ -461,11 +475,22 @@ async fn answer(req: Request<Incoming>, cluster: &Mutex<Cluster>) -> Response<Bo
         return status(StatusCode::NOT_FOUND, "NotFound");
     };
     let watch = query.get("watch").is_some_and(|w| w == "true" || w == "1");
-    cluster.lock().unwrap().log.push(Logged {
-        kind,
-        watch,
-        query: query.clone(),
-    });
+    let unserved = {
+        let mut c = cluster.lock().unwrap();
+        c.log.push(Logged {
+            kind,
+            watch,
+            query: query.clone(),
+        });
+        c.unserved.contains(&kind)
+    };
+    if unserved {
+        return Response::builder()
+            .status(StatusCode::NOT_FOUND)
+            .header("content-type", "text/plain; charset=utf-8")
+            .body(Full::new(Bytes::from_static(b"404 page not found\n")).boxed_unsync())
+            .unwrap();
+    }
     if watch {
         open_watch(kind, &query, cluster)
     } else {

@@ -9,6 +9,7 @@ fn objects() -> Objects {
         services: vec![plain_service("ns", "a", "10.96.0.1"), plain_service("ns", "b", "10.96.0.2")],
         endpoint_slices: vec![slice("ns", "a-1", Some("a"), http_port(8080), json!([ep("10.0.0.1", "node-a")]))],
         nodes: vec![],
+        service_cidrs: vec![],
     }
 }
 

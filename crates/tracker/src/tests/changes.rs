@@ -29,6 +29,7 @@ fn objects() -> Objects {
             ),
         ],
         nodes: vec![],
+        service_cidrs: vec![],
     }
 }
 

@@ -223,6 +223,7 @@ impl World {
             services: self.services.values().cloned().collect(),
             endpoint_slices: self.slices.values().cloned().collect(),
             nodes: self.nodes.values().cloned().collect(),
+            service_cidrs: Vec::new(),
         }
     }
 }

@@ -21,6 +21,7 @@ impl Tracker {
         self.replace_services(objects, &mut warnings);
         self.replace_slices(objects, &mut warnings);
         self.replace_node(objects, &mut warnings);
+        self.replace_service_cidrs(objects, &mut warnings);
         self.node_names.prune_unused();
         warnings
     }
