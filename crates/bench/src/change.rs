@@ -8,7 +8,7 @@
 //! line splits it into detection + parse, and the rest.
 
 use crate::proxy_process::ProxyProcess;
-use crate::sync_line::{MANIFESTS_CHANGED, SYNCED, SyncLine, parse_sync_line};
+use crate::sync_line::{MANIFESTS_CHANGED, SyncLine, parse_sync_line};
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -34,14 +34,24 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("rename to {}", path.display()))
 }
 
-/// Puts `text` in place and waits (until `cap`) for the sync it causes;
-/// `None` if the cap passed first.
-pub fn measure_change(proxy: &mut ProxyProcess, path: &Path, text: &str, cap: Duration) -> Result<Option<ChangeTiming>> {
+/// Puts `text` in place and waits (until `cap`) for the sync it causes
+/// (the log line containing `synced`); `None` if the cap passed first.
+pub fn measure_change(
+    proxy: &mut ProxyProcess,
+    path: &Path,
+    text: &str,
+    synced: &str,
+    cap: Duration,
+) -> Result<Option<ChangeTiming>> {
     write_atomically(path, text)?;
     let start = Instant::now();
     let deadline = start + cap;
-    let Some(parsed) = proxy.wait_for(MANIFESTS_CHANGED, deadline)? else { return Ok(None) };
-    let Some(synced) = proxy.wait_for(SYNCED, deadline)? else { return Ok(None) };
+    let Some(parsed) = proxy.wait_for(MANIFESTS_CHANGED, deadline)? else {
+        return Ok(None);
+    };
+    let Some(synced) = proxy.wait_for(synced, deadline)? else {
+        return Ok(None);
+    };
     Ok(Some(ChangeTiming {
         total: synced.at - start,
         detect_and_parse: parsed.at - start,

@@ -7,11 +7,14 @@
 //! * `render` times parse / tracker / render in-process, no kernel;
 //! * `tracker` feeds the tracker one event at a time and times single
 //!   changes from the event to rules applied, in a namespace;
+//! * `datapath` measures new TCP connections per second through one
+//!   ClusterIP with one service and with many programmed, per mode;
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
 //!   and replace a whole table), the floor under any legacy sync.
 
 mod change;
 mod counting_alloc;
+mod datapath;
 mod generate;
 mod interrupt;
 mod kernel_counts;
@@ -135,6 +138,36 @@ enum Command {
         #[arg(long)]
         manifests: bool,
     },
+    /// New TCP connections per second through one ClusterIP (client pod →
+    /// ClusterIP → one echo endpoint, in namespaces made and deleted here),
+    /// with the target service alone and beside N generated services, per
+    /// mode (needs root; iptables runs with the legacy backend).
+    Datapath {
+        /// Proxy modes, comma-separated (IPVS needs the VM).
+        #[arg(long, default_value = "nftables,iptables", value_delimiter = ',')]
+        modes: Vec<String>,
+        /// Generated services beside the target, comma-separated (0: the target alone).
+        #[arg(long, default_value = "0,10000", value_delimiter = ',')]
+        services: Vec<usize>,
+        /// Endpoints per generated service.
+        #[arg(long, default_value_t = 1)]
+        endpoints: usize,
+        /// Timed rounds per case.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Longest round, in seconds.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Most connections per round.
+        #[arg(long, default_value_t = 10_000)]
+        connections: usize,
+        /// Longest wait for the proxy's first sync, in seconds.
+        #[arg(long, default_value_t = 600)]
+        cap: u64,
+        /// The kube-proxy-rs binary (default: next to this one).
+        #[arg(long)]
+        binary: Option<PathBuf>,
+    },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
     /// the current network namespace, so wrap it in `ip netns exec`).
@@ -151,26 +184,84 @@ enum Command {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Gen { load, out } => std::fs::write(&out, generate::manifests(&load.load(), 0))?,
-        Command::Run { load, mode, backend, repeats, cap, binary, proxy_args, echo } => {
+        Command::Run {
+            load,
+            mode,
+            backend,
+            repeats,
+            cap,
+            binary,
+            proxy_args,
+            echo,
+        } => {
             interrupt::install()?;
             let binary = match binary {
                 Some(path) => path,
                 None => default_binary()?,
             };
             let setup = run::RunSetup {
-                load: load.load(), mode, backend, binary, repeats, cap: Duration::from_secs(cap), proxy_args, echo,
+                load: load.load(),
+                mode,
+                backend,
+                binary,
+                repeats,
+                cap: Duration::from_secs(cap),
+                proxy_args,
+                echo,
             };
             let repeats = run::run_all(&setup)?;
             println!("{}", run_report::render_report(&setup, &repeats));
         }
-        Command::Render { load, repeats } => print!("{}", render_bench::run_render(&load.load(), repeats.max(1))?),
-        Command::Tracker { load, backend, changes, manifests } => {
+        Command::Render { load, repeats } => print!(
+            "{}",
+            render_bench::run_render(&load.load(), repeats.max(1))?
+        ),
+        Command::Tracker {
+            load,
+            backend,
+            changes,
+            manifests,
+        } => {
             interrupt::install()?;
             let backend = parse_backend(&backend)?;
-            let setup = tracker_bench::TrackerSetup { load: load.load(), backend, changes, manifests };
+            let setup = tracker_bench::TrackerSetup {
+                load: load.load(),
+                backend,
+                changes,
+                manifests,
+            };
             print!("{}", tracker_bench::run_tracker(setup)?);
         }
-        Command::XtablesFloor { table, repeats } => print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?),
+        Command::Datapath {
+            modes,
+            services,
+            endpoints,
+            rounds,
+            seconds,
+            connections,
+            cap,
+            binary,
+        } => {
+            interrupt::install()?;
+            let binary = match binary {
+                Some(path) => path,
+                None => default_binary()?,
+            };
+            let setup = datapath::DatapathSetup {
+                modes,
+                service_counts: services,
+                endpoints,
+                rounds: rounds.max(1),
+                round_time: Duration::try_from_secs_f64(seconds).context("--seconds")?,
+                round_connections: connections,
+                binary,
+                cap: Duration::from_secs(cap),
+            };
+            print!("{}", datapath::run_datapath(&setup)?);
+        }
+        Command::XtablesFloor { table, repeats } => {
+            print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)
+        }
     }
     Ok(())
 }

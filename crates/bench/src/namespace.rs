@@ -14,7 +14,12 @@ pub struct BenchNetns {
 impl BenchNetns {
     /// Creates `kprs-<pid>-<n>-bench` with loopback up.
     pub fn new() -> anyhow::Result<Self> {
-        let inner = Netns::new("bench")?;
+        Self::labelled("bench")
+    }
+
+    /// Creates `kprs-<pid>-<n>-<label>` with loopback up.
+    pub fn labelled(label: &str) -> anyhow::Result<Self> {
+        let inner = Netns::new(label)?;
         interrupt::track_netns(inner.name());
         Ok(Self { inner })
     }

@@ -2,14 +2,16 @@
 //! repeat. Per repeat: start the proxy on the generated manifests, wait
 //! for its first (full) sync, count what the kernel holds, change one
 //! endpoint, add one service, read its peak RSS, stop it, delete the
-//! namespace.
+//! namespace. In nftables mode the kernel's table is counted once at the
+//! end (one `nft list table`, after the changes), so that listing it never
+//! runs beside a timed sync.
 
 use crate::change::{ChangeTiming, measure_change, write_atomically};
 use crate::generate::{self, Load};
-use crate::kernel_counts::{TableCount, count_tables};
+use crate::kernel_counts::{TableCount, count_mode};
 use crate::namespace::BenchNetns;
 use crate::proxy_process::ProxyProcess;
-use crate::sync_line::{SYNCED, SyncLine, parse_sync_line};
+use crate::sync_line::{SyncLine, parse_sync_line, synced_message};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,7 +53,7 @@ pub struct Repeat {
     pub peak_rss_first_kib: Option<u64>,
     /// Peak RSS of the proxy (KiB) at the end of the repeat.
     pub peak_rss_kib: Option<u64>,
-    /// Tables in the kernel after the first sync.
+    /// Tables in the kernel after the first sync (nftables: at the end).
     pub kernel: BTreeMap<String, TableCount>,
 }
 
@@ -63,7 +65,10 @@ struct States {
 }
 
 fn states(load: &Load) -> States {
-    let more = Load { services: load.services + 1, ..load.clone() };
+    let more = Load {
+        services: load.services + 1,
+        ..load.clone()
+    };
     States {
         base: generate::manifests(load, 0),
         endpoint_changed: generate::manifests(load, 1),
@@ -87,11 +92,24 @@ pub fn run_all(setup: &RunSetup) -> Result<Vec<Repeat>> {
 
 fn proxy_args(setup: &RunSetup, manifests: &Path) -> Vec<String> {
     let mut args: Vec<String> = [
-        "--manifests", &manifests.display().to_string(), "--hostname-override", generate::NODE,
-        "--proxy-mode", &setup.mode, "--iptables-backend", &setup.backend,
-        "--iptables-min-sync-period", "0s", "--iptables-sync-period", "1h",
-        "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249",
-        "--cluster-cidr", generate::POD_CIDR,
+        "--manifests",
+        &manifests.display().to_string(),
+        "--hostname-override",
+        generate::NODE,
+        "--proxy-mode",
+        &setup.mode,
+        "--iptables-backend",
+        &setup.backend,
+        "--iptables-min-sync-period",
+        "0s",
+        "--iptables-sync-period",
+        "1h",
+        "--healthz-bind-address",
+        "127.0.0.1:10256",
+        "--metrics-bind-address",
+        "127.0.0.1:10249",
+        "--cluster-cidr",
+        generate::POD_CIDR,
     ]
     .map(String::from)
     .into();
@@ -106,14 +124,28 @@ fn run_once(setup: &RunSetup, path: &Path, states: &States) -> Result<Repeat> {
     let mut proxy = ProxyProcess::start(&ns, &setup.binary, &proxy_args(setup, path), setup.echo)?;
     let started = Instant::now();
     let mut repeat = Repeat::default();
-    if let Some(line) = proxy.wait_for(SYNCED, started + setup.cap)? {
+    let synced = synced_message(&setup.mode);
+    let nftables = setup.mode == "nftables";
+    if let Some(line) = proxy.wait_for(synced, started + setup.cap)? {
         repeat.first_sync = Some(line.at - started);
         repeat.first = Some(parse_sync_line(&line.text));
         repeat.peak_rss_first_kib = Some(proxy.peak_rss_kib()?);
-        repeat.kernel = count_tables(&ns, &setup.backend)?;
-        repeat.endpoint_change = measure_change(&mut proxy, path, &states.endpoint_changed, setup.cap)?;
+        if !nftables {
+            repeat.kernel = count_mode(&ns, &setup.mode, &setup.backend)?;
+        }
+        repeat.endpoint_change = measure_change(
+            &mut proxy,
+            path,
+            &states.endpoint_changed,
+            synced,
+            setup.cap,
+        )?;
         if repeat.endpoint_change.is_some() {
-            repeat.service_added = measure_change(&mut proxy, path, &states.service_added, setup.cap)?;
+            repeat.service_added =
+                measure_change(&mut proxy, path, &states.service_added, synced, setup.cap)?;
+        }
+        if nftables {
+            repeat.kernel = count_mode(&ns, &setup.mode, &setup.backend)?;
         }
     }
     repeat.peak_rss_kib = Some(proxy.peak_rss_kib()?);
@@ -123,12 +155,16 @@ fn run_once(setup: &RunSetup, path: &Path, states: &States) -> Result<Repeat> {
 
 /// One line for the progress log.
 fn describe(r: &Repeat) -> String {
-    let secs = |d: Option<Duration>| d.map_or("capped".to_string(), |d| format!("{:.3}s", d.as_secs_f64()));
+    let secs = |d: Option<Duration>| {
+        d.map_or("capped".to_string(), |d| format!("{:.3}s", d.as_secs_f64()))
+    };
     format!(
-        "first sync {} (render {:.1} ms, apply {:.1} ms); endpoint change {}; service added {}; peak RSS {:.1} MiB",
+        "first sync {} (render {:.1} ms, apply {:.1} ms, kernel {:.1} ms); endpoint change {}; service added {}; \
+         peak RSS {:.1} MiB",
         secs(r.first_sync),
         r.first.as_ref().map_or(0.0, |s| s.render_ms),
         r.first.as_ref().map_or(0.0, |s| s.apply_ms),
+        r.first.as_ref().map_or(0.0, |s| s.kernel_ms),
         secs(r.endpoint_change.as_ref().map(|c| c.total)),
         secs(r.service_added.as_ref().map(|c| c.total)),
         r.peak_rss_kib.unwrap_or(0) as f64 / 1024.0

@@ -1,9 +1,22 @@
 //! The proxy's one log line per sync (`synced iptables rules trigger=…
 //! services=… render_ms=… apply_ms=… nat_rules=… nat_chains=…
-//! filter_rules=…`, maybe `partial=…`), read back into numbers.
+//! filter_rules=…`, maybe `partial=…`; in nftables mode `synced nftables
+//! rules … kernel_ms=… read_back_ms=… chains=… rules=… elements=…`), read
+//! back into numbers.
 
-/// The message that marks a finished sync.
+/// The message that marks a finished sync (iptables and IPVS modes).
 pub const SYNCED: &str = "synced iptables rules";
+/// The message that marks a finished sync in nftables mode.
+pub const SYNCED_NFTABLES: &str = "synced nftables rules";
+
+/// The sync message of `--proxy-mode mode`.
+pub fn synced_message(mode: &str) -> &'static str {
+    if mode == "nftables" {
+        SYNCED_NFTABLES
+    } else {
+        SYNCED
+    }
+}
 /// The manifests watcher's message once a changed file has been read and parsed.
 pub const MANIFESTS_CHANGED: &str = "manifests changed";
 
@@ -22,16 +35,29 @@ pub struct SyncLine {
     pub filter_rules: u64,
     /// The `partial=` field, when the proxy logs one.
     pub partial: Option<String>,
+    /// nftables: the kernel's own time for the transaction(s) (ms).
+    pub kernel_ms: f64,
+    /// nftables: reading our table back before a full sync (ms).
+    pub read_back_ms: f64,
+    /// nftables: chains in our table.
+    pub chains: u64,
+    /// nftables: rules in our table.
+    pub rules: u64,
+    /// nftables: set and map elements in our table.
+    pub elements: u64,
 }
 
 /// The value of `key=` in a tracing text line (values end at a space;
 /// quotes are kept).
 pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.split_whitespace().find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
+    line.split_whitespace()
+        .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
 }
 
 fn number<T: std::str::FromStr + Default>(line: &str, key: &str) -> T {
-    field(line, key).and_then(|v| v.trim_matches('"').parse().ok()).unwrap_or_default()
+    field(line, key)
+        .and_then(|v| v.trim_matches('"').parse().ok())
+        .unwrap_or_default()
 }
 
 /// Reads a sync line's figures (missing fields read as zero).
@@ -43,6 +69,11 @@ pub fn parse_sync_line(line: &str) -> SyncLine {
         nat_chains: number(line, "nat_chains"),
         filter_rules: number(line, "filter_rules"),
         partial: field(line, "partial").map(str::to_string),
+        kernel_ms: number(line, "kernel_ms"),
+        read_back_ms: number(line, "read_back_ms"),
+        chains: number(line, "chains"),
+        rules: number(line, "rules"),
+        elements: number(line, "elements"),
     }
 }
 
@@ -58,8 +89,33 @@ mod tests {
         let sync = parse_sync_line(line);
         assert_eq!(sync.render_ms, 12.5);
         assert_eq!(sync.apply_ms, 301.25);
-        assert_eq!((sync.nat_rules, sync.nat_chains, sync.filter_rules), (32002, 11004, 5));
+        assert_eq!(
+            (sync.nat_rules, sync.nat_chains, sync.filter_rules),
+            (32002, 11004, 5)
+        );
         assert_eq!(sync.partial.as_deref(), Some("true"));
         assert_eq!(field(line, "services"), Some("1000"));
+        assert_eq!(sync.kernel_ms, 0.0);
+    }
+
+    #[test]
+    fn reads_the_fields_of_an_nftables_sync_line() {
+        let line = "2026-01-01T00:00:00.000001Z  INFO kube_proxy_rs::proxy::serve: synced nftables rules \
+                    trigger=Changed partial=false services=1000 render_ms=20.5 apply_ms=700.25 kernel_ms=610.5 \
+                    read_back_ms=3.5 chains=2010 rules=4020 sets=1006 elements=1070 changes=9000";
+        let sync = parse_sync_line(line);
+        assert!(line.contains(synced_message("nftables")));
+        assert!(!line.contains(synced_message("iptables")));
+        assert_eq!(
+            (
+                sync.render_ms,
+                sync.apply_ms,
+                sync.kernel_ms,
+                sync.read_back_ms
+            ),
+            (20.5, 700.25, 610.5, 3.5)
+        );
+        assert_eq!((sync.chains, sync.rules, sync.elements), (2010, 4020, 1070));
+        assert_eq!(sync.partial.as_deref(), Some("false"));
     }
 }
