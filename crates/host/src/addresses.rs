@@ -85,7 +85,7 @@ where
 }
 
 /// An address message's own address: `IFA_LOCAL` if present, else `IFA_ADDRESS`.
-fn address_of(msg: &AddressMessage) -> Option<IpAddr> {
+pub fn address_of(msg: &AddressMessage) -> Option<IpAddr> {
     let local = msg.attributes.iter().find_map(|a| match a {
         AddressAttribute::Local(ip) => Some(*ip),
         _ => None,

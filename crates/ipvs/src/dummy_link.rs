@@ -5,7 +5,7 @@
 
 use crate::Error;
 use futures::TryStreamExt;
-use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
+use rtnetlink::packet_route::address::AddressMessage;
 use rtnetlink::{Handle, LinkDummy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -107,23 +107,9 @@ impl Links {
         Ok(msgs
             .into_iter()
             .filter(|m| index.is_none_or(|i| m.header.index == i))
-            .filter_map(|m| address_of(&m).map(|a| (a, m)))
+            .filter_map(|m| host::addresses::address_of(&m).map(|a| (a, m)))
             .collect())
     }
-}
-
-/// The link's own address: `IFA_LOCAL` (IPv4) or `IFA_ADDRESS`.
-fn address_of(msg: &AddressMessage) -> Option<IpAddr> {
-    let local = msg.attributes.iter().find_map(|a| match a {
-        AddressAttribute::Local(ip) => Some(*ip),
-        _ => None,
-    });
-    local.or_else(|| {
-        msg.attributes.iter().find_map(|a| match a {
-            AddressAttribute::Address(ip) => Some(*ip),
-            _ => None,
-        })
-    })
 }
 
 fn link_error(operation: String, e: rtnetlink::Error) -> Error {
