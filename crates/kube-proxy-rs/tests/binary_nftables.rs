@@ -310,7 +310,7 @@ fn stale_udp_flows_are_deleted_after_a_sync() {
     inject_udp_flow(&ns, "10.244.0.5", 4001, "10.96.10.120", "10.244.0.24");
     let line = proxy.wait_for("deleted stale UDP conntrack entries");
     proxy.stop();
-    assert!(line.contains("10.244.9.9"), "{line}");
+    assert!(line.contains("entries=1"), "one conntrack entry deleted: {line}");
     let flows = ns.exec("conntrack", &["-L", "-p", "udp"]).unwrap_or_default();
     assert!(!flows.contains("src=10.244.9.9"), "the stale flow is still there:\n{flows}");
     assert!(flows.contains("src=10.244.0.24"), "the flow to a serving endpoint was deleted too:\n{flows}");
