@@ -37,7 +37,7 @@ pub enum IptablesBackend {
 #[derive(Clone, Debug, Default, Parser)]
 #[command(
     name = "kube-proxy-rs",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("KPRS_GIT_COMMIT"), ")"),
     about = "The Kubernetes network proxy runs on each node: it programs the node's \
              datapath so that traffic to a Service's addresses reaches its endpoints.",
     args_override_self = true,

@@ -40,4 +40,4 @@ pub use backoff::Backoff;
 pub use connection::{ClientSettings, client, client_from_config, config};
 pub use error::Error;
 pub use crate::SourceEvent;
-pub use watch::{LABEL_SELECTOR, WatchOptions, run};
+pub use watch::{LABEL_SELECTOR, WATCHED_RESOURCES, WatchOptions, run};

@@ -27,6 +27,20 @@ use tracker::Tracker;
 pub const LABEL_SELECTOR: &str =
     "!service.kubernetes.io/headless,!service.kubernetes.io/service-proxy-name";
 
+/// What [`run`] lists and watches, as (API group, resource): the RBAC rules
+/// a deployment must grant (`list` and `watch` on each; deploy/ is checked
+/// against this in the binary's tests). Keep in step with [`run`].
+pub const WATCHED_RESOURCES: [(&str, &str); 4] = [
+    resource::<Service>(),
+    resource::<EndpointSlice>(),
+    resource::<Node>(),
+    resource::<ServiceCIDR>(),
+];
+
+const fn resource<K: k8s_openapi::Resource>() -> (&'static str, &'static str) {
+    (K::GROUP, K::URL_PATH_SEGMENT)
+}
+
 /// Tuning of the watchers.
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
