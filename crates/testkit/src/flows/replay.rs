@@ -1,0 +1,91 @@
+//! Replaying reference flows for real: each flow's connections sent from
+//! its client's namespace in a [`ReferenceNode`], as upstream's run sent
+//! them (up to [`TRIES`] fresh connections, stopped after
+//! [`GIVE_UP_AFTER`] when those all failed the same way), and checked
+//! against the flow's verdict.
+
+use super::case::FlowCase;
+use super::probe::{Attempt, Seen};
+use super::verdict::{check, summary};
+use crate::reference_node::ReferenceNode;
+use anyhow::Result;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Connections per flow, as in upstream's run.
+pub const TRIES: usize = 30;
+/// A flow whose first this-many connections failed the same way stops
+/// there, as in upstream's run.
+pub const GIVE_UP_AFTER: usize = 3;
+
+/// One flow replayed.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    /// The flow's [`FlowCase::label`].
+    pub label: String,
+    /// How each connection ended.
+    pub seen: Vec<Seen>,
+    /// `None` if that is what upstream saw, else what differs.
+    pub mismatch: Option<String>,
+}
+
+impl Replayed {
+    /// The failure message: flow, expected verdict, what was seen.
+    pub fn report(&self, flow: &FlowCase) -> String {
+        format!(
+            "{}\n    expected: {:?}\n    seen:     {}\n    differs:  {}",
+            self.label,
+            flow.expected,
+            summary(&self.seen),
+            self.mismatch.as_deref().unwrap_or("nothing")
+        )
+    }
+}
+
+/// Replays `flow` from its client in `node`, waiting `timeout` for each
+/// connection.
+pub fn replay(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Result<Replayed> {
+    let (ns, source) = node.client(flow.from)?;
+    let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
+    let seen = ns.run(move || {
+        let mut seen: Vec<Seen> = Vec::new();
+        while seen.len() < TRIES {
+            seen.push(attempt.run());
+            if seen.len() == GIVE_UP_AFTER && failed_alike(&seen) {
+                break;
+            }
+        }
+        seen
+    })?;
+    let mismatch = check(flow, flow.source(), &seen).err();
+    Ok(Replayed { label: flow.label(), seen, mismatch })
+}
+
+/// Replays every flow, `workers` at a time; the results in flow order.
+pub fn replay_all(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, workers: usize) -> Vec<Result<Replayed>> {
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<Replayed>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers.max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(flow) = flows.get(i) else { break };
+                        mine.push((i, replay(node, flow, timeout)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// No connection answered and all ended the same way.
+fn failed_alike(seen: &[Seen]) -> bool {
+    let first = &seen[0];
+    !matches!(first, Seen::Answered { .. }) && seen.iter().all(|s| s == first)
+}
