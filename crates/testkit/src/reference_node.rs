@@ -19,16 +19,22 @@
 //! ports it serves, so an answer says which endpoint:port a connection
 //! reached and which source it saw. The external namespace does not
 //! forward: what node-a routes to it unanswered is lost (a time-out).
+//! A witness table in node-a ([`ReferenceNode::watch`]) counts each
+//! flow's packets entering node-a and getting through it, so a DROP is
+//! known to happen in node-a, not somewhere beyond it.
 //! Every namespace is a [`Netns`]: unique, deleted on drop (also when a
 //! test panics), echo servers stopped first.
 
 mod pod;
+mod witness;
+
+pub use witness::{Passage, TABLE as WITNESS_TABLE};
 
 use crate::echo::EchoServer;
-use crate::flows::{CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, FlowSource, NODE_A_EXT0, NODE_A_IP};
+use crate::flows::{CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, FlowCase, FlowSource, NODE_A_EXT0, NODE_A_IP};
 use crate::netns::Netns;
 use anyhow::{Context, Result, bail};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// An endpoint address and the ports it answers on.
@@ -102,6 +108,18 @@ impl ReferenceNode {
     /// The namespace of the endpoint pod with address `ip`.
     pub fn endpoint(&self, ip: Ipv4Addr) -> Option<&Netns> {
         self.endpoints.iter().find(|e| e.ip == ip).map(|e| &e.ns)
+    }
+
+    /// Starts counting, in a table of the test's own in node-a, the
+    /// packets of each of `flows` entering node-a and getting through it
+    /// (see [`Passage`]).
+    pub fn watch(&self, flows: &[FlowCase]) -> Result<()> {
+        witness::install(&self.node, flows)
+    }
+
+    /// What [`ReferenceNode::watch`] counted so far, by flow id.
+    pub fn passages(&self) -> Result<BTreeMap<String, Passage>> {
+        witness::read(&self.node)
     }
 
     /// Where a flow from `from` is sent: the namespace, and the source

@@ -6,8 +6,9 @@
 
 use super::case::FlowCase;
 use super::probe::{Attempt, Seen};
-use super::verdict::{check, summary};
-use crate::reference_node::ReferenceNode;
+use super::expected::Expected;
+use super::verdict::{check, check_dropped_in_node, summary};
+use crate::reference_node::{Passage, ReferenceNode};
 use anyhow::Result;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -25,6 +26,9 @@ pub struct Replayed {
     pub label: String,
     /// How each connection ended.
     pub seen: Vec<Seen>,
+    /// The flow's packets entering and getting through node-a (see
+    /// [`ReferenceNode::watch`]); `None` when replayed alone.
+    pub passage: Option<Passage>,
     /// `None` if that is what upstream saw, else what differs.
     pub mismatch: Option<String>,
 }
@@ -33,10 +37,11 @@ impl Replayed {
     /// The failure message: flow, expected verdict, what was seen.
     pub fn report(&self, flow: &FlowCase) -> String {
         format!(
-            "{}\n    expected: {:?}\n    seen:     {}\n    differs:  {}",
+            "{}\n    expected: {:?}\n    seen:     {}{}\n    differs:  {}",
             self.label,
             flow.expected,
             summary(&self.seen),
+            self.passage.map(|p| format!(" [node-a: {} packet(s) entered, {} got through]", p.entered, p.through)).unwrap_or_default(),
             self.mismatch.as_deref().unwrap_or("nothing")
         )
     }
@@ -58,11 +63,29 @@ pub fn replay(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Resul
         seen
     })?;
     let mismatch = check(flow, flow.source(), &seen).err();
-    Ok(Replayed { label: flow.label(), seen, mismatch })
+    Ok(Replayed { label: flow.label(), seen, passage: None, mismatch })
 }
 
-/// Replays every flow, `workers` at a time; the results in flow order.
-pub fn replay_all(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, workers: usize) -> Vec<Result<Replayed>> {
+/// Replays every flow, `workers` at a time, with node-a's witness
+/// counting their packets: a flow upstream's rules dropped must also be
+/// dropped in node-a here ([`check_dropped_in_node`]). The results in flow
+/// order; errors only if the witness cannot be set up or read.
+pub fn replay_all(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, workers: usize) -> Result<Vec<Result<Replayed>>> {
+    node.watch(flows)?;
+    let mut replays = replay_each(node, flows, timeout, workers);
+    let passages = node.passages()?;
+    for (flow, replayed) in flows.iter().zip(replays.iter_mut()) {
+        let Ok(replayed) = replayed else { continue };
+        let passage = passages.get(&flow.id).copied().unwrap_or_default();
+        replayed.passage = Some(passage);
+        if replayed.mismatch.is_none() && flow.expected == Expected::Drop {
+            replayed.mismatch = check_dropped_in_node(passage).err();
+        }
+    }
+    Ok(replays)
+}
+
+fn replay_each(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, workers: usize) -> Vec<Result<Replayed>> {
     let next = AtomicUsize::new(0);
     let mut done: Vec<(usize, Result<Replayed>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers.max(1))

@@ -7,6 +7,7 @@ use super::case::FlowCase;
 use super::expected::{Expected, Masquerade};
 use super::probe::Seen;
 use super::topology::NODE_A_ADDRESSES;
+use crate::reference_node::Passage;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 
@@ -27,6 +28,22 @@ pub fn check(flow: &FlowCase, source: IpAddr, seen: &[Seen]) -> Result<(), Strin
         }),
         Expected::NoRule => Err("`no kube-proxy rule matched` flows are not replayed".to_string()),
     }
+}
+
+/// For a flow upstream's rules dropped: its packets entered node-a and
+/// none got through (left it or were delivered to it), so the silence is
+/// a drop in node-a, not a loss beyond it.
+pub fn check_dropped_in_node(passage: Passage) -> Result<(), String> {
+    if passage.entered == 0 {
+        return Err("silent, but the witness saw no packet of the flow enter node-a".to_string());
+    }
+    if passage.through > 0 {
+        return Err(format!(
+            "silent, but {} packet(s) got through node-a (left it or were delivered): lost beyond node-a, not dropped by its rules",
+            passage.through
+        ));
+    }
+    Ok(())
 }
 
 fn all(seen: &[Seen], what: &str, ok: impl Fn(&Seen) -> bool) -> Result<(), String> {
@@ -150,6 +167,13 @@ mod tests {
         assert!(check_dnat(&set, Masquerade::OnlyHairpin, false, me, &ok).is_ok());
         let unmasked = [answered("10.244.0.11:8080", "10.244.0.11"), answered("10.244.1.11:8080", "10.244.0.11")];
         assert!(check_dnat(&set, Masquerade::OnlyHairpin, false, me, &unmasked).is_err());
+    }
+
+    #[test]
+    fn a_drop_happens_in_node_a() {
+        assert!(check_dropped_in_node(Passage { entered: 3, through: 0 }).is_ok());
+        assert!(check_dropped_in_node(Passage { entered: 3, through: 3 }).is_err());
+        assert!(check_dropped_in_node(Passage { entered: 0, through: 0 }).is_err());
     }
 
     #[test]
