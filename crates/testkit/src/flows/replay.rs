@@ -7,7 +7,7 @@
 use super::case::FlowCase;
 use super::probe::{Attempt, Seen};
 use super::expected::Expected;
-use super::verdict::{check, check_dropped_in_node, summary};
+use super::verdict::{check, check_dropped_in_node, check_passed_through_node, summary};
 use crate::reference_node::{Passage, ReferenceNode};
 use anyhow::Result;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,7 +68,8 @@ pub fn replay(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Resul
 
 /// Replays every flow, `workers` at a time, with node-a's witness
 /// counting their packets: a flow upstream's rules dropped must also be
-/// dropped in node-a here ([`check_dropped_in_node`]). The results in flow
+/// dropped in node-a here ([`check_dropped_in_node`]), one no rule matched
+/// must leave node-a ([`check_passed_through_node`]). The results in flow
 /// order; errors only if the witness cannot be set up or read.
 pub fn replay_all(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, workers: usize) -> Result<Vec<Result<Replayed>>> {
     node.watch(flows)?;
@@ -78,9 +79,14 @@ pub fn replay_all(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, w
         let Ok(replayed) = replayed else { continue };
         let passage = passages.get(&flow.id).copied().unwrap_or_default();
         replayed.passage = Some(passage);
-        if replayed.mismatch.is_none() && flow.expected == Expected::Drop {
-            replayed.mismatch = check_dropped_in_node(passage).err();
+        if replayed.mismatch.is_some() {
+            continue;
         }
+        replayed.mismatch = match flow.expected {
+            Expected::Drop => check_dropped_in_node(passage).err(),
+            Expected::NoRule => check_passed_through_node(passage).err(),
+            _ => None,
+        };
     }
     Ok(replays)
 }
