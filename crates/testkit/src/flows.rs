@@ -19,18 +19,20 @@
 mod case;
 mod expected;
 mod load;
+mod paths;
 mod probe;
 mod reference;
 mod replay;
 mod topology;
 mod verdict;
 
-pub use case::{FlowCase, FlowSource, Observation, RuleHit};
+pub use case::{FlowCase, FlowSource, Observation, RuleHit, TracedPath};
 pub use expected::{Expected, Masquerade};
 pub use load::{iptables_flows, load_flows, nftables_flows};
 pub use reference::{REFERENCE_DIR_ENV, read_reference, reference_dir};
+pub use paths::check_paths;
 pub use probe::{Attempt, Icmp, Seen};
-pub use replay::{GIVE_UP_AFTER, Replayed, TRIES, replay, replay_all};
+pub use replay::{GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, replay, replay_all, trace_all};
 pub use topology::{
     CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, NODE_A_ADDRESSES, NODE_A_EXT0, NODE_A_IP, POD_CIDR, POD_GATEWAY, node_a,
 };

@@ -26,8 +26,10 @@
 //! test panics), echo servers stopped first.
 
 mod pod;
+mod trace;
 mod witness;
 
+pub use trace::{Paths, TABLE as TRACE_TABLE, Tracer};
 pub use witness::{Passage, TABLE as WITNESS_TABLE};
 
 use crate::echo::EchoServer;
@@ -120,6 +122,12 @@ impl ReferenceNode {
     /// What [`ReferenceNode::watch`] counted so far, by flow id.
     pub fn passages(&self) -> Result<BTreeMap<String, Passage>> {
         witness::read(&self.node)
+    }
+
+    /// Starts tracing `flows` through table `kube-proxy` in node-a, as
+    /// upstream's run did (see [`Tracer`]).
+    pub fn trace(&self, flows: &[FlowCase]) -> Result<Tracer> {
+        Tracer::start(&self.node, flows)
     }
 
     /// Where a flow from `from` is sent: the namespace, and the source

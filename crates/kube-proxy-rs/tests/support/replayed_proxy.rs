@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use testkit::flows::{Expected, FlowCase, Replayed, Seen, replay_all, summary};
+use testkit::flows::{Expected, FlowCase, Replayed, Seen, check_paths, replay_all, summary, trace_all};
 use testkit::netns::Netns;
 use testkit::reference_node::{ReferenceNode, Responder};
 
@@ -21,6 +21,9 @@ use testkit::reference_node::{ReferenceNode, Responder};
 /// DROP costs 3 of these; a connection through node-a takes milliseconds,
 /// so a loaded machine has ample margin before an answer counts as silence.
 const TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a connection of the traced pass waits: only the paths count
+/// there, an unanswered one is cut short.
+const TRACE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Flows replayed at once.
 const WORKERS: usize = 8;
 /// How long the proxy may take to start and sync.
@@ -74,7 +77,11 @@ pub fn reference_responders(flows: &[FlowCase]) -> Vec<Responder> {
     let parsed = source::manifests::load(reference_file("cluster.yaml")).expect("parse the reference cluster.yaml");
     let mut by_ip: BTreeMap<Ipv4Addr, Responder> = BTreeMap::new();
     let mut add = |ip: Ipv4Addr, protocol: &str, port: u16| {
-        let r = by_ip.entry(ip).or_insert_with(|| Responder { ip, tcp_ports: Default::default(), udp_ports: Default::default() });
+        let r = by_ip.entry(ip).or_insert_with(|| Responder {
+            ip,
+            tcp_ports: Default::default(),
+            udp_ports: Default::default(),
+        });
         match protocol {
             "TCP" => r.tcp_ports.insert(port),
             "UDP" => r.udp_ports.insert(port),
@@ -122,11 +129,29 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
             Err(e) => failures.push(format!("{}\n    could not be replayed: {e:#}", flow.label())),
         }
     }
+    if mode == ProxyMode::Nftables {
+        let (traced, complaints) = trace_all(&node, flows, TRACE_TIMEOUT).expect("trace the flows in node-a");
+        let before = failures.len();
+        for flow in flows {
+            let ours = traced.get(&flow.id).cloned().unwrap_or_default();
+            if let Err(e) = check_paths(flow, &ours) {
+                failures.push(format!(
+                    "{}\n    nft trace differs: {e}\n    (nft monitor said: {complaints:?})",
+                    flow.label()
+                ));
+            }
+        }
+        eprintln!(
+            "nft trace: {} of {} flows took only paths upstream's trace shows",
+            flows.len() - (failures.len() - before),
+            flows.len()
+        );
+    }
     if let Some(status) = proxy.exited() {
         failures.push(format!("kube-proxy-rs exited during the replay: {status}"));
     }
     eprintln!(
-        "{} {} flows replayed in {:?} (topology {built:?}, first sync at {synced:?}), {} differ from upstream",
+        "{} {} flows replayed in {:?} (topology {built:?}, first sync at {synced:?}), {} difference(s) from upstream",
         flows.len(),
         mode.dir(),
         started.elapsed(),
@@ -134,7 +159,7 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
     );
     assert!(
         failures.is_empty(),
-        "{} of {} {} flows differ from upstream v1.36:\n\n{}\n\n=== node-a rules ===\n{}\n=== kube-proxy-rs log (last {LOG_TAIL} lines) ===\n{}",
+        "{} difference(s) from upstream v1.36 in the {} {} flows:\n\n{}\n\n=== node-a rules ===\n{}\n=== kube-proxy-rs log (last {LOG_TAIL} lines) ===\n{}",
         failures.len(),
         flows.len(),
         mode.dir(),
@@ -165,7 +190,7 @@ impl RunningProxy {
     fn start(ns: &Netns, mode: ProxyMode) -> Self {
         let config = reference_file(&format!("{}/kube-proxy-config.yaml", mode.dir()));
         let manifests = reference_file("cluster.yaml");
-        check_paths(&[&config, &manifests]);
+        require_files(&[&config, &manifests]);
         let mut command = ns.command("setpriv");
         command
             .args(["--pdeathsig", "KILL", "--", env!("CARGO_BIN_EXE_kube-proxy-rs")])
@@ -222,7 +247,7 @@ impl Drop for RunningProxy {
     }
 }
 
-fn check_paths(paths: &[&Path]) {
+fn require_files(paths: &[&Path]) {
     for path in paths {
         assert!(path.exists(), "{} is missing", path.display());
     }

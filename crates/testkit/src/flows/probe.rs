@@ -138,7 +138,8 @@ impl Attempt {
             Protocol::Udp => Type::DGRAM,
             _ => Type::STREAM,
         };
-        let socket = Socket::new(Domain::for_address(self.destination), ty, None).map_err(|e| format!("socket: {e}"))?;
+        let socket =
+            Socket::new(Domain::for_address(self.destination), ty, None).map_err(|e| format!("socket: {e}"))?;
         let ip = self.source.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         for _ in 0..64 {
             let port = next_source_port();

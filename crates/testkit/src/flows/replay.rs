@@ -5,11 +5,12 @@
 //! against the flow's verdict.
 
 use super::case::FlowCase;
-use super::probe::{Attempt, Seen};
 use super::expected::Expected;
+use super::probe::{Attempt, Seen};
 use super::verdict::{check, check_dropped_in_node, check_passed_through_node, summary};
-use crate::reference_node::{Passage, ReferenceNode};
+use crate::reference_node::{Passage, Paths, ReferenceNode};
 use anyhow::Result;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -18,6 +19,9 @@ pub const TRIES: usize = 30;
 /// A flow whose first this-many connections failed the same way stops
 /// there, as in upstream's run.
 pub const GIVE_UP_AFTER: usize = 3;
+
+/// Connections per flow in the traced pass ([`trace_all`]).
+pub const TRACE_TRIES: usize = 3;
 
 /// One flow replayed.
 #[derive(Debug, Clone)]
@@ -41,7 +45,9 @@ impl Replayed {
             self.label,
             flow.expected,
             summary(&self.seen),
-            self.passage.map(|p| format!(" [node-a: {} packet(s) entered, {} got through]", p.entered, p.through)).unwrap_or_default(),
+            self.passage
+                .map(|p| format!(" [node-a: {} packet(s) entered, {} got through]", p.entered, p.through))
+                .unwrap_or_default(),
             self.mismatch.as_deref().unwrap_or("nothing")
         )
     }
@@ -71,7 +77,12 @@ pub fn replay(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Resul
 /// dropped in node-a here ([`check_dropped_in_node`]), one no rule matched
 /// must leave node-a ([`check_passed_through_node`]). The results in flow
 /// order; errors only if the witness cannot be set up or read.
-pub fn replay_all(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, workers: usize) -> Result<Vec<Result<Replayed>>> {
+pub fn replay_all(
+    node: &ReferenceNode,
+    flows: &[FlowCase],
+    timeout: Duration,
+    workers: usize,
+) -> Result<Vec<Result<Replayed>>> {
     node.watch(flows)?;
     let mut replays = replay_each(node, flows, timeout, workers);
     let passages = node.passages()?;
@@ -111,6 +122,31 @@ fn replay_each(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, work
     });
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Traces every flow through table `kube-proxy` in node-a, as upstream's
+/// run did: one flow after the other (a burst of trace events overflows
+/// the monitor's socket and loses some), up to [`TRACE_TRIES`] connections
+/// each, stopped at the first that is not answered. Returns each flow's
+/// paths and what the monitor said on stderr.
+pub fn trace_all(
+    node: &ReferenceNode,
+    flows: &[FlowCase],
+    timeout: Duration,
+) -> Result<(BTreeMap<String, Paths>, Vec<String>)> {
+    let tracer = node.trace(flows)?;
+    for flow in flows {
+        let (ns, source) = node.client(flow.from)?;
+        let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
+        ns.run(move || {
+            for _ in 0..TRACE_TRIES {
+                if !matches!(attempt.run(), Seen::Answered { .. }) {
+                    break;
+                }
+            }
+        })?;
+    }
+    Ok(tracer.finish())
 }
 
 /// No connection answered and all ended the same way.

@@ -20,13 +20,17 @@ pub fn check(flow: &FlowCase, source: IpAddr, seen: &[Seen]) -> Result<(), Strin
     match &flow.expected {
         Expected::Dnat { endpoints, masquerade, sticky } => check_dnat(endpoints, *masquerade, *sticky, source, seen),
         Expected::Drop => all(seen, "time out (DROP)", |s| matches!(s, Seen::TimedOut)),
-        Expected::Reject => all(seen, "be refused by ICMP port-unreachable (REJECT)", |s| {
-            matches!(s, Seen::Refused(Some(icmp)) if icmp.is_port_unreachable())
-        }),
-        Expected::DeliveredLocally => all(seen, "be refused by the node itself (TCP RST, no ICMP)", |s| {
-            matches!(s, Seen::Refused(None))
-        }),
-        Expected::NoRule => all(seen, "time out (no rule matched: left node-a unanswered)", |s| matches!(s, Seen::TimedOut)),
+        Expected::Reject => all(
+            seen,
+            "be refused by ICMP port-unreachable (REJECT)",
+            |s| matches!(s, Seen::Refused(Some(icmp)) if icmp.is_port_unreachable()),
+        ),
+        Expected::DeliveredLocally => {
+            all(seen, "be refused by the node itself (TCP RST, no ICMP)", |s| matches!(s, Seen::Refused(None)))
+        }
+        Expected::NoRule => {
+            all(seen, "time out (no rule matched: left node-a unanswered)", |s| matches!(s, Seen::TimedOut))
+        }
     }
 }
 

@@ -96,7 +96,8 @@ mod tests {
 
     #[test]
     fn reads_a_counter_line() {
-        let line = r#"ip saddr 10.244.0.200 ip daddr 10.96.10.111 tcp dport 80 counter packets 3 bytes 180 comment "F50""#;
+        let line =
+            r#"ip saddr 10.244.0.200 ip daddr 10.96.10.111 tcp dport 80 counter packets 3 bytes 180 comment "F50""#;
         assert_eq!(counted(line), Some((3, "F50".to_string())));
         assert_eq!(counted("type filter hook input priority 500; policy accept;"), None);
     }
