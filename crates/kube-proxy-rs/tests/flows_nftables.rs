@@ -10,8 +10,16 @@
 //! upstream's run did, and its verdict compared with upstream's: the DNAT
 //! set (a sticky service on one endpoint), masquerade or not (the peer the
 //! endpoint saw), REJECT (ICMP port-unreachable) vs DROP (silence) vs
-//! delivered to node-a itself (TCP RST). Every one of the 64 flows is
-//! replayed; a flow that differs fails the test naming it.
+//! delivered to node-a itself (TCP RST), a DROP shown to happen in node-a
+//! (a counting table of the test's own: the packets entered, none got
+//! through). Then every flow is traced as upstream's run traced it (a
+//! trace-only table sets `nftrace` on its new packets, `nft monitor
+//! trace` records their path through table `kube-proxy`), a few
+//! connections each, one flow after the other, and every path must be one
+//! of upstream's (`nft_trace` in `flows.json`), rule text and verdicts
+//! included, up to which endpoint a random choice picked. Every one of the
+//! 64 flows is replayed and traced; a flow that differs fails the test
+//! naming it.
 //! Needs root and `nft`; without them the test fails.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
