@@ -5,6 +5,12 @@
 //! every flow of `iptables/flows.json` sent for real and its verdict
 //! compared with upstream's, including the two flows no upstream rule
 //! matched (they must leave node-a unanswered, not be dropped in it).
+//! Then each flow again, one after the other, a few connections each, with
+//! `iptables-legacy-save -c` before and after: every rule of kube-proxy's
+//! chains whose counter moved must be one upstream's run saw move
+//! (`iptables_hits` in `flows.json`), and every nat rule upstream's
+//! connections all hit must move here, up to which endpoint a random
+//! choice picked.
 //! Needs root and iptables-legacy; without them the test fails.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

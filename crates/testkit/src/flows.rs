@@ -17,6 +17,7 @@
 //! [`TraceContext`]: crate::tracer::TraceContext
 
 mod case;
+mod counters;
 mod expected;
 mod load;
 mod paths;
@@ -27,12 +28,13 @@ mod topology;
 mod verdict;
 
 pub use case::{FlowCase, FlowSource, Observation, RuleHit, TracedPath};
+pub use counters::{RuleKey, check_hits, moved, rule_counters};
 pub use expected::{Expected, Masquerade};
 pub use load::{iptables_flows, load_flows, nftables_flows};
 pub use reference::{REFERENCE_DIR_ENV, read_reference, reference_dir};
 pub use paths::check_paths;
 pub use probe::{Attempt, Icmp, Seen};
-pub use replay::{GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, replay, replay_all, trace_all};
+pub use replay::{GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, count_all, replay, replay_all, trace_all};
 pub use topology::{
     CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, NODE_A_ADDRESSES, NODE_A_EXT0, NODE_A_IP, POD_CIDR, POD_GATEWAY, node_a,
 };

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use testkit::flows::{Expected, FlowCase, Replayed, Seen, check_paths, replay_all, summary, trace_all};
+use testkit::flows::{
+    Expected, FlowCase, Replayed, Seen, check_hits, check_paths, count_all, replay_all, summary, trace_all,
+};
 use testkit::netns::Netns;
 use testkit::reference_node::{ReferenceNode, Responder};
 
@@ -143,6 +145,21 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
         }
         eprintln!(
             "nft trace: {} of {} flows took only paths upstream's trace shows",
+            flows.len() - (failures.len() - before),
+            flows.len()
+        );
+    }
+    if mode == ProxyMode::Iptables {
+        let counted = count_all(&node, flows, TRACE_TIMEOUT).expect("count the flows' rule hits in node-a");
+        let before = failures.len();
+        for flow in flows {
+            let ours = counted.get(&flow.id).cloned().unwrap_or_default();
+            if let Err(e) = check_hits(flow, &ours) {
+                failures.push(format!("{}\n    iptables counters differ: {e}", flow.label()));
+            }
+        }
+        eprintln!(
+            "iptables counters: {} of {} flows hit only rules upstream's run hit",
             flows.len() - (failures.len() - before),
             flows.len()
         );

@@ -5,12 +5,13 @@
 //! against the flow's verdict.
 
 use super::case::FlowCase;
+use super::counters::{RuleKey, moved, rule_counters};
 use super::expected::Expected;
 use super::probe::{Attempt, Seen};
 use super::verdict::{check, check_dropped_in_node, check_passed_through_node, summary};
 use crate::reference_node::{Passage, Paths, ReferenceNode};
 use anyhow::Result;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -148,6 +149,39 @@ pub fn trace_all(
     }
     Ok(tracer.finish())
 }
+
+/// The iptables counterpart of [`trace_all`]: one flow after the other,
+/// up to [`TRACE_TRIES`] connections each, the rules whose packet counters
+/// the flow moved in node-a (`iptables-legacy-save -c` before and after,
+/// a moment after the last connection so its closing packets count for it).
+pub fn count_all(
+    node: &ReferenceNode,
+    flows: &[FlowCase],
+    timeout: Duration,
+) -> Result<BTreeMap<String, BTreeSet<RuleKey>>> {
+    let mut hits = BTreeMap::new();
+    let mut before = rule_counters(node.node())?;
+    for flow in flows {
+        let (ns, source) = node.client(flow.from)?;
+        let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
+        ns.run(move || {
+            for _ in 0..TRACE_TRIES {
+                if !matches!(attempt.run(), Seen::Answered { .. }) {
+                    break;
+                }
+            }
+        })?;
+        std::thread::sleep(SETTLE);
+        let after = rule_counters(node.node())?;
+        hits.insert(flow.id.clone(), moved(&before, &after));
+        before = after;
+    }
+    Ok(hits)
+}
+
+/// How long the last packets of a flow's connections get before its
+/// counters are read.
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// No connection answered and all ended the same way.
 fn failed_alike(seen: &[Seen]) -> bool {
