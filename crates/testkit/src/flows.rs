@@ -12,7 +12,10 @@
 //! The same flows can also be replayed for real ([`replay_all`]) in a
 //! [`crate::reference_node::ReferenceNode`]: real connections through a
 //! proxy running in node-a's namespace, checked against the same verdicts
-//! ([`check`]).
+//! ([`check`]), and traced ([`trace_all`], nftables: each path compared
+//! with upstream's nft trace by [`check_paths`]) or counted ([`count_all`],
+//! iptables: the moved rule counters compared with upstream's by
+//! [`check_hits`]).
 //!
 //! [`TraceContext`]: crate::tracer::TraceContext
 
@@ -38,4 +41,4 @@ pub use replay::{GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, count_all, replay,
 pub use topology::{
     CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, NODE_A_ADDRESSES, NODE_A_EXT0, NODE_A_IP, POD_CIDR, POD_GATEWAY, node_a,
 };
-pub use verdict::{check, summary};
+pub use verdict::{check, check_dropped_in_node, check_passed_through_node, summary};

@@ -1,8 +1,10 @@
-//! The harness of the flow replays (`flows_nftables.rs`): the reference
-//! node built in namespaces, kube-proxy-rs started in node-a with the
-//! reference's config and manifests, every flow replayed, and one failure
-//! listing every flow that differs from upstream, with node-a's ruleset
-//! and the proxy's log.
+//! The harness of the flow replays (`flows_nftables.rs`,
+//! `flows_iptables.rs`): the reference node built in namespaces,
+//! kube-proxy-rs started in node-a with the reference's config and
+//! manifests, every flow replayed (all at once, `WORKERS` at a time), then
+//! traced (nftables) or counted (iptables) one flow after the other, and
+//! one failure listing every flow that differs from upstream, with
+//! node-a's rules and the proxy's log.
 
 #![allow(dead_code)] // each test binary uses its own part
 
