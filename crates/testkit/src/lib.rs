@@ -7,5 +7,6 @@ pub mod cluster;
 pub mod echo;
 pub mod flows;
 pub mod netns;
+pub mod reference_node;
 pub mod reference_scenario;
 pub mod tracer;

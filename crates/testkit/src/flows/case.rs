@@ -49,6 +49,17 @@ pub struct Observation {
     pub failures: BTreeMap<String, usize>,
 }
 
+/// One path upstream's nft trace recorded for a flow: the packets in
+/// conntrack state new that took it, and its `<table> <chain> <rule or
+/// policy> (verdict)` lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracedPath {
+    /// Packets that took this path.
+    pub count: u64,
+    /// The steps, in order.
+    pub steps: Vec<String>,
+}
+
 /// One flow of the reference table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowCase {
@@ -72,6 +83,8 @@ pub struct FlowCase {
     pub observed: Observation,
     /// iptables counters that moved (empty for nftables flows).
     pub rule_hits: Vec<RuleHit>,
+    /// The nft trace paths (empty for iptables flows).
+    pub nft_trace: Vec<TracedPath>,
 }
 
 impl FlowSource {

@@ -1,7 +1,7 @@
 //! Reads a mode's `flows.json` and the summary table of its `flows.txt`
 //! into [`FlowCase`]s.
 
-use super::case::{FlowCase, FlowSource, Observation, RuleHit};
+use super::case::{FlowCase, FlowSource, Observation, RuleHit, TracedPath};
 use super::expected::Expected;
 use super::reference::read_reference;
 use crate::tracer::Protocol;
@@ -50,6 +50,14 @@ struct RawFlow {
     probe: RawProbe,
     #[serde(default)]
     iptables_hits: Vec<RawHit>,
+    #[serde(default)]
+    nft_trace: Vec<RawTrace>,
+}
+
+#[derive(Deserialize)]
+struct RawTrace {
+    count: u64,
+    steps: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -105,6 +113,7 @@ fn flow_case(flow: RawFlow, results: &BTreeMap<String, String>) -> Result<FlowCa
             .into_iter()
             .map(|h| RuleHit { table: h.table, chain: h.chain, rule: h.rule, packets: h.packets })
             .collect(),
+        nft_trace: flow.nft_trace.into_iter().map(|t| TracedPath { count: t.count, steps: t.steps }).collect(),
         id: flow.id,
         scenario: flow.scen,
         service: flow.svc,

@@ -1,0 +1,23 @@
+//! A pod behind node-a: one veth, the pod's address as /32 with a default
+//! route via the pod gateway, node-a holding the gateway as /32 on its side
+//! and a /32 route to the pod (a routed CNI, no bridge).
+
+use crate::flows::POD_GATEWAY;
+use crate::netns::Netns;
+use anyhow::Result;
+use std::net::Ipv4Addr;
+
+/// Plugs `pod` (address `ip`) into `node` with a veth called `veth` on the
+/// node's side and `eth0` in the pod.
+pub(super) fn attach(node: &Netns, pod: &Netns, ip: Ipv4Addr, veth: &str) -> Result<()> {
+    let gateway = POD_GATEWAY.to_string();
+    node.ip(&["link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pod.name()])?;
+    node.ip(&["addr", "add", &format!("{gateway}/32"), "dev", veth])?;
+    node.ip(&["link", "set", veth, "up"])?;
+    node.ip(&["route", "add", &format!("{ip}/32"), "dev", veth, "src", &gateway])?;
+    pod.ip(&["addr", "add", &format!("{ip}/32"), "dev", "eth0"])?;
+    pod.ip(&["link", "set", "eth0", "up"])?;
+    pod.ip(&["route", "add", &gateway, "dev", "eth0", "scope", "link"])?;
+    pod.ip(&["route", "add", "default", "via", &gateway, "dev", "eth0", "src", &ip.to_string()])?;
+    Ok(())
+}
