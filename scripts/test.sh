@@ -25,3 +25,11 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --no-fail-fast "$@"
 fi
+
+# The container image (scripts/image.sh builds it and checks its binary).
+if [ "$(id -u)" = 0 ]; then
+  bash scripts/image.sh
+else
+  echo "scripts/image.sh needs root: not run" >&2
+  exit 1
+fi
