@@ -10,6 +10,7 @@ mod mode;
 mod mode_options;
 mod nfacct_metrics;
 mod node_name;
+mod oom_score;
 mod serve;
 mod shutdown;
 mod sources;

@@ -199,3 +199,21 @@ fn conntrack_flags_set_the_namespaces_conntrack_sysctls() {
         assert!(stderr.contains("WARN") && stderr.contains("leaving it as it is"), "{stderr}");
     }
 }
+
+#[test]
+fn oom_score_adj_is_applied_to_the_process() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("oomscore").unwrap();
+    let oom_score_adj = |proxy: &Proxy| std::fs::read_to_string(format!("/proc/{}/oom_score_adj", proxy.pid())).unwrap().trim().to_string();
+    // Lowering the score needs CAP_SYS_RESOURCE, which a container may lack:
+    // then the proxy says so and goes on, as upstream.
+    let mut proxy = start(&ns, &args(&example()));
+    proxy.wait_for("synced iptables rules");
+    let refused = proxy.logged("cannot apply oomScoreAdj; going on value=-999");
+    assert!(oom_score_adj(&proxy) == "-999" || refused, "upstream's default -999 neither applied nor refused with a warning");
+    proxy.stop();
+    let mut proxy = start(&ns, &[args(&example()), vec!["--oom-score-adj=250".to_string()]].concat());
+    proxy.wait_for("synced iptables rules");
+    assert_eq!(oom_score_adj(&proxy), "250");
+    proxy.stop();
+}

@@ -28,6 +28,7 @@ struct SyncState {
 
 /// Runs the proxy until SIGTERM/SIGINT.
 pub async fn run(config: Config) -> anyhow::Result<()> {
+    super::oom_score::apply(config.oom_score_adj);
     let source = Source::open(&config).await?;
     let tracker = Arc::new(Mutex::new(Tracker::new(node_name::resolve(&config)?)));
 

@@ -22,6 +22,11 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// The process id (the binary's own: `ip netns exec` execs it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `command` (the binary, maybe behind `ip netns exec`) with
     /// info logs on a pipe.
     pub fn start(mut command: Command) -> Self {
@@ -36,6 +41,12 @@ impl Proxy {
             }
         });
         Self { child, lines, seen: Vec::new() }
+    }
+
+    /// Whether any line logged so far contains `needle`.
+    pub fn logged(&mut self, needle: &str) -> bool {
+        self.drain();
+        self.seen.iter().any(|l| l.contains(needle))
     }
 
     /// The lines that arrived since the last call.
