@@ -6,7 +6,7 @@
 //! none). Flows to anything else are not ours to judge.
 
 use crate::flow::{Flow, UdpFlow};
-use model::topology::categorize_endpoints;
+use model::topology::{NodeTopology, categorize_endpoints};
 use model::{Protocol, Snapshot};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
@@ -37,8 +37,13 @@ impl ServiceTargets {
         let mut targets = Self { node_ips: node_ips.iter().copied().collect(), ..Self::default() };
         for (name, svc) in snapshot.services.iter().filter(|(n, _)| n.protocol == Protocol::Udp) {
             let endpoints = snapshot.endpoints_of(name);
-            let serving: HashSet<IpAddr> =
-                categorize_endpoints(svc, endpoints).all_reachable.iter().map(|ep| ep.ip).collect();
+            // Without topology (as upstream: a change of hints does not
+            // cut existing flows; the endpoint still serves).
+            let serving: HashSet<IpAddr> = categorize_endpoints(svc, endpoints, NodeTopology::default())
+                .all_reachable
+                .iter()
+                .map(|ep| ep.ip)
+                .collect();
             let addresses = std::iter::once(&svc.cluster_ip).chain(&svc.external_ips).chain(&svc.load_balancer_ips);
             for ip in addresses {
                 targets.by_address.entry((*ip, svc.port)).or_default().extend(&serving);

@@ -356,3 +356,28 @@ fn large_clusters_drop_per_endpoint_comments() {
     assert!(svc[1..].iter().all(|r| !r.contains("--comment")));
     assert_consistent(&render(&build(1001), &opts()));
 }
+
+/// Endpoints hinted for `zones` on node `node` (this node when it is
+/// [`NODE_NAME`]).
+fn zoned_endpoint(n: u16, node: &str, zones: &[&str]) -> model::Endpoint {
+    endpoint(pod_ip(n), 80).on_node(node).build().with_hints(model::EndpointHints::new(zones.iter().copied(), Vec::<&str>::new()))
+}
+
+#[test]
+fn topology_hints_keep_cluster_traffic_in_the_nodes_zone() {
+    let port = tcp_port("ns11", "svc11", "p80", cluster_ip(51), 80).node_port(3011);
+    let eps = [
+        zoned_endpoint(1, NODE_NAME, &["zone-a"]),
+        zoned_endpoint(2, OTHER_NODE, &["zone-b"]),
+        zoned_endpoint(3, OTHER_NODE, &["zone-a"]),
+    ];
+    let mut snap = snapshot().service(port, eps).build();
+    snap.node.zone = Some("zone-a".into());
+    let text = golden(&snap, &opts());
+    assert!(!text.contains(&pod_ip(2).to_string()), "zone-b's endpoint has no rule:\n{text}");
+    assert!(text.contains(&pod_ip(3).to_string()));
+    insta::assert_snapshot!("topology_zone", text);
+    snap.node.zone = Some("zone-c".into());
+    let fallback = render(&snap, &opts()).ruleset.to_restore();
+    assert!(fallback.contains(&pod_ip(2).to_string()), "no endpoint for zone-c: every endpoint");
+}

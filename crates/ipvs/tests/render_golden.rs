@@ -309,3 +309,21 @@ fn endpoint_changes_change_only_real_servers() {
     assert!(after.ipsets.set_is_empty(KubeSet::LoopBack), "no local endpoint left");
     assert_eq!(before.ruleset.filter, after.ruleset.filter);
 }
+
+#[test]
+fn topology_hints_keep_cluster_traffic_in_the_nodes_zone() {
+    let zoned = |n: u16, node: &str, zone: &str| {
+        endpoint(pod_ip(n), 8080).on_node(node).build().with_hints(model::EndpointHints::new([zone], Vec::<&str>::new()))
+    };
+    let eps = [zoned(1, NODE_NAME, "zone-a"), zoned(2, OTHER_NODE, "zone-b"), zoned(3, OTHER_NODE, "zone-a")];
+    let mut snap = snapshot().service(tcp_port("ns1", "svc1", "p80", cluster_ip(41), 80).node_port(3001), eps).build();
+    snap.node.zone = Some("zone-a".into());
+    let opts = RenderOptions { local_addresses: vec![node_ip()], ..RenderOptions::default() };
+    let state = render(&snap, &opts);
+    let zone_a = ["10.180.0.1:8080", "10.180.0.3:8080"];
+    assert_eq!(real_servers(&state, ServiceKey::new(cluster_ip(41), IpProtocol::Tcp, 80)), zone_a);
+    assert_eq!(real_servers(&state, ServiceKey::new(node_ip(), IpProtocol::Tcp, 3001)), zone_a);
+    snap.node.zone = Some("zone-c".into());
+    let state = render(&snap, &opts);
+    assert_eq!(real_servers(&state, ServiceKey::new(cluster_ip(41), IpProtocol::Tcp, 80)).len(), 3, "no endpoint for zone-c: every endpoint");
+}

@@ -7,7 +7,8 @@
 //! `KPRS_E2E_BINARY=<path>` tests another build of the binary;
 //! `KPRS_E2E_MODE=ipvs` runs the suite in IPVS mode (needs a kernel with
 //! IPVS; `e2e_ipvs_vm.rs` runs it so inside a VM), `KPRS_E2E_MODE=nftables`
-//! in nftables mode (`e2e_nftables.rs` runs it so).
+//! in nftables mode (`e2e_nftables.rs` runs it so); `KPRS_E2E_CASES=a,b`
+//! runs only the cases named (every test binary of the suite).
 //!
 //! One cluster is built per run and shared by every case (they touch
 //! different services; the cases that change state run last); all
@@ -31,6 +32,9 @@
 //!  .0.11 .12 .13 .200         .1.11 .12 .200       via 10.244.N.1 (ca also has .201-.212)
 //! ```
 //!
+//! node-a is in zone `zone-a`, node-b in `zone-b` (their Nodes' label
+//! `topology.kubernetes.io/zone`), for the topology cases.
+//!
 //! Both proxies read the same manifests file (`tests/e2e/cluster.yaml`,
 //! plus the run-time services `dyn` and `hc-local`), with `--hostname-override node-a` /
 //! `node-b`, `--cluster-cidr 10.244.0.0/16`, 1 s sync period. Every pod runs
@@ -51,6 +55,9 @@
 //! | no-endpoints | a service without endpoints is refused at once (ICMP port-unreachable / RST within 0.5 s, not a timeout) on its ClusterIP from a pod and a node, and on its NodePort on both nodes from the client |
 //! | internal-local | internalTrafficPolicy Local: a pod reaches only its own node's endpoint (25 of 25 connections, from each node); with no endpoint on its node, dropped (IPVS, as upstream's IPVS mode: refused — a virtual server without real servers) |
 //! | udp-dns | DNS-like service 53/UDP and 53/TCP -> 5353: UDP from pods on both nodes and from a node, TCP from a pod, both endpoints reached |
+//! | topology-zone | EndpointSlice zone hints (nodes labelled `topology.kubernetes.io/zone` zone-a / zone-b; hints cross nodes: a1, b1 for zone-a, a2, b2 for zone-b): a pod on node-a reaches only a1 and b1, on node-b only a2 and b2, node-a itself only a1 and b1; internalTrafficPolicy Local with hints pointing away from each node's endpoint still reaches only the node's own endpoint (25 of 25) |
+//! | topology-node | PreferSameNode: node hints (a1 for node-a; b1, b2 for node-b; zone hints naming both zones): a pod on node-a reaches only a1 (25 of 25), on node-b only b1 and b2 (45 of 45) |
+//! | topology-fallback | no endpoint hinted for zone-a: a pod on node-a reaches all three endpoints while one on node-b stays on its zone's two (45 of 45); one ready endpoint without hints: both nodes reach all three endpoints (all or nothing) |
 //! | multi-port | one service with 80->8080 and 443->8443: each port reaches both endpoints on its own target port |
 //! | balance | 1000 connections to a 4-endpoint service: each endpoint's count within the exact Binomial(1000, 1/4) interval whose tails carry ≤ 1.25e-7 each (≈ [182, 323]); chance that a correct proxy fails < 1e-6 |
 //! | affinity | sessionAffinity ClientIP (timeout 3 s): 12 clients each stick to one endpoint over 6 connections; after 5 s idle at least one moves (false failure 4^-12); IPVS: stickiness and `persistent 3` (a persistence template outlives closed connections in TIME_WAIT, 2 min) |

@@ -1,8 +1,9 @@
 //! One backend address of a service port.
 
+use crate::{EndpointHints, NodeName};
 use std::fmt;
-use crate::NodeName;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 /// One endpoint of one service port, with its EndpointSlice conditions
 /// already resolved (`ready` unset means ready, `serving` unset means
@@ -23,6 +24,10 @@ pub struct Endpoint {
     pub serving: bool,
     /// Terminating condition.
     pub terminating: bool,
+    /// Topology hints (`hints.forZones` / `hints.forNodes`); `None` when
+    /// the slice gave none. Shared: every port of a slice's endpoint, and
+    /// every snapshot, holds the same hints.
+    pub hints: Option<Arc<EndpointHints>>,
 }
 
 impl Endpoint {
@@ -36,7 +41,13 @@ impl Endpoint {
             ready: true,
             serving: true,
             terminating: false,
+            hints: None,
         }
+    }
+
+    /// This endpoint with `hints` (none when `None`).
+    pub fn with_hints(self, hints: Option<EndpointHints>) -> Self {
+        Self { hints: hints.map(Arc::new), ..self }
     }
 
     /// `ip:port` (IPv6 in brackets), as upstream prints endpoints.

@@ -7,6 +7,7 @@
 
 mod endpoint;
 mod family;
+mod hints;
 mod name;
 mod node;
 mod node_name;
@@ -16,6 +17,7 @@ pub mod topology;
 
 pub use endpoint::Endpoint;
 pub use family::IpFamily;
+pub use hints::EndpointHints;
 pub use node::NodeInfo;
 pub use node_name::NodeName;
 pub use name::{ServiceName, ServiceNameParts, ServicePortName, ServicePortNameParts};

@@ -17,4 +17,8 @@ pub struct NodeInfo {
     /// The node is going away: `deletionTimestamp` is set, or it carries the
     /// `ToBeDeletedByClusterAutoscaler` taint. Node `/healthz` reports 503.
     pub deleting: bool,
+    /// The node's zone: its `topology.kubernetes.io/zone` label (`None`
+    /// when unset or empty). Cluster traffic follows endpoints' zone hints
+    /// for this zone.
+    pub zone: Option<String>,
 }

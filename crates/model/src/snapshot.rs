@@ -37,7 +37,7 @@ pub struct ChangeSet {
     /// ones that were deleted).
     pub services: BTreeSet<ServiceName>,
     /// The node object changed in a way that affects rules (addresses,
-    /// pod CIDRs): every service must be re-rendered.
+    /// pod CIDRs, zone): every service must be re-rendered.
     pub node_changed: bool,
     /// The service CIDRs changed: only rules built from them (nftables
     /// mode's drop of unallocated ClusterIPs) are affected.

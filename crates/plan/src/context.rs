@@ -5,6 +5,7 @@
 use crate::options::{LocalDetection, Options};
 use crate::{Mark, NodeFacts};
 use ipnet::IpNet;
+use model::topology::NodeTopology;
 use model::{IpFamily, Snapshot};
 use std::net::IpAddr;
 
@@ -45,6 +46,10 @@ pub struct SyncContext {
     pub node_ports: NodePorts,
     /// The node's local addresses of the family, sorted, once each.
     pub local_addresses: Vec<IpAddr>,
+    /// The node's name, for `forNodes` topology hints.
+    pub node_name: String,
+    /// The node's zone, for `forZones` topology hints.
+    pub zone: Option<String>,
 }
 
 impl SyncContext {
@@ -74,7 +79,14 @@ impl SyncContext {
             node_ip,
             node_ports,
             local_addresses,
+            node_name: snapshot.node.name.clone(),
+            zone: snapshot.node.zone.clone(),
         }
+    }
+
+    /// What topology-aware routing knows of the node.
+    pub fn topology(&self) -> NodeTopology<'_> {
+        NodeTopology { name: &self.node_name, zone: self.zone.as_deref() }
     }
 
     /// The addresses NodePorts answer on, listed (never loopback): for

@@ -4,7 +4,7 @@
 
 use crate::{NoLocalEndpoints, SyncContext};
 use ipnet::IpNet;
-use model::topology::categorize_endpoints;
+use model::topology::{TopologyMode, categorize_endpoints};
 use model::{Endpoint, IpFamily, ServicePort};
 use std::net::IpAddr;
 
@@ -23,8 +23,11 @@ pub enum Refusal {
 pub struct PortPlan<'a> {
     /// The service port.
     pub svc: &'a ServicePort,
-    /// Endpoints for cluster-wide traffic, in the order given.
+    /// Endpoints for cluster-wide traffic, in the order given (only those
+    /// the topology hints pick for this node, see `topology`).
     pub cluster: Vec<&'a Endpoint>,
+    /// How topology hints narrowed `cluster`.
+    pub topology: TopologyMode,
     /// Endpoints on this node for traffic-policy-Local traffic.
     pub local: Vec<&'a Endpoint>,
     /// Every endpoint some traffic can reach.
@@ -67,7 +70,7 @@ impl<'a> PortPlan<'a> {
     /// Plans `svc` with `endpoints` (already of the family and in the order
     /// the mode wants, see [`crate::upstream_order`]).
     pub fn new(ctx: &SyncContext, svc: &'a ServicePort, endpoints: &'a [Endpoint]) -> Self {
-        let eps = categorize_endpoints(svc, endpoints);
+        let eps = categorize_endpoints(svc, endpoints, ctx.topology());
         let external_local = svc.external_policy_local && svc.externally_accessible();
         let has_internal = eps.has_any && (!svc.internal_policy_local || !eps.local.is_empty());
         let has_external = eps.has_any && (!external_local || !eps.local.is_empty());
@@ -85,6 +88,7 @@ impl<'a> PortPlan<'a> {
             external_ips: of_family(&svc.external_ips, ctx.family),
             affinity_seconds: svc.session_affinity_seconds,
             has_endpoints: eps.has_any,
+            topology: eps.topology,
             cluster: eps.cluster,
             local: eps.local,
             reachable: eps.all_reachable,

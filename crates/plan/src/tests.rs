@@ -4,6 +4,7 @@
 
 mod context;
 mod port;
+mod topology;
 
 use model::{Endpoint, NodeInfo, Protocol, ServicePort, ServicePortName, Snapshot};
 use std::net::IpAddr;
@@ -34,6 +35,7 @@ pub(crate) fn snapshot(services: Vec<(ServicePort, Vec<Endpoint>)>) -> Snapshot 
             addresses: vec![ip("192.168.0.2")],
             pod_cidrs: vec![net("10.180.0.0/24"), net("fd00:180::/64")],
             deleting: false,
+            zone: None,
         },
         ..Snapshot::default()
     };

@@ -444,3 +444,54 @@ fn a_document_that_does_not_decode_removes_what_it_held() {
     assert_eq!((replaced.skipped, replaced.deleted), (1, 1));
     assert!(tracker.lock().unwrap().snapshot().0.services.is_empty());
 }
+
+/// Topology: the node's zone label, endpoints' zone and node hints and the
+/// Service's trafficDistribution come through the manifests as written.
+#[test]
+fn zone_label_and_hints_reach_the_snapshot() {
+    let text = "
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+  labels: {topology.kubernetes.io/zone: zone-a}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  clusterIP: 10.96.0.10
+  trafficDistribution: PreferSameNode
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-1
+  namespace: shop
+  labels: {kubernetes.io/service-name: web}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- addresses: [10.244.0.5]
+  nodeName: node-a
+  hints:
+    forZones: [{name: zone-a}]
+    forNodes: [{name: node-a}]
+- addresses: [10.244.1.5]
+  nodeName: node-b
+  hints:
+    forZones: [{name: zone-b}]
+";
+    let parsed = parse(text).unwrap();
+    assert!(parsed.warnings.is_empty());
+    let mut t = Tracker::new("node-a");
+    assert!(t.replace_all(&parsed.objects).is_empty());
+    let snap = t.snapshot().0;
+    assert_eq!(snap.node.zone.as_deref(), Some("zone-a"));
+    let eps = snap.endpoints.values().next().unwrap();
+    let hints = eps[0].hints.as_deref().expect("hints of 10.244.0.5");
+    assert_eq!((hints.zones().collect::<Vec<_>>(), hints.nodes().collect::<Vec<_>>()), (vec!["zone-a"], vec!["node-a"]));
+    let hints = eps[1].hints.as_deref().expect("hints of 10.244.1.5");
+    assert!(hints.for_zone("zone-b") && !hints.has_node_hints());
+}

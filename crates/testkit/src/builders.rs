@@ -65,6 +65,7 @@ pub fn node_info() -> NodeInfo {
         addresses: vec![node_ip()],
         pod_cidrs: vec![IpNet::new(pod_ip(0), 24).unwrap_or_default()],
         deleting: false,
+        zone: None,
     }
 }
 

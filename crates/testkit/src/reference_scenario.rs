@@ -27,6 +27,7 @@ pub fn snapshot() -> Snapshot {
             addresses: vec![ip("192.168.86.2")],
             pod_cidrs: vec![net("10.244.0.0/24")],
             deleting: false,
+            zone: None,
         },
         ..Snapshot::default()
     };

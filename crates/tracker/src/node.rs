@@ -7,12 +7,15 @@ use k8s_openapi::api::core::v1::Node;
 use model::NodeInfo;
 use std::net::IpAddr;
 
+/// The label naming the node's zone (`v1.LabelTopologyZone`).
+pub const LABEL_TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
+
 /// Taint the cluster autoscaler puts on nodes it is about to remove.
 pub const TAINT_TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
 
 /// What the proxy needs of its Node: InternalIP then ExternalIP addresses
 /// and podCIDRs of `family` (bad ones dropped with a warning, other-family
-/// ones silently), and whether the node is going away.
+/// ones silently), whether the node is going away, and its zone.
 pub(crate) fn node_info(node: &Node, name: &str, family: IpFamily) -> (NodeInfo, Vec<Warning>) {
     let mut warnings = Warnings::new(ObjectKind::Node, "", name);
     let info = NodeInfo {
@@ -20,6 +23,7 @@ pub(crate) fn node_info(node: &Node, name: &str, family: IpFamily) -> (NodeInfo,
         addresses: addresses(node, family, &mut warnings),
         pod_cidrs: pod_cidrs(node, family, &mut warnings),
         deleting: deleting(node),
+        zone: zone(node),
     };
     (info, warnings.into_vec())
 }
@@ -71,4 +75,10 @@ fn deleting(node: &Node) -> bool {
         .and_then(|s| s.taints.as_ref())
         .is_some_and(|taints| taints.iter().any(|t| t.key == TAINT_TO_BE_DELETED));
     node.metadata.deletion_timestamp.is_some() || tainted
+}
+
+/// The `topology.kubernetes.io/zone` label; an empty value is no zone.
+fn zone(node: &Node) -> Option<String> {
+    let labels = node.metadata.labels.as_ref()?;
+    labels.get(LABEL_TOPOLOGY_ZONE).filter(|z| !z.is_empty()).cloned()
 }

@@ -15,14 +15,16 @@
 //!
 //! Conditions are resolved as upstream's proxy does: `ready` unset means
 //! true, `serving` unset means true, `terminating` unset means false. Only
-//! the first address of an endpoint is used.
+//! the first address of an endpoint is used. Topology hints
+//! (`hints.forZones[].name`, `hints.forNodes[].name`) are kept as given;
+//! empty hints are no hints.
 
 use crate::IpFamily;
 use crate::merge::canonical;
 use crate::meta::{label, name_of, namespace_of, protocol_of};
 use crate::warning::{ObjectKind, Problem, Warning, Warnings};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
-use model::{Protocol, ServiceName};
+use model::{EndpointHints, Protocol, ServiceName};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -64,6 +66,7 @@ struct SliceEndpoint {
     ready: bool,
     serving: bool,
     terminating: bool,
+    hints: Option<Arc<EndpointHints>>,
 }
 
 impl SliceEndpoint {
@@ -78,6 +81,7 @@ impl SliceEndpoint {
             ready: self.ready,
             serving: self.serving,
             terminating: self.terminating,
+            hints: self.hints.clone(),
         }
     }
 }
@@ -205,9 +209,18 @@ fn slice_endpoint(
     let ready = conditions.and_then(|c| c.ready).unwrap_or(true);
     Some(SliceEndpoint {
         ip,
-        node_name: ep.node_name.as_deref().map(intern),
+        node_name: ep.node_name.as_deref().map(&mut *intern),
         ready,
         serving: conditions.and_then(|c| c.serving).unwrap_or(true),
         terminating: conditions.and_then(|c| c.terminating).unwrap_or(false),
+        hints: hints_of(ep, intern).map(Arc::new),
     })
+}
+
+/// The endpoint's zone and node hints; `None` without any.
+fn hints_of(ep: &Endpoint, intern: &mut impl FnMut(&str) -> model::NodeName) -> Option<EndpointHints> {
+    let hints = ep.hints.as_ref()?;
+    let zones = hints.for_zones.iter().flatten().map(|z| z.name.as_str());
+    let nodes = hints.for_nodes.iter().flatten().map(|n| intern(&n.name));
+    EndpointHints::new(zones, nodes)
 }

@@ -9,3 +9,4 @@ mod node_rules;
 mod service_cidr_rules;
 mod service_rules;
 mod support;
+mod topology_rules;

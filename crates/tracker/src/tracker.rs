@@ -267,10 +267,11 @@ impl Tracker {
         }
     }
 
-    /// Stores this node's info; addresses or pod CIDRs that differ mark
-    /// the node changed.
+    /// Stores this node's info; addresses, pod CIDRs or a zone that differ
+    /// mark the node changed (the zone picks topology-hinted endpoints of
+    /// every service).
     fn set_node(&mut self, info: NodeInfo) {
-        if info.addresses != self.node.addresses || info.pod_cidrs != self.node.pod_cidrs {
+        if info.addresses != self.node.addresses || info.pod_cidrs != self.node.pod_cidrs || info.zone != self.node.zone {
             self.changes.node_changed = true;
         }
         self.node = info;

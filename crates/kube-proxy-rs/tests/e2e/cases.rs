@@ -49,6 +49,9 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
     // the policy ignored (2 endpoints), all 25 on the local one has chance
     // 2^-25 = 3e-8.
     const ONLY_LOCAL: usize = 25;
+    // Two endpoints out of three: with the hints ignored, all 45 on those
+    // two has chance (2/3)^45 = 1.2e-8; missing one of them, 2^-44.
+    const TWO_OF_THREE: usize = 45;
     // internalTrafficPolicy Local without a local endpoint: iptables and
     // nftables mode DROP; upstream's IPVS mode keeps the virtual server with no real
     // server, and the kernel's IPVS answers ICMP port-unreachable.
@@ -147,6 +150,35 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
                 udp(Pod("cb"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
                 tcp(Pod("ca"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
                 udp(Node("node-a"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, MasqBy("node-a"))),
+            ],
+        ),
+        case(
+            "topology-zone",
+            "zone hints: a pod (and a node) reaches only the endpoints hinted for its node's zone, on either node; internalTrafficPolicy Local wins over hints",
+            vec![
+                tcp(Pod("ca"), at([10, 96, 10, 130], 80), reach(&["a1", "b1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 130], 80), reach(&["a2", "b2"], 8080, Kept)),
+                tcp(Node("node-a"), at([10, 96, 10, 130], 80), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Pod("ca"), at([10, 96, 10, 134], 80), reach(&["a1"], 8080, Kept)).times(ONLY_LOCAL),
+                tcp(Pod("cb"), at([10, 96, 10, 134], 80), reach(&["b1"], 8080, Kept)).times(ONLY_LOCAL),
+            ],
+        ),
+        case(
+            "topology-node",
+            "PreferSameNode (node hints): a pod reaches only the endpoints hinted for its own node",
+            vec![
+                tcp(Pod("ca"), at([10, 96, 10, 131], 80), reach(&["a1"], 8080, Kept)).times(ONLY_LOCAL),
+                tcp(Pod("cb"), at([10, 96, 10, 131], 80), reach(&["b1", "b2"], 8080, Kept)).times(TWO_OF_THREE),
+            ],
+        ),
+        case(
+            "topology-fallback",
+            "no endpoint hinted for the node's zone, or one ready endpoint without hints: every endpoint is used",
+            vec![
+                tcp(Pod("ca"), at([10, 96, 10, 132], 80), reach(&["a1", "a2", "b1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 132], 80), reach(&["a1", "b1"], 8080, Kept)).times(TWO_OF_THREE),
+                tcp(Pod("ca"), at([10, 96, 10, 133], 80), reach(&["a1", "b1", "b2"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 133], 80), reach(&["a1", "b1", "b2"], 8080, Kept)),
             ],
         ),
         case(

@@ -80,11 +80,30 @@ const STATEFUL_CASES: [StatefulCase; 6] = [
     ("cleanup", cleanup::run),
 ];
 
+/// Environment variable picking the cases to run (comma-separated names;
+/// unset or `all`: every case) when the caller names none.
+const CASES_VAR: &str = "KPRS_E2E_CASES";
+
+/// The cases [`CASES_VAR`] names, if it names some.
+fn cases_from_env() -> Option<Vec<String>> {
+    let value = std::env::var(CASES_VAR).ok().filter(|v| v.trim() != "all")?;
+    Some(value.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect())
+}
+
 /// Builds the cluster, runs `binary` in `mode` on both nodes, runs every
-/// case (or only those named in `only`, if given) with run-time deadlines
-/// stretched by `slowdown`, and panics with every failure (expected vs
-/// seen) and the cluster's state at the first one and at the end.
+/// case (or only those named in `only`, if given, else in
+/// `KPRS_E2E_CASES`) with run-time deadlines stretched by `slowdown`, and
+/// panics with every failure (expected vs seen) and the cluster's state at
+/// the first one and at the end.
 pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
+    let from_env = cases_from_env();
+    let from_env: Option<Vec<&str>> = from_env.as_ref().map(|names| names.iter().map(String::as_str).collect());
+    let only = only.or(from_env.as_deref());
+    if let Some(names) = only {
+        let unknown: Vec<&&str> = names.iter().filter(|n| !case_names().contains(n)).collect();
+        assert!(unknown.is_empty(), "{CASES_VAR}: unknown cases {unknown:?}; known: {}", case_names().join(", "));
+        println!("cases: {}", names.join(", "));
+    }
     let started = Instant::now();
     flow::set_slowdown(slowdown);
     println!("proxy under test: {} (mode {})", binary.display(), mode.name());

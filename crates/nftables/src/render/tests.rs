@@ -423,3 +423,26 @@ fn a_destination_two_services_name_is_dispatched_once() {
     assert_eq!(eip.len(), 1, "{eip:?}");
     assert_eq!(elements(&r, names::HAIRPIN_CONNECTIONS).len(), 1);
 }
+
+#[test]
+fn topology_hints_keep_cluster_traffic_in_the_nodes_zone() {
+    let zoned = |addr: &str, node: &str, zone: &str| {
+        Endpoint::ready(ip(addr), 8080, Some(node), node == "node-a")
+            .with_hints(model::EndpointHints::new([zone], Vec::<&str>::new()))
+    };
+    let endpoints = vec![
+        zoned("10.244.0.5", "node-a", "zone-a"),
+        zoned("10.244.1.5", "node-b", "zone-b"),
+        zoned("10.244.2.5", "node-c", "zone-a"),
+    ];
+    let mut snap = snapshot(vec![(port("web", "10.96.0.10"), endpoints)]);
+    snap.node.zone = Some("zone-a".into());
+    let r = render(&snap, &options(), &facts()).ruleset;
+    assert_eq!(
+        rules(&r, SVC),
+        ["meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.5 . 8080, 1 : 10.244.2.5 . 8080 }"]
+    );
+    snap.node.zone = Some("zone-c".into());
+    let r = render(&snap, &options(), &facts()).ruleset;
+    assert!(rules(&r, SVC)[0].contains("numgen random mod 3"), "no endpoint for zone-c: every endpoint");
+}
