@@ -10,7 +10,7 @@
 //!
 //! Every case runs by default; `KPRS_E2E_CASES` (a comma-separated list)
 //! picks some. Waits are stretched by [`VM_SLOWDOWN`], and the proxies'
-//! full resync there is 10 s (see `scenario::proxy_args`).
+//! full resync there is 30 s (see `scenario::proxy_args`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
