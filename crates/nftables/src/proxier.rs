@@ -157,9 +157,8 @@ impl NftablesProxier {
         self.applied = None;
         let selected = render::render_services(snapshot, &ctx, Services::All);
         let no_local = selected.rendered.no_local_endpoints;
-        let contents = selected.rendered.ruleset.contents();
         let owners = Owners::of(&selected.shared_keys);
-        drop(selected);
+        let contents = selected.rendered.ruleset.into_contents();
         let render = started.elapsed();
         let counts = Counts::of(&contents);
         let applied = self.syncer.sync_full(&mut self.socket, contents)?;
@@ -210,8 +209,7 @@ impl NftablesProxier {
         {
             return Ok(None);
         }
-        let (old_contents, new_contents) = (old_table.contents(), new_table.contents());
-        drop((old_table, new_table));
+        let (old_contents, new_contents) = (old_table.into_contents(), new_table.into_contents());
         let render = started.elapsed();
         let counts = last
             .counts

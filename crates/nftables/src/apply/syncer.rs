@@ -10,7 +10,7 @@
 //! next sync full. Changes that leave those unchanged (a rule deleted by
 //! hand) are repaired by the next full sync, which the caller schedules.
 
-use super::diff::diff_states;
+use super::diff::{create_all, diff_states};
 use super::fingerprint::is_fingerprint;
 use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
@@ -232,17 +232,45 @@ impl Syncer {
             self.names.seed(current);
         }
         let mut current = current.map(TableState::new);
+        if self.lean {
+            return self.full_lean(socket, desired, current, generation, start, read_back);
+        }
         let (mut tx, assigned) = diff_states(&desired, current.as_ref(), &mut self.names);
         tx.generation = Some(generation);
         let mut report = self.send(socket, &tx, start, true)?;
         report.full = true;
         report.read_back = read_back;
-        if self.lean {
-            drop_later((desired, current));
-        } else {
-            carry_names(&mut desired, current.as_mut(), assigned);
-            drop_later((self.last.replace(desired), current));
-        }
+        carry_names(&mut desired, current.as_mut(), assigned);
+        drop_later((self.last.replace(desired), current));
+        Ok(report)
+    }
+
+    /// The end of a full sync that keeps nothing: neither table is held
+    /// while the transaction is encoded and sent, and a new table's
+    /// objects are moved into the transaction, not copied.
+    fn full_lean(
+        &mut self,
+        socket: &mut NftSocket,
+        desired: TableState,
+        current: Option<TableState>,
+        generation: u32,
+        start: Instant,
+        read_back: std::time::Duration,
+    ) -> Result<SyncReport, Error> {
+        let mut tx = match current {
+            None => create_all(desired, &mut self.names),
+            Some(current) => {
+                let (tx, _) = diff_states(&desired, Some(&current), &mut self.names);
+                drop((desired, current));
+                tx
+            }
+        };
+        tx.generation = Some(generation);
+        let sent = self.send(socket, &tx, start, true);
+        drop_later(tx);
+        let mut report = sent?;
+        report.full = true;
+        report.read_back = read_back;
         Ok(report)
     }
 
