@@ -224,7 +224,10 @@ impl NftablesProxier {
             .sync_difference(&mut self.socket, new_contents, old_contents)?;
         last.owners.remove(&old.shared_keys);
         last.owners.add(&new.shared_keys);
-        last.snapshot = snapshot.clone();
+        match services {
+            Services::All => last.snapshot = snapshot.clone(),
+            Services::Only(names) => last.follow(snapshot, names),
+        }
         last.ctx = ctx.clone();
         last.counts = counts;
         last.no_local = no_local;

@@ -7,9 +7,9 @@
 
 use crate::TableContents;
 use crate::render::{RenderContext, Ruleset, SHARED_SETS, is_interchangeable, shared_key};
-use model::Snapshot;
+use model::{Protocol, ServiceName, ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The last successful sync.
 #[derive(Debug)]
@@ -24,6 +24,42 @@ pub(crate) struct Applied {
     pub(crate) counts: Counts,
     /// The no-local-endpoints counts of every service.
     pub(crate) no_local: NoLocalEndpoints,
+}
+
+impl Applied {
+    /// Makes the kept snapshot `now`'s for `services` (the rest is
+    /// already the same): their ports and endpoints replaced, the node and
+    /// service CIDRs copied. Costs what changed, where cloning `now`
+    /// would cost every service.
+    pub(crate) fn follow(&mut self, now: &Snapshot, services: &BTreeSet<ServiceName>) {
+        for service in services {
+            replace_service(&mut self.snapshot.services, &now.services, service);
+            replace_service(&mut self.snapshot.endpoints, &now.endpoints, service);
+        }
+        self.snapshot.node.clone_from(&now.node);
+        self.snapshot.service_cidrs.clone_from(&now.service_cidrs);
+    }
+}
+
+/// The entries of `service`'s ports in `kept` replaced by those in `now`.
+fn replace_service<V: Clone>(
+    kept: &mut BTreeMap<ServicePortName, V>,
+    now: &BTreeMap<ServicePortName, V>,
+    service: &ServiceName,
+) {
+    let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
+    let of_service = |(n, _): &(&ServicePortName, &V)| n.service == *service;
+    let gone: Vec<ServicePortName> = kept
+        .range(&first..)
+        .take_while(of_service)
+        .map(|(n, _)| n.clone())
+        .collect();
+    for name in gone {
+        kept.remove(&name);
+    }
+    for (name, value) in now.range(&first..).take_while(of_service) {
+        kept.insert(name.clone(), value.clone());
+    }
 }
 
 /// How many services put each shared-set key ([`shared_key`]) in.
