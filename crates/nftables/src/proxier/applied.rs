@@ -193,3 +193,83 @@ pub(crate) fn replaced_no_local(
         external: (all.external + new.external).saturating_sub(old.external),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::render::NamedSet;
+    use crate::{DataType, Element, Family, Set, Table, Value, Verdict};
+    use std::net::Ipv4Addr;
+
+    fn ip(last: u8) -> Value {
+        Value::Ipv4(Ipv4Addr::new(10, 0, 0, last))
+    }
+
+    /// A ruleset whose `set` holds one element per `ips` (a verdict-map
+    /// element with a comment when `commented`).
+    fn with(set: &str, ips: &[u8], commented: bool) -> Ruleset {
+        let elements = ips
+            .iter()
+            .map(|n| match commented {
+                true => Element::verdict(vec![ip(*n)], Verdict::Drop).with_comment("ns/a"),
+                false => Element::new(vec![ip(*n)]),
+            })
+            .collect();
+        Ruleset {
+            table: Table::new(Family::Ip, "kube-proxy"),
+            sets: vec![NamedSet {
+                set: Set::new(set, vec![DataType::Ipv4Addr]),
+                elements,
+            }],
+            chains: Vec::new(),
+        }
+    }
+
+    fn keys(set: &str, ips: &[u8]) -> Vec<u64> {
+        ips.iter().map(|n| shared_key(set, &[ip(*n)])).collect()
+    }
+
+    #[test]
+    fn a_key_an_unchanged_service_also_holds_stays_untouched() {
+        // A (changed: held 1 and 2, now 2 and 3) and B (unchanged: holds 2)
+        let held = [keys("cluster-ips", &[1, 2]), keys("cluster-ips", &[2])].concat();
+        let owners = Owners::of(&held);
+        let mut old = with("cluster-ips", &[1, 2], false);
+        let mut new = with("cluster-ips", &[2, 3], false);
+        let a = keys("cluster-ips", &[1, 2]);
+        drop_held_elsewhere(&mut old, &mut new, &owners, &a).unwrap();
+        assert_eq!(
+            old.sets[0].elements,
+            with("cluster-ips", &[1], false).sets[0].elements
+        );
+        assert_eq!(
+            new.sets[0].elements,
+            with("cluster-ips", &[3], false).sets[0].elements
+        );
+    }
+
+    #[test]
+    fn a_map_element_an_unchanged_service_also_gives_asks_for_a_full_sync() {
+        let held = [keys("service-ips", &[1]), keys("service-ips", &[1])].concat();
+        let (mut old, mut new) = (
+            with("service-ips", &[1], true),
+            with("service-ips", &[], true),
+        );
+        let a = keys("service-ips", &[1]);
+        let result = drop_held_elsewhere(&mut old, &mut new, &Owners::of(&held), &a);
+        assert_eq!(result, Err(HeldElsewhere));
+        // held by the changed service only: no conflict, nothing dropped
+        let mut old = with("service-ips", &[1], true);
+        drop_held_elsewhere(&mut old, &mut new, &Owners::of(&a), &a).unwrap();
+        assert_eq!(old.sets[0].elements.len(), 1);
+    }
+
+    #[test]
+    fn owners_forget_keys_no_service_holds() {
+        let mut owners = Owners::of(&keys("cluster-ips", &[1, 1, 2]));
+        owners.remove(&keys("cluster-ips", &[1, 2]));
+        assert_eq!(owners.count(shared_key("cluster-ips", &[ip(1)])), 1);
+        assert!(!owners.0.contains_key(&shared_key("cluster-ips", &[ip(2)])));
+    }
+}
