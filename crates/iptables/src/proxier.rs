@@ -7,7 +7,7 @@
 use xtables::apply::{BackendChoice, Iptables, KernelFacts, Synced, Syncer, apply_cleanup_all, apply_kernel_setup, detect_backend};
 use crate::render::RenderOptions;
 use xtables::{Error, Table};
-use model::Snapshot;
+use model::{ChangeSet, Snapshot};
 use proxier::{Cleaned, Cleanup, Failure, LocalFuture, Mode, SyncError, SyncReport, TableRules};
 use std::time::Instant;
 
@@ -84,7 +84,12 @@ impl proxier::Proxier for IptablesProxier {
         })
     }
 
-    fn sync<'a>(&'a mut self, snapshot: &'a Snapshot, full: bool) -> LocalFuture<'a, Result<SyncReport, SyncError>> {
+    fn sync<'a>(
+        &'a mut self,
+        snapshot: &'a Snapshot,
+        _changes: &'a ChangeSet,
+        full: bool,
+    ) -> LocalFuture<'a, Result<SyncReport, SyncError>> {
         Box::pin(self.sync_snapshot(snapshot, full))
     }
 }

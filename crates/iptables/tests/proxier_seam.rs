@@ -44,7 +44,7 @@ async fn sync(
 ) -> (SyncScope, SyncReport) {
     let now = tokio::time::Instant::now();
     let scope = policy.decide(trigger, now, || proxier.state_unknown()).await.unwrap();
-    let report = proxier.sync(snapshot, scope.is_full()).await.unwrap();
+    let report = proxier.sync(snapshot, &model::ChangeSet::default(), scope.is_full()).await.unwrap();
     policy.record(true, !report.partial, tokio::time::Instant::now());
     (scope, report)
 }

@@ -10,7 +10,7 @@ use crate::cleanup::{apply_cleanup, leftovers_present};
 use crate::render::RenderOptions;
 use crate::Error;
 use xtables::apply::{BackendChoice, detect_backend};
-use model::Snapshot;
+use model::{ChangeSet, Snapshot};
 use proxier::{Cleaned, Cleanup, Failure, LocalFuture, Mode, SyncError, SyncReport, TableRules};
 use std::time::Instant;
 
@@ -88,7 +88,12 @@ impl proxier::Proxier for IpvsProxier {
         Box::pin(async { Ok(false) })
     }
 
-    fn sync<'a>(&'a mut self, snapshot: &'a Snapshot, _full: bool) -> LocalFuture<'a, Result<SyncReport, SyncError>> {
+    fn sync<'a>(
+        &'a mut self,
+        snapshot: &'a Snapshot,
+        _changes: &'a ChangeSet,
+        _full: bool,
+    ) -> LocalFuture<'a, Result<SyncReport, SyncError>> {
         Box::pin(self.sync_snapshot(snapshot))
     }
 }

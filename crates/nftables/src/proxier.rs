@@ -3,12 +3,25 @@
 //!
 //! Per sync: the node's addresses read (host layer) into [`NodeFacts`],
 //! the service CIDRs taken from the snapshot (ServiceCIDR objects: the
-//! rule dropping traffic to unallocated ClusterIPs), the snapshot rendered (pure, [`render::render`]) into the table's typed
-//! objects, and the [`Syncer`] brings `ip kube-proxy` (or `ip6`) there in
-//! one transaction — full (our table read back and diffed) when the runner's
-//! policy asks for it or the syncer does not trust what it applied last,
-//! else partial (diffed against the last applied state, no read-back). The
-//! report carries the table's counts, what the transaction changed and the
+//! rule dropping traffic to unallocated ClusterIPs), then one of:
+//!
+//! * full (the runner's policy asks for it, nothing was applied yet, the
+//!   last sync failed or the syncer saw our table changed by someone
+//!   else): every service rendered (pure, [`render::render_services`]),
+//!   our table read back and diffed, one transaction;
+//! * partial: only the services the change set names are rendered, from
+//!   the snapshot the last sync applied and from this one, and the
+//!   [`Syncer`] applies the difference between the two renderings
+//!   (nothing read back; unchanged services are not rendered, normalized
+//!   or compared). If the settings or the node changed, every service is
+//!   rendered both ways. Shared-set elements also given by an unchanged
+//!   service stay as they are; if such an element differs by who gives
+//!   it (two services naming one external IP and port), the sync is full.
+//!
+//! Between syncs the proxier keeps the last snapshot (shared with the
+//! tracker's), how many services hold each shared-set key, and the
+//! table's counts; the syncer keeps no copy of the table. The report
+//! carries the table's counts, what the transaction changed and the
 //! kernel's own share of the time.
 //!
 //! A failed sync counts as [`Failure::NftablesSync`]. Chains and sets no
@@ -17,15 +30,18 @@
 //! counts as a cleanup failure), so this proxier never reports
 //! [`Failure::NftablesCleanup`].
 
+mod applied;
+
 use crate::apply::{self, Syncer};
-use crate::render::{self, RenderOptions, table_family};
-use crate::{Error, Family, NftSocket, TableContents};
-use model::Snapshot;
+use crate::render::{self, RenderContext, RenderOptions, Services, table_family};
+use crate::{Error, Family, NftSocket};
+use applied::{Applied, Counts, Owners, drop_held_elsewhere, replaced_no_local};
+use model::{ChangeSet, Snapshot};
 use plan::NodeFacts;
 use proxier::{
     Cleaned, Cleanup, Failure, LocalFuture, Mode, NftablesFigures, SyncError, SyncReport,
 };
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What nftables mode is configured with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,12 +56,13 @@ pub struct ProxierOptions {
     pub max_anonymous_sets_per_transaction: Option<usize>,
 }
 
-/// One IP family's nftables proxier: the socket, the syncer (with what it
-/// applied last) and the options it renders with.
+/// One IP family's nftables proxier: the socket, the syncer, the options
+/// it renders with and what its last successful sync rendered.
 pub struct NftablesProxier {
     socket: NftSocket,
     syncer: Syncer,
     opts: RenderOptions,
+    applied: Option<Applied>,
 }
 
 impl std::fmt::Debug for NftablesProxier {
@@ -56,12 +73,20 @@ impl std::fmt::Debug for NftablesProxier {
     }
 }
 
+/// A sync's rendering time and the applier's report.
+struct Synced {
+    render: Duration,
+    applied: apply::SyncReport,
+    counts: Counts,
+    no_local: plan::NoLocalEndpoints,
+}
+
 impl NftablesProxier {
     /// Opens the nf_tables socket (in the network namespace of the calling
     /// thread); the first sync is full.
     pub fn new(options: ProxierOptions) -> Result<Self, Error> {
         let family = table_family(options.render.common.family);
-        let mut syncer = Syncer::new(family);
+        let mut syncer = Syncer::new(family).without_applied_state();
         if let Some(max) = options.max_anonymous_sets_per_transaction {
             syncer = syncer.with_max_anonymous_sets_per_transaction(max);
         }
@@ -69,6 +94,7 @@ impl NftablesProxier {
             socket: NftSocket::connect()?,
             syncer,
             opts: options.render,
+            applied: None,
         })
     }
 
@@ -80,43 +106,172 @@ impl NftablesProxier {
     async fn sync_snapshot(
         &mut self,
         snapshot: &Snapshot,
+        changes: &ChangeSet,
         full: bool,
     ) -> Result<SyncReport, SyncError> {
         let facts = NodeFacts {
-            local_addresses: host::read_local_addresses()
-                .await
-                .map_err(|e| SyncError::new(Failure::Other, e))?,
+            local_addresses: host::read_local_addresses().await.map_err(|e| {
+                // this snapshot's changes are not rendered: the next sync
+                // cannot be partial
+                self.applied = None;
+                SyncError::new(Failure::Other, e)
+            })?,
         };
         let started = Instant::now();
         self.opts.service_cidrs.clone_from(&snapshot.service_cidrs);
-        let rendered = render::render(snapshot, &self.opts, &facts);
-        let contents = rendered.ruleset.contents();
-        let rendered_at = started.elapsed();
-        let mut figures = table_figures(&contents);
-        let applied = match full {
-            true => self.syncer.sync_full(&mut self.socket, contents),
-            false => self.syncer.sync_partial(&mut self.socket, contents),
+        let ctx = RenderContext::new(snapshot, &self.opts, &facts);
+        let synced = self.sync_rendering(snapshot, changes, full, ctx, started);
+        let synced = synced.map_err(|e| {
+            self.applied = None;
+            SyncError::new(Failure::NftablesSync, e)
+        })?;
+        Ok(report(synced, started.elapsed()))
+    }
+
+    /// A partial sync of the changed services when allowed and possible,
+    /// else a full one.
+    fn sync_rendering(
+        &mut self,
+        snapshot: &Snapshot,
+        changes: &ChangeSet,
+        full: bool,
+        ctx: RenderContext,
+        started: Instant,
+    ) -> Result<Synced, Error> {
+        let partial =
+            !full && self.applied.is_some() && self.syncer.can_sync_partially(&mut self.socket)?;
+        if partial && let Some(synced) = self.sync_changed(snapshot, changes, &ctx, started)? {
+            return Ok(synced);
         }
-        .map_err(|e| SyncError::new(Failure::NftablesSync, e))?;
-        figures.changes = applied.changes;
-        figures.chains_written = applied.counts.chains_written;
-        figures.rules_written = applied.counts.rules_written;
-        figures.elements_written =
-            applied.counts.elements_written + applied.counts.anonymous_elements_written;
-        figures.objects_deleted = applied.counts.objects_deleted();
-        figures.read_back = applied.read_back;
-        Ok(SyncReport {
-            render: rendered_at,
-            apply: started.elapsed().saturating_sub(rendered_at),
-            partial: !applied.full,
-            rule_tables: Vec::new(),
-            written_chains: Some(applied.counts.chains_written),
-            virtual_servers: None,
-            nftables: Some(figures),
-            kernel: Some(applied.kernel),
-            no_local_internal: rendered.no_local_endpoints.internal,
-            no_local_external: rendered.no_local_endpoints.external,
+        self.sync_everything(snapshot, ctx, started)
+    }
+
+    /// Renders every service and syncs fully (our table read back and
+    /// compared).
+    fn sync_everything(
+        &mut self,
+        snapshot: &Snapshot,
+        ctx: RenderContext,
+        started: Instant,
+    ) -> Result<Synced, Error> {
+        self.applied = None;
+        let selected = render::render_services(snapshot, &ctx, Services::All);
+        let no_local = selected.rendered.no_local_endpoints;
+        let owners = Owners::of(&selected.shared_keys);
+        let contents = selected.rendered.ruleset.into_contents();
+        let render = started.elapsed();
+        let counts = Counts::of(&contents);
+        let applied = self.syncer.sync_full(&mut self.socket, contents)?;
+        self.applied = Some(Applied {
+            snapshot: snapshot.clone(),
+            ctx,
+            owners,
+            counts,
+            no_local,
+        });
+        Ok(Synced {
+            render,
+            applied,
+            counts,
+            no_local,
         })
+    }
+
+    /// Renders only the services `changes` names (every service if the
+    /// settings or the node changed), from the last snapshot and from
+    /// this one, and applies the difference. `None` when a shared-set
+    /// element the changed services give is also given, otherwise, by an
+    /// unchanged service: a full sync must settle it.
+    fn sync_changed(
+        &mut self,
+        snapshot: &Snapshot,
+        changes: &ChangeSet,
+        ctx: &RenderContext,
+        started: Instant,
+    ) -> Result<Option<Synced>, Error> {
+        let Some(last) = self.applied.as_mut() else {
+            return Ok(None);
+        };
+        let services = match *ctx != last.ctx || changes.node_changed {
+            true => Services::All,
+            false => Services::Only(&changes.services),
+        };
+        let old = render::render_services(&last.snapshot, &last.ctx, services);
+        let new = render::render_services(snapshot, ctx, services);
+        let (mut old_table, mut new_table) = (old.rendered.ruleset, new.rendered.ruleset);
+        if drop_held_elsewhere(
+            &mut old_table,
+            &mut new_table,
+            &last.owners,
+            &old.shared_keys,
+        )
+        .is_err()
+        {
+            return Ok(None);
+        }
+        let (old_contents, new_contents) = (old_table.into_contents(), new_table.into_contents());
+        let render = started.elapsed();
+        let counts = last
+            .counts
+            .replaced(Counts::of(&old_contents), Counts::of(&new_contents));
+        let no_local = replaced_no_local(
+            last.no_local,
+            old.rendered.no_local_endpoints,
+            new.rendered.no_local_endpoints,
+        );
+        let applied = self
+            .syncer
+            .sync_difference(&mut self.socket, new_contents, old_contents)?;
+        last.owners.remove(&old.shared_keys);
+        last.owners.add(&new.shared_keys);
+        match services {
+            Services::All => last.snapshot = snapshot.clone(),
+            Services::Only(names) => last.follow(snapshot, names),
+        }
+        last.ctx = ctx.clone();
+        last.counts = counts;
+        last.no_local = no_local;
+        Ok(Some(Synced {
+            render,
+            applied,
+            counts,
+            no_local,
+        }))
+    }
+}
+
+/// The mode-neutral report of `synced`, which took `total`.
+fn report(synced: Synced, total: Duration) -> SyncReport {
+    let Synced {
+        render,
+        applied,
+        counts,
+        no_local,
+    } = synced;
+    let figures = NftablesFigures {
+        chains: counts.chains,
+        rules: counts.rules,
+        sets: counts.sets,
+        elements: counts.elements,
+        changes: applied.changes,
+        chains_written: applied.counts.chains_written,
+        rules_written: applied.counts.rules_written,
+        elements_written: applied.counts.elements_written
+            + applied.counts.anonymous_elements_written,
+        objects_deleted: applied.counts.objects_deleted(),
+        read_back: applied.read_back,
+    };
+    SyncReport {
+        render,
+        apply: total.saturating_sub(render),
+        partial: !applied.full,
+        rule_tables: Vec::new(),
+        written_chains: Some(applied.counts.chains_written),
+        virtual_servers: None,
+        nftables: Some(figures),
+        kernel: Some(applied.kernel),
+        no_local_internal: no_local.internal,
+        no_local_external: no_local.external,
     }
 }
 
@@ -128,39 +283,18 @@ impl proxier::Proxier for NftablesProxier {
     /// Unknown until a sync succeeded, after a failed one, or when the
     /// syncer found our table changed by someone else.
     fn state_unknown(&mut self) -> LocalFuture<'_, Result<bool, SyncError>> {
-        let unknown = self.syncer.needs_full_sync();
+        let unknown = self.applied.is_none() || self.syncer.needs_full_sync();
         Box::pin(async move { Ok(unknown) })
     }
 
     fn sync<'a>(
         &'a mut self,
         snapshot: &'a Snapshot,
+        changes: &'a ChangeSet,
         full: bool,
     ) -> LocalFuture<'a, Result<SyncReport, SyncError>> {
-        Box::pin(self.sync_snapshot(snapshot, full))
+        Box::pin(self.sync_snapshot(snapshot, changes, full))
     }
-}
-
-/// The counts of the table as rendered.
-fn table_figures(contents: &TableContents) -> NftablesFigures {
-    let named = |s: &&crate::Set| !apply_is_anonymous(s);
-    NftablesFigures {
-        chains: contents.chains.len(),
-        rules: contents.rules.len(),
-        sets: contents.sets.iter().filter(named).count(),
-        elements: contents
-            .sets
-            .iter()
-            .filter(named)
-            .filter_map(|s| contents.elements.get(&TableContents::set_key(s)))
-            .map(Vec::len)
-            .sum(),
-        ..NftablesFigures::default()
-    }
-}
-
-fn apply_is_anonymous(set: &crate::Set) -> bool {
-    set.flags.contains(crate::SetFlags::ANONYMOUS)
 }
 
 /// Everything nftables mode leaves: our `ip kube-proxy` and
@@ -294,10 +428,9 @@ mod tests {
         let snapshot = model::Snapshot::default();
         let rendered = render::render(&snapshot, &RenderOptions::default(), &NodeFacts::default());
         let contents = rendered.ruleset.contents();
-        let figures = table_figures(&contents);
-        assert_eq!(figures.chains, contents.chains.len());
-        assert_eq!(figures.rules, contents.rules.len());
-        assert!(figures.sets > 0 && figures.sets <= contents.sets.len());
-        assert_eq!(figures.changes, 0);
+        let counts = Counts::of(&contents);
+        assert_eq!(counts.chains, contents.chains.len());
+        assert_eq!(counts.rules, contents.rules.len());
+        assert!(counts.sets > 0 && counts.sets <= contents.sets.len());
     }
 }

@@ -22,6 +22,7 @@ mod load_balancer;
 pub mod names;
 mod node_port;
 mod ruleset;
+mod selected;
 mod service_port;
 mod shared;
 mod skeleton;
@@ -30,12 +31,13 @@ mod text;
 
 pub use context::RenderContext;
 pub use ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset, anonymous_set_name};
+pub use selected::{Selected, Services, render_services};
+pub use shared::{SHARED_SETS, is_interchangeable, shared_key};
 pub use statement::Stmt;
 
 use crate::Family;
 use ipnet::IpNet;
 use plan::{NoLocalEndpoints, NodeFacts, Options};
-use shared::SharedSets;
 
 /// Everything the renderer is configured with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,27 +87,7 @@ pub struct Rendered {
 /// The table for `snapshot` with `opts` on a node with `facts`.
 pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFacts) -> Rendered {
     let ctx = RenderContext::new(snapshot, opts, facts);
-    let mut shared = SharedSets::default();
-    let mut port_chains = Vec::new();
-    let mut affinity_sets = Vec::new();
-    let mut no_local_endpoints = NoLocalEndpoints::default();
-    for (name, svc) in &snapshot.services {
-        if !ctx.sync.family.contains(svc.cluster_ip) {
-            continue;
-        }
-        let port =
-            service_port::render_service_port(&ctx, svc, snapshot.endpoints_of(name), &mut shared);
-        no_local_endpoints += port.no_local_endpoints;
-        port_chains.extend(port.chains);
-        affinity_sets.extend(port.affinity_sets);
-    }
-    let mut ruleset = skeleton::render_skeleton(&ctx, shared);
-    ruleset.sets.extend(affinity_sets);
-    ruleset.chains.extend(port_chains);
-    Rendered {
-        ruleset,
-        no_local_endpoints,
-    }
+    render_services(snapshot, &ctx, Services::All).rendered
 }
 
 /// The nf_tables family of `family`.

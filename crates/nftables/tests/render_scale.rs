@@ -65,3 +65,33 @@ fn timing_probe_render_10k_services() {
     );
     assert_eq!(contents.chains.len(), 15 + 2 * 10_000);
 }
+
+#[test]
+#[ignore = "timing probe; run with --ignored --nocapture"]
+fn timing_probe_render_one_service_of_10k() {
+    use nftables::render::{RenderContext, Services, render_services};
+    let snap = snapshot(10_000, 10);
+    let facts = plan::NodeFacts {
+        local_addresses: vec!["192.168.0.2".parse().unwrap()],
+    };
+    let opts = RenderOptions::default();
+    let t = Instant::now();
+    let ctx = RenderContext::new(&snap, &opts, &facts);
+    let ctx_time = t.elapsed();
+    let one = std::collections::BTreeSet::from([model::ServiceName::new("ns", "svc-77")]);
+    let t = Instant::now();
+    let selected = render_services(&snap, &ctx, Services::Only(&one));
+    let render_time = t.elapsed();
+    let t = Instant::now();
+    let contents = selected.rendered.ruleset.into_contents();
+    let contents_time = t.elapsed();
+    let t = Instant::now();
+    let copy = snap.clone();
+    let clone_time = t.elapsed();
+    println!(
+        "timing probe: one service of 10k×10: context {ctx_time:?}, render {render_time:?}, typed objects {contents_time:?} ({} chains), snapshot clone {clone_time:?}",
+        contents.chains.len()
+    );
+    assert_eq!(contents.chains.len(), 15 + 2);
+    drop(copy);
+}

@@ -23,7 +23,7 @@ pub use cleanup::{Cleaned, Cleanup};
 pub use error::{Failure, SyncError};
 pub use report::{NftablesFigures, SyncReport, TableRules};
 
-use model::Snapshot;
+use model::{ChangeSet, Snapshot};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -66,10 +66,14 @@ pub trait Proxier {
     /// Renders every service of `snapshot` and applies it: everything when
     /// `full`, else only what changed since the last sync (a mode that
     /// always diffs the kernel may sync everything either way; the report
-    /// says which it did).
+    /// says which it did). `changes` says which services changed since the
+    /// snapshot of the previous call (the tracker's change set, merged
+    /// over calls that did not reach the proxier): a mode may render only
+    /// those in a partial sync; iptables and IPVS modes ignore it.
     fn sync<'a>(
         &'a mut self,
         snapshot: &'a Snapshot,
+        changes: &'a ChangeSet,
         full: bool,
     ) -> LocalFuture<'a, Result<SyncReport, SyncError>>;
 }

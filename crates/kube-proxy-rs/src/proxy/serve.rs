@@ -9,7 +9,7 @@ use super::{mode, nfacct_metrics, node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
 use proxier::{Failure, Mode, Proxier, SyncError, SyncReport};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
-use model::Snapshot;
+use model::{ChangeSet, Snapshot};
 use runner::{FullSyncPolicy, Periods, Runner, SyncScope, Trigger};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,9 @@ struct SyncState {
     proxier: Box<dyn Proxier + Send>,
     /// Whether each sync is full or partial.
     policy: FullSyncPolicy,
+    /// What changed since the snapshot the proxier last saw: the tracker's
+    /// change sets, merged until a sync reaches the proxier.
+    pending: ChangeSet,
     service_health: ServiceHealthServers,
     health: ProxyHealth,
     metrics: Metrics,
@@ -43,6 +46,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tracker: Arc::clone(&tracker),
         proxier,
         policy: FullSyncPolicy::new(config.sync_period),
+        pending: ChangeSet::default(),
         service_health: ServiceHealthServers::new(health_addresses(&config).await, health.clone()),
         health: health.clone(),
         metrics: metrics.clone(),
@@ -71,7 +75,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
 impl SyncState {
     async fn sync(&mut self, trigger: Trigger) -> anyhow::Result<()> {
-        let (snapshot, _changes) = take_snapshot(&self.tracker, &self.metrics);
+        let (snapshot, changes) = take_snapshot(&self.tracker, &self.metrics);
+        merge_changes(&mut self.pending, changes);
         let synced = self.sync_proxier(trigger, &snapshot).await;
         crate::memory::release_freed();
         self.policy.record(synced.is_ok(), synced.as_ref().is_ok_and(|r| !r.partial), tokio::time::Instant::now());
@@ -98,7 +103,10 @@ impl SyncState {
         if let SyncScope::Full(reason) = scope {
             tracing::debug!(%reason, "full sync");
         }
-        self.proxier.sync(snapshot, scope.is_full()).await
+        let synced = self.proxier.sync(snapshot, &self.pending, scope.is_full()).await;
+        // The proxier saw these (a failed sync makes its next one render everything).
+        self.pending = ChangeSet::default();
+        synced
     }
 
     async fn sync_health_servers(&mut self, snapshot: &Snapshot) {
@@ -117,6 +125,13 @@ impl SyncState {
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
     }
+}
+
+/// Adds `changes` to `pending`.
+fn merge_changes(pending: &mut ChangeSet, changes: ChangeSet) {
+    pending.services.extend(changes.services);
+    pending.node_changed |= changes.node_changed;
+    pending.service_cidrs_changed |= changes.service_cidrs_changed;
 }
 
 /// Counts a failed sync in its mode's failure counters: iptables restore

@@ -70,6 +70,44 @@ pub(crate) fn diff_states(
     (writer.tx, writer.assigned)
 }
 
+/// The transaction creating `desired` where our table does not exist:
+/// what [`diff_states`] gives against no table, in the same order, with
+/// the objects moved out of `desired` instead of copied (a cold start's
+/// table is then held once, not twice).
+pub(crate) fn create_all(desired: TableState, names: &mut AnonymousNames) -> Transaction {
+    let TableState {
+        table,
+        chains,
+        sets,
+        ..
+    } = desired;
+    let mut tx = Transaction::new(table.family, table.name.clone());
+    tx.push(Op::AddTable(table));
+    for c in &chains {
+        tx.push(Op::AddChain(c.chain.clone()));
+    }
+    let mut elements = Vec::with_capacity(sets.len());
+    for s in sets {
+        elements.push((SetRef::named(s.set.name.as_str()), s.elements));
+        tx.push(Op::AddSet(s.set));
+    }
+    for (set, elements) in elements {
+        if !elements.is_empty() {
+            tx.push(Op::AddElements { set, elements });
+        }
+    }
+    let mut writer = Writer {
+        tx,
+        names,
+        next_id: 1,
+        assigned: Assigned::default(),
+    };
+    for c in chains {
+        writer.move_rules(c);
+    }
+    writer.tx
+}
+
 /// What changes, object by object.
 struct Plan<'a> {
     added_chains: Vec<&'a ChainState>,
@@ -278,10 +316,39 @@ impl Writer<'_> {
                 refs.push(r);
             }
             self.tx
-                .push(Op::AddRule(with_anonymous_refs(&shape.rule, &refs)));
+                .push(Op::AddRule(with_anonymous_refs(shape.rule.clone(), &refs)));
         }
         if !assigned.is_empty() {
             self.assigned.insert(c.chain.name.clone(), assigned);
+        }
+    }
+}
+
+impl Writer<'_> {
+    /// [`Writer::add_rules`], the rules and sets moved out of `c`.
+    fn move_rules(&mut self, c: ChainState) {
+        for shape in c.rules {
+            let mut refs = Vec::with_capacity(shape.anonymous.len());
+            for anon in shape.anonymous {
+                let mut set = anon.set;
+                if set.comment.is_none() {
+                    set.comment = Some(fingerprint::comment(&set, &anon.elements));
+                }
+                set.name = self.names.next();
+                set.id = Some(self.next_id);
+                self.next_id += 1;
+                let r = SetRef::to_set(&set);
+                self.tx.push(Op::AddSet(set));
+                if !anon.elements.is_empty() {
+                    self.tx.push(Op::AddElements {
+                        set: r.clone(),
+                        elements: anon.elements,
+                    });
+                }
+                refs.push(r);
+            }
+            self.tx
+                .push(Op::AddRule(with_anonymous_refs(shape.rule, &refs)));
         }
     }
 }
@@ -292,8 +359,7 @@ fn by_key(elements: &[Element]) -> HashMap<ElementKey<'_>, &Element> {
 }
 
 /// `rule` with its anonymous set placeholders replaced by `refs`.
-fn with_anonymous_refs(rule: &crate::Rule, refs: &[SetRef]) -> crate::Rule {
-    let mut rule = rule.clone();
+fn with_anonymous_refs(mut rule: crate::Rule, refs: &[SetRef]) -> crate::Rule {
     if refs.is_empty() {
         return rule;
     }

@@ -10,7 +10,7 @@
 //! next sync full. Changes that leave those unchanged (a rule deleted by
 //! hand) are repaired by the next full sync, which the caller schedules.
 
-use super::diff::diff_states;
+use super::diff::{create_all, diff_states};
 use super::fingerprint::is_fingerprint;
 use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
@@ -30,6 +30,10 @@ pub struct Syncer {
     names: AnonymousNames,
     seen: Option<Seen>,
     max_anonymous: Option<usize>,
+    /// Keeps no copy of the applied table ([`Syncer::without_applied_state`]).
+    lean: bool,
+    /// A sync succeeded and none failed since.
+    applied: bool,
 }
 
 impl std::fmt::Debug for Syncer {
@@ -71,7 +75,20 @@ impl Syncer {
             names: AnonymousNames::default(),
             seen: None,
             max_anonymous: None,
+            lean: false,
+            applied: false,
         }
+    }
+
+    /// Keeps nothing of what it applied but the kernel's generation and
+    /// our table's identity: partial syncs are then diffs between two
+    /// renderings the caller gives ([`Syncer::sync_difference`]), and a full
+    /// sync recognizes the anonymous sets it need not dump by their
+    /// fingerprints only. A table of 10,000 services is some 300,000
+    /// objects this way not kept between syncs.
+    pub fn without_applied_state(mut self) -> Self {
+        self.lean = true;
+        self
     }
 
     /// Sends a transaction that creates more than `max` anonymous sets
@@ -90,7 +107,7 @@ impl Syncer {
     /// transaction failed, or our table was found changed by someone else.
     /// [`Syncer::sync_partial`] then does a full sync itself.
     pub fn needs_full_sync(&self) -> bool {
-        self.needs_full || self.last.is_none()
+        self.needs_full || !self.applied
     }
 
     /// Marks the next sync as full (e.g. periodic resync decided by the
@@ -111,8 +128,64 @@ impl Syncer {
     ) -> Result<SyncReport, Error> {
         let start = Instant::now();
         let result = self.full(socket, desired, start);
-        self.needs_full = result.is_err();
+        self.note(&result);
         result
+    }
+
+    /// Whether a partial sync may be sent now: nothing asks for a full
+    /// one ([`Syncer::needs_full_sync`]) and the kernel shows no change to
+    /// our table by someone else since our last transaction (one `GETGEN`,
+    /// and one `GETTABLE` only if the generation moved). On error the next
+    /// sync is full.
+    pub fn can_sync_partially(&mut self, socket: &mut NftSocket) -> Result<bool, Error> {
+        if self.needs_full_sync() {
+            return Ok(false);
+        }
+        match self.changed_outside(socket) {
+            Ok(changed) => {
+                self.needs_full = changed;
+                Ok(!changed)
+            }
+            Err(e) => {
+                self.needs_full = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// A partial sync between two renderings of the same services: applies
+    /// what turns `current` (what the last sync applied of them) into
+    /// `desired`, objects outside both untouched. The caller must know
+    /// `current` is in the kernel: ask [`Syncer::can_sync_partially`]
+    /// first. Only the two given tables are normalized and compared, so the
+    /// cost follows the size of the change, not of the table. A syncer
+    /// that keeps its applied state ([`Syncer::without_applied_state`] not
+    /// called) forgets it here and is full on its next sync. On error the
+    /// next sync is full.
+    pub fn sync_difference(
+        &mut self,
+        socket: &mut NftSocket,
+        desired: TableContents,
+        current: TableContents,
+    ) -> Result<SyncReport, Error> {
+        let start = Instant::now();
+        let desired = TableState::new(desired);
+        let current = TableState::new(current);
+        let (tx, _) = diff_states(&desired, Some(&current), &mut self.names);
+        let result = self.send(socket, &tx, start, false);
+        self.note(&result);
+        if !self.lean {
+            // The kept whole state no longer matches the kernel.
+            drop_later(self.last.take());
+            self.needs_full = true;
+        }
+        result
+    }
+
+    /// Notes whether the sync that gave `result` succeeded.
+    fn note<T>(&mut self, result: &Result<T, Error>) {
+        self.needs_full = result.is_err();
+        self.applied |= result.is_ok();
     }
 
     /// Diffs `desired` against what this syncer applied last, without
@@ -135,11 +208,12 @@ impl Syncer {
                 }
             }
         }
-        if self.needs_full_sync() {
+        if self.needs_full_sync() || self.lean {
+            // A lean syncer has no whole state to diff against.
             return self.sync_full(socket, desired);
         }
         let result = self.partial(socket, desired, start);
-        self.needs_full = result.is_err();
+        self.note(&result);
         result
     }
 
@@ -158,6 +232,9 @@ impl Syncer {
             self.names.seed(current);
         }
         let mut current = current.map(TableState::new);
+        if self.lean {
+            return self.full_lean(socket, desired, current, generation, start, read_back);
+        }
         let (mut tx, assigned) = diff_states(&desired, current.as_ref(), &mut self.names);
         tx.generation = Some(generation);
         let mut report = self.send(socket, &tx, start, true)?;
@@ -165,6 +242,35 @@ impl Syncer {
         report.read_back = read_back;
         carry_names(&mut desired, current.as_mut(), assigned);
         drop_later((self.last.replace(desired), current));
+        Ok(report)
+    }
+
+    /// The end of a full sync that keeps nothing: neither table is held
+    /// while the transaction is encoded and sent, and a new table's
+    /// objects are moved into the transaction, not copied.
+    fn full_lean(
+        &mut self,
+        socket: &mut NftSocket,
+        desired: TableState,
+        current: Option<TableState>,
+        generation: u32,
+        start: Instant,
+        read_back: std::time::Duration,
+    ) -> Result<SyncReport, Error> {
+        let mut tx = match current {
+            None => create_all(desired, &mut self.names),
+            Some(current) => {
+                let (tx, _) = diff_states(&desired, Some(&current), &mut self.names);
+                drop((desired, current));
+                tx
+            }
+        };
+        tx.generation = Some(generation);
+        let sent = self.send(socket, &tx, start, true);
+        drop_later(tx);
+        let mut report = sent?;
+        report.full = true;
+        report.read_back = read_back;
         Ok(report)
     }
 

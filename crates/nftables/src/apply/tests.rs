@@ -398,6 +398,18 @@ fn from_nothing_creates_everything_in_order() {
 }
 
 #[test]
+fn creating_a_new_table_by_moving_its_objects_sends_what_the_diff_sends() {
+    use super::diff::{create_all, diff_states};
+    use super::names::AnonymousNames;
+    use super::state::TableState;
+    let desired = TableState::new(table(&three()));
+    let (by_diff, _) = diff_states(&desired, None, &mut AnonymousNames::default());
+    let moved = create_all(desired, &mut AnonymousNames::default());
+    assert!(by_diff.ops.len() > 10, "{by_diff:?}");
+    assert_eq!(moved, by_diff);
+}
+
+#[test]
 fn the_same_table_again_is_an_empty_transaction() {
     let t = table(&three());
     assert!(diff(&t, Some(&t)).ops.is_empty());

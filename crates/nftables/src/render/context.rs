@@ -24,9 +24,17 @@ pub struct RenderContext {
 }
 
 impl RenderContext {
-    /// Derives the settings.
+    /// Derives the settings. Only the node's part of `snapshot` is read:
+    /// the shared context's large-cluster flag (a count of every
+    /// endpoint) is iptables mode's; upstream's nftables proxier has no
+    /// large-cluster mode, so it stays `false` here and deriving the
+    /// settings does not walk the services.
     pub fn new(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFacts) -> Self {
-        let sync = SyncContext::new(snapshot, &opts.common, facts);
+        let node_only = model::Snapshot {
+            node: snapshot.node.clone(),
+            ..model::Snapshot::default()
+        };
+        let sync = SyncContext::new(&node_only, &opts.common, facts);
         let nodeport_ips = match &sync.node_ports {
             NodePorts::EveryLocalAddress => None,
             // upstream: "localhost NodePorts are not supported" here

@@ -111,28 +111,61 @@ impl Ruleset {
                 .insert(TableContents::set_key(&named.set), named.elements.clone());
         }
         for chain in &self.chains {
-            for (index, rule) in chain.rules.iter().enumerate() {
-                let mut exprs = Vec::new();
-                for stmt in &rule.stmts {
-                    let Some(anon) = stmt.anonymous_set() else {
-                        exprs.extend(stmt.exprs(None));
-                        continue;
-                    };
-                    let mut set = Set::anonymous(0, anon.key, anon.data).with_flags(anon.flags);
-                    set.name = anonymous_set_name(&chain.chain.name, index);
-                    set.id = None;
-                    let set_ref = SetRef::to_set(&set);
-                    exprs.extend(stmt.exprs(Some(&set_ref)));
-                    out.elements
-                        .insert(TableContents::set_key(&set), anon.elements);
-                    out.sets.push(set);
-                }
-                let mut typed = Rule::new(chain.chain.name.as_str(), exprs);
-                typed.comment = rule.comment.clone();
-                out.rules.push(typed);
-            }
+            push_rules(&mut out, chain);
         }
         out
+    }
+
+    /// [`Ruleset::contents`], taking the ruleset apart as it goes: each
+    /// chain's statements are freed once they are typed, so the table is
+    /// not held twice.
+    pub fn into_contents(self) -> TableContents {
+        let Ruleset {
+            table,
+            sets,
+            chains,
+        } = self;
+        let mut out = TableContents {
+            table,
+            chains: Vec::with_capacity(chains.len()),
+            rules: Vec::new(),
+            sets: Vec::with_capacity(sets.len()),
+            elements: BTreeMap::new(),
+        };
+        for named in sets {
+            out.elements
+                .insert(TableContents::set_key(&named.set), named.elements);
+            out.sets.push(named.set);
+        }
+        for chain in chains {
+            push_rules(&mut out, &chain);
+            out.chains.push(chain.chain);
+        }
+        out
+    }
+}
+
+/// Adds the typed rules of `chain` (and their anonymous sets) to `out`.
+fn push_rules(out: &mut TableContents, chain: &ChainRules) {
+    for (index, rule) in chain.rules.iter().enumerate() {
+        let mut exprs = Vec::new();
+        for stmt in &rule.stmts {
+            let Some(anon) = stmt.anonymous_set() else {
+                exprs.extend(stmt.exprs(None));
+                continue;
+            };
+            let mut set = Set::anonymous(0, anon.key, anon.data).with_flags(anon.flags);
+            set.name = anonymous_set_name(&chain.chain.name, index);
+            set.id = None;
+            let set_ref = SetRef::to_set(&set);
+            exprs.extend(stmt.exprs(Some(&set_ref)));
+            out.elements
+                .insert(TableContents::set_key(&set), anon.elements);
+            out.sets.push(set);
+        }
+        let mut typed = Rule::new(chain.chain.name.as_str(), exprs);
+        typed.comment = rule.comment.clone();
+        out.rules.push(typed);
     }
 }
 

@@ -446,3 +446,49 @@ fn topology_hints_keep_cluster_traffic_in_the_nodes_zone() {
     let r = render(&snap, &options(), &facts()).ruleset;
     assert!(rules(&r, SVC)[0].contains("numgen random mod 3"), "no endpoint for zone-c: every endpoint");
 }
+
+#[test]
+fn a_ruleset_taken_apart_gives_the_same_contents() {
+    let mut affinity = port("web", "172.30.0.1");
+    affinity.session_affinity_seconds = Some(10800);
+    let snap = snapshot(vec![
+        (affinity, eps(&["10.180.0.1@", "10.180.0.2"])),
+        (port("db", "172.30.0.2"), eps(&["10.180.0.3"])),
+    ]);
+    let ruleset = render(&snap, &options(), &facts()).ruleset;
+    let contents = ruleset.contents();
+    assert!(
+        contents
+            .sets
+            .iter()
+            .any(|s| s.flags.contains(SetFlags::ANONYMOUS))
+    );
+    assert_eq!(ruleset.into_contents(), contents);
+}
+
+#[test]
+fn some_services_render_as_their_part_of_the_whole_table() {
+    let snap = snapshot(vec![
+        (port("web", "172.30.0.1"), eps(&["10.180.0.1@"])),
+        (port("db", "172.30.0.2"), eps(&["10.180.0.1@"])),
+        (port("idle", "172.30.0.3"), Vec::new()),
+    ]);
+    let ctx = RenderContext::new(&snap, &options(), &facts());
+    let whole = render(&snap, &options(), &facts()).ruleset;
+    let all = render_services(&snap, &ctx, Services::All);
+    assert_eq!(all.rendered.ruleset, whole);
+    // web and db share a hairpin key: it appears once per service
+    assert_eq!(all.shared_keys.len(), 3 + 3 + 2, "{:?}", all.shared_keys);
+    let db = std::collections::BTreeSet::from([name("db").service.clone()]);
+    let some = render_services(&snap, &ctx, Services::Only(&db))
+        .rendered
+        .ruleset;
+    let db_chains: Vec<&str> = chain_names(&some)
+        .into_iter()
+        .filter(|c| c.contains("ns/db/"))
+        .collect();
+    assert!(!db_chains.is_empty());
+    assert!(chain_names(&some).iter().all(|c| !c.contains("ns/web/")));
+    assert_eq!(elements(&some, "service-ips").len(), 1);
+    assert_eq!(elements(&some, "no-endpoint-services").len(), 0);
+}

@@ -1,0 +1,122 @@
+//! Rendering some services only, for partial syncs: the fixed part of the
+//! table (always whole: it is small) and the chains, sets and shared-set
+//! elements of the services picked, with the settings derived from the
+//! whole snapshot. With every service picked, [`super::render`]'s table.
+
+use super::shared::{Marks, SharedSets};
+use super::{RenderContext, Rendered, service_port, skeleton};
+use model::{Protocol, ServiceName, ServicePort, ServicePortName, Snapshot};
+use plan::NoLocalEndpoints;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The services a rendering holds.
+#[derive(Debug, Clone, Copy)]
+pub enum Services<'a> {
+    /// Every service of the snapshot.
+    All,
+    /// These (a name the snapshot does not hold renders nothing).
+    Only(&'a BTreeSet<ServiceName>),
+}
+
+/// A rendering of some services.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selected {
+    /// The fixed part and the services' objects; the shared sets hold
+    /// the services' elements only (the first of each key, in service
+    /// order, as [`super::render`]).
+    pub rendered: Rendered,
+    /// Per service rendered, the [`super::shared_key`] of each key it
+    /// puts into a shared set, once per service: a key two services give
+    /// appears twice.
+    pub shared_keys: Vec<u64>,
+}
+
+/// The table's fixed part and the objects of `services` of `snapshot`,
+/// with `ctx` (derived from the whole snapshot).
+pub fn render_services(
+    snapshot: &Snapshot,
+    ctx: &RenderContext,
+    services: Services<'_>,
+) -> Selected {
+    let mut out = Collected::default();
+    match services {
+        Services::All => {
+            let mut ports = snapshot.services.iter().peekable();
+            while let Some((name, svc)) = ports.next() {
+                out.port(ctx, snapshot, name, svc);
+                let last_of_service = ports.peek().is_none_or(|(n, _)| n.service != name.service);
+                if last_of_service {
+                    out.end_service();
+                }
+            }
+        }
+        Services::Only(names) => {
+            for service in names {
+                let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
+                let ports = snapshot
+                    .services
+                    .range(first..)
+                    .take_while(|(n, _)| n.service == *service);
+                for (name, svc) in ports {
+                    out.port(ctx, snapshot, name, svc);
+                }
+                out.end_service();
+            }
+        }
+    }
+    out.finish(ctx)
+}
+
+/// What the rendered ports gave so far.
+#[derive(Default)]
+struct Collected {
+    shared: SharedSets,
+    marks: Marks,
+    port_chains: Vec<super::ChainRules>,
+    affinity_sets: Vec<super::NamedSet>,
+    no_local_endpoints: NoLocalEndpoints,
+    shared_keys: Vec<u64>,
+}
+
+impl Collected {
+    fn port(
+        &mut self,
+        ctx: &RenderContext,
+        snapshot: &Snapshot,
+        name: &ServicePortName,
+        svc: &Arc<ServicePort>,
+    ) {
+        if !ctx.sync.family.contains(svc.cluster_ip) {
+            return;
+        }
+        let port = service_port::render_service_port(
+            ctx,
+            svc,
+            snapshot.endpoints_of(name),
+            &mut self.shared,
+        );
+        self.no_local_endpoints += port.no_local_endpoints;
+        self.port_chains.extend(port.chains);
+        self.affinity_sets.extend(port.affinity_sets);
+    }
+
+    /// The service's ports are rendered: notes its shared keys.
+    fn end_service(&mut self) {
+        self.shared_keys.extend(self.shared.keys_since(self.marks));
+        self.marks = self.shared.marks();
+    }
+
+    fn finish(self, ctx: &RenderContext) -> Selected {
+        let mut ruleset = skeleton::render_skeleton(ctx, self.shared);
+        ruleset.sets.extend(self.affinity_sets);
+        ruleset.chains.extend(self.port_chains);
+        Selected {
+            rendered: Rendered {
+                ruleset,
+                no_local_endpoints: self.no_local_endpoints,
+            },
+            shared_keys: self.shared_keys,
+        }
+    }
+}
