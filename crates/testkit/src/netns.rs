@@ -74,6 +74,19 @@ impl Netns {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Sets the namespace up to route as a Kubernetes node does: IPv4
+    /// forwarding on, reverse-path filtering and redirects off.
+    pub fn route_like_a_node(&self) -> Result<()> {
+        let sysctls = [
+            "net.ipv4.ip_forward=1",
+            "net.ipv4.conf.all.rp_filter=0",
+            "net.ipv4.conf.default.rp_filter=0",
+            "net.ipv4.conf.all.send_redirects=0",
+            "net.ipv4.conf.default.send_redirects=0",
+        ];
+        self.exec("sysctl", &[&["-qw"][..], &sysctls[..]].concat()).map(drop)
+    }
+
     /// `ip args` inside the namespace.
     pub fn ip(&self, args: &[&str]) -> Result<String> {
         self.exec("ip", args)

@@ -155,17 +155,7 @@ impl ReferenceNode {
 fn node_a() -> Result<(Netns, Netns)> {
     let node = Netns::new("fa-node")?;
     let lan = Netns::new("fa-lan")?;
-    node.exec(
-        "sysctl",
-        &[
-            "-qw",
-            "net.ipv4.ip_forward=1",
-            "net.ipv4.conf.all.rp_filter=0",
-            "net.ipv4.conf.default.rp_filter=0",
-            "net.ipv4.conf.all.send_redirects=0",
-            "net.ipv4.conf.default.send_redirects=0",
-        ],
-    )?;
+    node.route_like_a_node()?;
     node.ip(&["link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", lan.name()])?;
     node.ip(&["addr", "add", &format!("{NODE_A_IP}/24"), "dev", "eth0"])?;
     node.ip(&["link", "set", "eth0", "up"])?;

@@ -23,17 +23,7 @@ impl Node {
     /// black-hole gateway.
     pub fn new(plan: &NodePlan, wire: &Wire) -> Result<Self> {
         let ns = Netns::new(&plan.name)?;
-        ns.exec(
-            "sysctl",
-            &[
-                "-qw",
-                "net.ipv4.ip_forward=1",
-                "net.ipv4.conf.all.rp_filter=0",
-                "net.ipv4.conf.default.rp_filter=0",
-                "net.ipv4.conf.all.send_redirects=0",
-                "net.ipv4.conf.default.send_redirects=0",
-            ],
-        )?;
+        ns.route_like_a_node()?;
         wire.plug(&ns)?;
         ns.ip(&["addr", "add", &format!("{}/{}", plan.ip, WIRE_NET.prefix_len()), "dev", "eth0"])?;
         ns.ip(&["link", "set", "eth0", "up"])?;

@@ -137,17 +137,23 @@ pub fn trace_all(
 ) -> Result<(BTreeMap<String, Paths>, Vec<String>)> {
     let tracer = node.trace(flows)?;
     for flow in flows {
-        let (ns, source) = node.client(flow.from)?;
-        let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
-        ns.run(move || {
-            for _ in 0..TRACE_TRIES {
-                if !matches!(attempt.run(), Seen::Answered { .. }) {
-                    break;
-                }
-            }
-        })?;
+        send_answered_run(node, flow, timeout)?;
     }
     Ok(tracer.finish())
+}
+
+/// Up to [`TRACE_TRIES`] connections of `flow` from its client, stopping at
+/// the first one not answered.
+fn send_answered_run(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Result<()> {
+    let (ns, source) = node.client(flow.from)?;
+    let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
+    ns.run(move || {
+        for _ in 0..TRACE_TRIES {
+            if !matches!(attempt.run(), Seen::Answered { .. }) {
+                break;
+            }
+        }
+    })
 }
 
 /// The iptables counterpart of [`trace_all`]: one flow after the other,
@@ -162,15 +168,7 @@ pub fn count_all(
     let mut hits = BTreeMap::new();
     let mut before = rule_counters(node.node())?;
     for flow in flows {
-        let (ns, source) = node.client(flow.from)?;
-        let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
-        ns.run(move || {
-            for _ in 0..TRACE_TRIES {
-                if !matches!(attempt.run(), Seen::Answered { .. }) {
-                    break;
-                }
-            }
-        })?;
+        send_answered_run(node, flow, timeout)?;
         std::thread::sleep(SETTLE);
         let after = rule_counters(node.node())?;
         hits.insert(flow.id.clone(), moved(&before, &after));
