@@ -416,6 +416,35 @@ mod tests {
     }
 
     #[test]
+    fn iifname_prints_quoted_and_compares_the_padded_name_or_the_prefix_bytes() {
+        let bridge = Stmt::Iifname {
+            negated: true,
+            name: "cbr0".into(),
+            prefix: false,
+        };
+        assert_eq!(bridge.to_string(), "iifname != \"cbr0\"");
+        let prefix = Stmt::Iifname {
+            negated: false,
+            name: "veth".into(),
+            prefix: true,
+        };
+        assert_eq!(prefix.to_string(), "iifname \"veth*\"");
+        let cmp = |s: &Stmt| {
+            s.exprs(None)
+                .into_iter()
+                .find_map(|e| match e {
+                    Expr::Cmp { op, data, .. } => Some((op, data)),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let mut padded = b"cbr0".to_vec();
+        padded.resize(16, 0);
+        assert_eq!(cmp(&bridge), (CmpOp::Neq, padded));
+        assert_eq!(cmp(&prefix), (CmpOp::Eq, b"veth".to_vec()));
+    }
+
+    #[test]
     fn matches_print_as_nft_lists_them() {
         let pods: IpNet = "10.244.0.0/16".parse().unwrap();
         assert_eq!(
