@@ -21,6 +21,7 @@ mod external_chain;
 mod external_ip;
 
 mod load_balancer;
+mod local_traffic;
 mod no_endpoints;
 mod node_port;
 mod naming;

@@ -182,6 +182,27 @@ fn no_local_traffic_detection() {
     insta::assert_snapshot!("no_local_detection", golden(&snap, &opts));
 }
 
+/// `BridgeInterface` and `InterfaceNamePrefix`: upstream's `! -i` /
+/// `-i` matches where the CIDR detector has `! -s` / `-s`, accepted by
+/// the kernel and saved back as rendered.
+#[test]
+fn local_traffic_detected_by_interface() {
+    let port = tcp_port("ns2", "svc2", "p80", cluster_ip(42), 80).node_port(3002).etp_local();
+    let snap = snapshot().service(port, two_endpoints(80)).build();
+    let cases = [(LocalDetection::BridgeInterface("cbr0".into()), "cbr0"), (LocalDetection::InterfaceNamePrefix("veth".into()), "veth+")];
+    for (detection, iface) in cases {
+        let opts = RenderOptions { common: Options { local_detection: detection, ..Options::default() }, ..RenderOptions::default() };
+        let text = golden(&snap, &opts);
+        let masq = format!("-A KUBE-SVC-GNZBNJ2PO5MGZ6GT -d 172.30.0.42/32 ! -i {iface} -p tcp -m comment --comment \"ns2/svc2:p80 cluster IP\" -m tcp --dport 80 -j KUBE-MARK-MASQ\n");
+        let pods = format!("-A KUBE-EXT-GNZBNJ2PO5MGZ6GT -i {iface} -m comment --comment \"pod traffic for ns2/svc2:p80 external destinations\" -j KUBE-SVC-GNZBNJ2PO5MGZ6GT\n");
+        let node = "-A KUBE-EXT-GNZBNJ2PO5MGZ6GT -m comment --comment \"masquerade LOCAL traffic for ns2/svc2:p80 external destinations\"";
+        assert!(text.contains(&masq), "{masq}\nmissing from\n{text}");
+        assert!(text.contains(&pods), "{pods}\nmissing from\n{text}");
+        assert!(text.find(&pods) < text.find(node), "pod traffic short-circuits first");
+        assert!(!text.contains("! -s 10."), "no CIDR detection: {text}");
+    }
+}
+
 #[test]
 fn load_balancer_source_ranges() {
     let port = tcp_port("ns6", "svc6", "p80", cluster_ip(46), 80)

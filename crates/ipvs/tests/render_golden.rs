@@ -167,6 +167,43 @@ fn masquerade_all_and_no_cluster_cidr_variants() {
     assert!(!nat_rules(&none).iter().any(|r| r.contains("! -s")));
 }
 
+/// `BridgeInterface` / `InterfaceNamePrefix`: the ClusterIP masquerade
+/// rule matches `! -i <bridge>` / `! -i <prefix>+` instead of `! -s`, and
+/// the kernel accepts it (iptables-restore in a fresh namespace holding
+/// the set).
+#[test]
+fn interface_detection_masquerades_traffic_not_in_from_pods() {
+    use plan::LocalDetection;
+    let cases = [(LocalDetection::BridgeInterface("cbr0".into()), "cbr0"), (LocalDetection::InterfaceNamePrefix("veth".into()), "veth+")];
+    for (detection, iface) in cases {
+        let common = Options { local_detection: detection, ..Options::default() };
+        let state = one_service(&RenderOptions { common, ..Default::default() });
+        let want = format!(
+            "KUBE-SERVICES ! -i {iface} -m comment --comment \"Kubernetes service cluster ip + port for masquerade purpose\" \
+             -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ"
+        );
+        let nat = nat_rules(&state);
+        assert!(nat.contains(&want), "{want}\nnot in\n{}", nat.join("\n"));
+        assert!(!nat.iter().any(|r| r.contains("src,dst -j KUBE-MARK-MASQ") || r.contains("! -s")));
+        assert_kernel_accepts(&want);
+    }
+}
+
+/// Loads `rule` (with the chain and set it needs) in a fresh namespace.
+fn assert_kernel_accepts(rule: &str) {
+    testkit::netns::require_kernel();
+    let ns = testkit::netns::Netns::new("ipvsdetect").unwrap();
+    ns.exec("ipset", &["create", "KUBE-CLUSTER-IP", "hash:ip,port"]).unwrap();
+    let text = format!("*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-MARK-MASQ - [0:0]\n-A {rule}\nCOMMIT\n");
+    let path = std::env::temp_dir().join(format!("ipvsdetect-{}.rules", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let loaded = ns.exec("iptables-restore", &[path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    loaded.unwrap();
+    let saved = ns.exec("iptables-save", &["-t", "nat"]).unwrap();
+    assert!(saved.contains(&format!("-A {rule}\n")), "saved as rendered:\n{saved}");
+}
+
 #[test]
 fn default_affinity_timeout_is_persistence_10800() {
     let state = one_service(&RenderOptions::default());

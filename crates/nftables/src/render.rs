@@ -19,6 +19,7 @@ mod external_ip;
 mod hairpin;
 pub mod interval;
 mod load_balancer;
+mod local_traffic;
 pub mod names;
 mod node_port;
 mod ruleset;

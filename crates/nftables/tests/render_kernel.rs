@@ -182,3 +182,54 @@ fn a_rule_and_its_named_anonymous_map_can_be_replaced_in_one_transaction() -> Re
     assert!(!listed.contains("numgen random mod 2 map { 0 : 10.244.1.13"));
     Ok(())
 }
+
+/// `BridgeInterface` and `InterfaceNamePrefix` (upstream's `iifname`
+/// matches): the reference scenario rendered with each loads over netlink
+/// and as `nft -f` text, lists the detector where the CIDR was, and reads
+/// back over netlink as rendered.
+#[test]
+fn interface_detection_loads_and_lists_as_iifname() -> Result<()> {
+    use nftables::render::render;
+    use plan::LocalDetection;
+    let cases = [
+        (LocalDetection::BridgeInterface("cbr0".into()), "\"cbr0\""),
+        (LocalDetection::InterfaceNamePrefix("veth".into()), "\"veth*\""),
+    ];
+    for (i, (detection, iface)) in cases.into_iter().enumerate() {
+        for family in [IpFamily::V4, IpFamily::V6] {
+            let mut opts = reference_options(family);
+            opts.common.local_detection = detection.clone();
+            let rendered =
+                render(&reference_snapshot(family), &opts, &reference_facts()).ruleset;
+            let (nf, name) = if family == IpFamily::V4 { (Family::Ip, "ip") } else { (Family::Ip6, "ip6") };
+            let ns = netns(&format!("nftif{i}{name}"))?;
+            let contents = rendered.contents();
+            send(&ns, &contents)?;
+            let listed = nft_list(&ns, name)?;
+            let masq = format!(
+                "{name} daddr @cluster-ips iifname != {iface} meta mark set meta mark | 0x00004000 comment \"masquerade clusterIP traffic from outside cluster\""
+            );
+            assert!(listed.contains(&masq), "{masq}\nnot in\n{listed}");
+            if family == IpFamily::V4 {
+                let pods = format!("iifname {iface} goto service-");
+                assert!(listed.contains(&pods), "{pods}\nnot in\n{listed}");
+                assert!(listed.contains("comment \"short-circuit pod traffic\""));
+            }
+            assert!(!listed.contains("saddr != 10.244.0.0/16"));
+            let got = ns
+                .run(move || NftSocket::connect().and_then(|mut s| s.list_table(nf, "kube-proxy")))??
+                .expect("our table");
+            assert_eq!(plain(got).rules, plain(contents).rules, "read back as rendered");
+
+            let text_ns = netns(&format!("nftift{i}{name}"))?;
+            let path = std::env::temp_dir()
+                .join(format!("nftif-{}-{i}-{name}.nft", std::process::id()));
+            std::fs::write(&path, rendered.to_nft_text())?;
+            let loaded = text_ns.exec("nft", &["-f", path.to_str().unwrap()]);
+            std::fs::remove_file(&path)?;
+            loaded?;
+            assert!(nft_list(&text_ns, name)?.contains(&masq), "the text lists the same");
+        }
+    }
+    Ok(())
+}

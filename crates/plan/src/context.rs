@@ -3,7 +3,7 @@
 //! where NodePorts answer, and large-cluster mode.
 
 use crate::options::{LocalDetection, Options};
-use crate::{Mark, NodeFacts};
+use crate::{LocalTraffic, Mark, NodeFacts};
 use ipnet::IpNet;
 use model::topology::NodeTopology;
 use model::{IpFamily, Snapshot};
@@ -30,9 +30,9 @@ pub struct SyncContext {
     pub family: IpFamily,
     /// The masquerade mark.
     pub mark: Mark,
-    /// The pod network of the family (local-traffic detection); `None`
-    /// when pod traffic cannot be told apart.
-    pub local_traffic: Option<IpNet>,
+    /// How pod traffic is detected (`detectLocalMode` for the family);
+    /// `None` when it cannot be told apart.
+    pub local_traffic: Option<LocalTraffic>,
     /// `masqueradeAll`.
     pub masquerade_all: bool,
     /// Localhost NodePorts are on (IPv4, option set, loopback included in
@@ -105,13 +105,17 @@ impl SyncContext {
     }
 }
 
-/// The pod network of the family per `detectLocalMode`.
-fn local_traffic(snapshot: &Snapshot, opts: &Options) -> Option<IpNet> {
+/// The local-traffic detector of the family per `detectLocalMode`: the
+/// first CIDR of the family, or the interface (prefix) whatever the
+/// family.
+fn local_traffic(snapshot: &Snapshot, opts: &Options) -> Option<LocalTraffic> {
     let family = opts.family;
+    let first_of_family = |cidrs: &[IpNet]| cidrs.iter().find(|c| family.contains_net(c)).copied();
     match &opts.local_detection {
-        LocalDetection::ClusterCidr(cidrs) => cidrs.iter().find(|c| family.contains_net(c)).copied(),
-        LocalDetection::NodeCidr => snapshot.node.pod_cidrs.iter().find(|c| family.contains_net(c)).copied(),
-        LocalDetection::BridgeInterface(_) | LocalDetection::InterfaceNamePrefix(_) => None,
+        LocalDetection::ClusterCidr(cidrs) => first_of_family(cidrs).map(LocalTraffic::Cidr),
+        LocalDetection::NodeCidr => first_of_family(&snapshot.node.pod_cidrs).map(LocalTraffic::Cidr),
+        LocalDetection::BridgeInterface(name) => Some(LocalTraffic::Interface(name.clone())),
+        LocalDetection::InterfaceNamePrefix(prefix) => Some(LocalTraffic::InterfacePrefix(prefix.clone())),
     }
 }
 

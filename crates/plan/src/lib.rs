@@ -8,6 +8,7 @@
 //! ipsets). Nothing here does I/O, and nothing here knows a chain name.
 
 mod context;
+mod local_traffic;
 mod mark;
 mod no_local;
 mod node_facts;
@@ -16,6 +17,7 @@ mod order;
 mod port;
 
 pub use context::{NodePorts, SyncContext};
+pub use local_traffic::LocalTraffic;
 pub use mark::Mark;
 pub use node_facts::NodeFacts;
 pub use model::IpFamily;

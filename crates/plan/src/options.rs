@@ -13,11 +13,9 @@ pub enum LocalDetection {
     ClusterCidr(Vec<IpNet>),
     /// `NodeCIDR`: traffic from the Node's `podCIDRs` of the family.
     NodeCidr,
-    /// `BridgeInterface`: traffic in from this bridge (not rendered yet:
-    /// treated as undetectable).
+    /// `BridgeInterface`: traffic in from this bridge.
     BridgeInterface(String),
-    /// `InterfaceNamePrefix`: traffic in from interfaces with this prefix
-    /// (not rendered yet: treated as undetectable).
+    /// `InterfaceNamePrefix`: traffic in from interfaces with this prefix.
     InterfaceNamePrefix(String),
 }
 

@@ -25,9 +25,9 @@ pub(crate) fn render_masquerade(ctx: &RenderContext, plan: &NamedPlan, out: &mut
         return;
     }
     let rule = cluster_ip_rule(plan.internal_chain(), plan);
-    let rule = match (&ctx.local_net, ctx.sync.masquerade_all) {
+    let rule = match (&ctx.local, ctx.sync.masquerade_all) {
         (_, true) => rule,
-        (Some(net), false) => rule.not_src(net),
+        (Some(local), false) => local.if_not_local(rule),
         (None, false) => return,
     };
     out.nat_rules.push(rule.jump(KUBE_MARK_MASQ).build());

@@ -3,7 +3,7 @@
 //! kernel facts (nfacct, conntrack liberal, `--random-fully`).
 
 use super::RenderOptions;
-use xtables::rules as rule;
+use super::local_traffic::LocalMatch;
 use model::Snapshot;
 use plan::{NodeFacts, SyncContext};
 
@@ -14,8 +14,9 @@ pub struct RenderContext {
     pub(crate) sync: SyncContext,
     /// Masquerade mark, e.g. `0x4000`.
     pub(crate) mark: String,
-    /// The pod network for local-traffic detection, as printed.
-    pub(crate) local_net: Option<String>,
+    /// The local-traffic detector, as printed; `None` when pod traffic
+    /// cannot be told apart.
+    pub(crate) local: Option<LocalMatch>,
     pub(crate) nfacct: bool,
     pub(crate) conntrack_liberal: bool,
     pub(crate) random_fully: bool,
@@ -30,7 +31,7 @@ impl RenderContext {
         let sync = SyncContext::new(snapshot, &opts.common, &facts);
         Self {
             mark: sync.mark.to_string(),
-            local_net: sync.local_traffic.map(|c| rule::net(&c)),
+            local: sync.local_traffic.as_ref().map(LocalMatch::new),
             nfacct: opts.nfacct,
             conntrack_liberal: opts.conntrack_tcp_be_liberal,
             random_fully: opts.random_fully,

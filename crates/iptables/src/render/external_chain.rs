@@ -31,9 +31,9 @@ pub(crate) fn render(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePor
 /// Local policy: they go to the cluster-wide chain.
 fn render_short_circuits(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
     let (ext, svc) = (&plan.chains.ext, &plan.chains.svc);
-    if let Some(net) = &ctx.local_net {
+    if let Some(local) = &ctx.local {
         let comment = format!("pod traffic for {} external destinations", plan.name);
-        out.nat_rules.push(Rule::new(ext).src(net).comment(&comment).jump(svc).build());
+        out.nat_rules.push(local.if_local(Rule::new(ext)).comment(&comment).jump(svc).build());
     }
     let local_src = "-m addrtype --src-type LOCAL";
     let masq = format!("masquerade LOCAL traffic for {} external destinations", plan.name);

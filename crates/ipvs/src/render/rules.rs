@@ -5,7 +5,7 @@
 //! shared applier.
 
 use super::RenderOptions;
-use plan::{Mark, SyncContext};
+use plan::{LocalTraffic, Mark, SyncContext};
 use crate::ipset::{IpSets, KubeSet};
 use model::IpFamily;
 use xtables::{BuiltinJump, FamilyText, Rule, RuleBuilder, Ruleset, Table, Target};
@@ -167,8 +167,8 @@ impl Rules<'_> {
     }
 
     /// Traffic to a ClusterIP is masqueraded: all of it (masqueradeAll),
-    /// what does not come from the cluster CIDR, or (no CIDR known) the
-    /// node's own traffic sourced from a service address.
+    /// what does not come from local pods, or (no local-traffic detector)
+    /// the node's own traffic sourced from a service address.
     fn cluster_ip_masquerade(&mut self, ctx: &SyncContext) {
         if self.sets.set_is_empty(KubeSet::ClusterIp) {
             return;
@@ -176,8 +176,8 @@ impl Rules<'_> {
         let rule = Rule::new("KUBE-SERVICES");
         let rule = if ctx.masquerade_all {
             rule.matching(&self.commented_match(KubeSet::ClusterIp, "dst,dst"))
-        } else if let Some(cidr) = ctx.local_traffic {
-            rule.not_src(&cidr.to_string()).matching(&self.commented_match(KubeSet::ClusterIp, "dst,dst"))
+        } else if let Some(local) = &ctx.local_traffic {
+            if_not_local(rule, local).matching(&self.commented_match(KubeSet::ClusterIp, "dst,dst"))
         } else {
             rule.matching(&self.commented_match(KubeSet::ClusterIp, "src,dst"))
         };
@@ -265,5 +265,15 @@ impl Rules<'_> {
         let snat = Rule::new("KUBE-POSTROUTING").comment("kubernetes service traffic requiring SNAT");
         self.nat(snat.target(Target::Masquerade { random_fully }));
         self.nat(Rule::new("KUBE-MARK-MASQ").target(Target::SetXmark { value: bits, mask: bits }));
+    }
+}
+
+/// `rule` matching traffic not from local pods (upstream's `IfNotLocal`):
+/// `! -s <cidr>`, `! -i <bridge>` or `! -i <prefix>+`.
+fn if_not_local<'a>(rule: RuleBuilder<'a>, local: &LocalTraffic) -> RuleBuilder<'a> {
+    match local {
+        LocalTraffic::Cidr(cidr) => rule.not_src(&cidr.to_string()),
+        LocalTraffic::Interface(name) => rule.not_in_iface(name),
+        LocalTraffic::InterfacePrefix(prefix) => rule.not_in_iface(&format!("{prefix}+")),
     }
 }

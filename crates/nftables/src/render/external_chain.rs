@@ -6,7 +6,8 @@
 
 use super::ruleset::{ChainRules, RuleSpec};
 use super::service_port::Port;
-use super::statement::{Stmt, saddr};
+use super::local_traffic::if_local;
+use super::statement::Stmt;
 use crate::{Chain, Verdict};
 
 /// The external chain, if the port has an external path.
@@ -31,17 +32,9 @@ pub fn render_external_chain(port: &Port<'_>) -> Option<ChainRules> {
 /// Pod and node traffic bypass externalTrafficPolicy Local.
 fn short_circuits(port: &Port<'_>, chain: &mut ChainRules) {
     let to_cluster = || Stmt::Verdict(Verdict::Goto(port.names.service.clone()));
-    if let Some(pods) = port.ctx.sync.local_traffic {
+    if let Some(from_pods) = if_local(port.ctx) {
         chain.push(
-            RuleSpec::new(vec![
-                Stmt::Prefix {
-                    field: saddr(port.ctx.family),
-                    negated: false,
-                    net: pods,
-                },
-                to_cluster(),
-            ])
-            .with_comment("short-circuit pod traffic"),
+            RuleSpec::new(vec![from_pods, to_cluster()]).with_comment("short-circuit pod traffic"),
         );
     }
     let local = Stmt::FibLocal { daddr: false };

@@ -241,12 +241,7 @@ fn cluster_ip_masquerade(ctx: &RenderContext) -> Option<RuleSpec> {
                 .with_comment("masquerade all clusterIP traffic"),
         );
     }
-    let pods = ctx.sync.local_traffic?;
-    let not_from_pods = Stmt::Prefix {
-        field: saddr(ctx.family),
-        negated: true,
-        net: pods,
-    };
+    let not_from_pods = super::local_traffic::if_not_local(ctx)?;
     Some(
         RuleSpec::new(vec![to_cluster_ip, not_from_pods, Stmt::MarkOr(ctx.mark)])
             .with_comment("masquerade clusterIP traffic from outside cluster"),

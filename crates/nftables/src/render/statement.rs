@@ -58,6 +58,16 @@ pub enum Stmt {
         /// The address.
         addr: IpAddr,
     },
+    /// `iifname "cbr0"` / `iifname != "veth*"`: the input interface by
+    /// name, or (`prefix`) by the start of its name.
+    Iifname {
+        /// `==` or `!=`.
+        negated: bool,
+        /// The name, or its prefix.
+        name: String,
+        /// Match names starting with `name` (written `name*`).
+        prefix: bool,
+    },
     /// `fib saddr type local` (`daddr` with `daddr` true).
     FibLocal {
         /// Look at the destination instead of the source.
@@ -184,6 +194,11 @@ impl Stmt {
                 negated,
                 addr,
             } => stmt::compare(*field, cmp(*negated), &value(*addr).to_bytes()),
+            Stmt::Iifname {
+                negated,
+                name,
+                prefix,
+            } => iifname_exprs(*negated, name, *prefix),
             Stmt::FibLocal { daddr } => stmt::fib_type_local(*daddr),
             Stmt::MarkHas(m) => stmt::mark_has(*m),
             Stmt::MarkOr(m) => stmt::mark_or(*m),
@@ -206,6 +221,16 @@ impl Stmt {
             Stmt::DnatTo(ip, port) => stmt::dnat_to(*ip, *port),
         }
     }
+}
+
+/// The name compared zero-padded to `IFNAMSIZ`; a prefix compared on
+/// its own bytes only, as `nft` compiles `iifname "veth*"`.
+fn iifname_exprs(negated: bool, name: &str, prefix: bool) -> Vec<Expr> {
+    let mut exprs = stmt::ifname(true, cmp(negated), name);
+    if prefix && let Some(Expr::Cmp { data, .. }) = exprs.last_mut() {
+        data.truncate(name.len().min(15));
+    }
+    exprs
 }
 
 fn modulus(n: usize) -> u32 {
@@ -293,6 +318,14 @@ impl fmt::Display for Stmt {
                 negated,
                 addr,
             } => write!(f, "{} {}{addr}", field_text(*field), neq(*negated)),
+            Stmt::Iifname {
+                negated,
+                name,
+                prefix,
+            } => {
+                let star = if *prefix { "*" } else { "" };
+                write!(f, "iifname {}\"{name}{star}\"", neq(*negated))
+            }
             Stmt::FibLocal { daddr } => write!(
                 f,
                 "fib {} type local",
@@ -380,6 +413,35 @@ mod tests {
                 .iter()
                 .any(|e| matches!(e, Expr::Lookup { set, .. } if set == &named))
         );
+    }
+
+    #[test]
+    fn iifname_prints_quoted_and_compares_the_padded_name_or_the_prefix_bytes() {
+        let bridge = Stmt::Iifname {
+            negated: true,
+            name: "cbr0".into(),
+            prefix: false,
+        };
+        assert_eq!(bridge.to_string(), "iifname != \"cbr0\"");
+        let prefix = Stmt::Iifname {
+            negated: false,
+            name: "veth".into(),
+            prefix: true,
+        };
+        assert_eq!(prefix.to_string(), "iifname \"veth*\"");
+        let cmp = |s: &Stmt| {
+            s.exprs(None)
+                .into_iter()
+                .find_map(|e| match e {
+                    Expr::Cmp { op, data, .. } => Some((op, data)),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let mut padded = b"cbr0".to_vec();
+        padded.resize(16, 0);
+        assert_eq!(cmp(&bridge), (CmpOp::Neq, padded));
+        assert_eq!(cmp(&prefix), (CmpOp::Eq, b"veth".to_vec()));
     }
 
     #[test]

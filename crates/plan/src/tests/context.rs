@@ -1,5 +1,5 @@
 use super::{ep, ip, net, port, snapshot};
-use crate::{LocalDetection, Mark, NodeFacts, NodePortAddresses, NodePorts, Options, SyncContext};
+use crate::{LocalDetection, LocalTraffic, Mark, NodeFacts, NodePortAddresses, NodePorts, Options, SyncContext};
 use model::IpFamily;
 
 fn ctx(opts: &Options, locals: &[&str]) -> SyncContext {
@@ -60,13 +60,24 @@ fn localhost_node_ports_need_ipv4_the_option_and_loopback_in_the_addresses() {
 fn local_traffic_comes_from_the_cluster_or_node_cidr_of_the_family() {
     let cidrs = LocalDetection::ClusterCidr(vec![net("fd00:10::/32"), net("10.0.0.0/8")]);
     let opts = Options { local_detection: cidrs, ..Options::default() };
-    assert_eq!(ctx(&opts, &[]).local_traffic, Some(net("10.0.0.0/8")));
-    assert_eq!(ctx(&Options { family: IpFamily::V6, ..opts }, &[]).local_traffic, Some(net("fd00:10::/32")));
+    let cidr = |s| Some(LocalTraffic::Cidr(net(s)));
+    assert_eq!(ctx(&opts, &[]).local_traffic, cidr("10.0.0.0/8"));
+    assert_eq!(ctx(&Options { family: IpFamily::V6, ..opts }, &[]).local_traffic, cidr("fd00:10::/32"));
     assert_eq!(ctx(&Options::default(), &[]).local_traffic, None, "ClusterCIDR without CIDRs");
     let node = Options { local_detection: LocalDetection::NodeCidr, ..Options::default() };
-    assert_eq!(ctx(&node, &[]).local_traffic, Some(net("10.180.0.0/24")));
-    let bridge = Options { local_detection: LocalDetection::BridgeInterface("cbr0".into()), ..Options::default() };
-    assert_eq!(ctx(&bridge, &[]).local_traffic, None);
+    assert_eq!(ctx(&node, &[]).local_traffic, cidr("10.180.0.0/24"));
+}
+
+#[test]
+fn local_traffic_comes_in_from_the_bridge_or_prefixed_interfaces_in_every_family() {
+    for family in [IpFamily::V4, IpFamily::V6] {
+        let bridge = LocalDetection::BridgeInterface("cbr0".into());
+        let opts = Options { family, local_detection: bridge, ..Options::default() };
+        assert_eq!(ctx(&opts, &[]).local_traffic, Some(LocalTraffic::Interface("cbr0".into())));
+        let prefix = LocalDetection::InterfaceNamePrefix("veth".into());
+        let opts = Options { family, local_detection: prefix, ..Options::default() };
+        assert_eq!(ctx(&opts, &[]).local_traffic, Some(LocalTraffic::InterfacePrefix("veth".into())));
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Building a [`Rule`] in the canonical order `iptables-save` prints:
-//! `CHAIN [!] -s A [!] -d B -p P <matches in order> -j TARGET`, so that the
+//! `CHAIN [!] -s A [!] -d B [!] -i IF -p P <matches in order> -j TARGET`, so that the
 //! written text is byte-identical to a dump of the same rule.
 
 use super::rule::{Rule, Target, push_target};
@@ -15,6 +15,7 @@ pub struct RuleBuilder<'a> {
     chain: &'a str,
     src: Option<String>,
     dst: Option<String>,
+    in_iface: Option<String>,
     proto: Option<&'static str>,
     /// Matches, each with its leading space.
     tail: String,
@@ -25,7 +26,7 @@ impl Rule {
     /// Starts a rule in `chain`.
     #[allow(clippy::new_ret_no_self)]
     pub fn new(chain: &str) -> RuleBuilder<'_> {
-        RuleBuilder { chain, src: None, dst: None, proto: None, tail: String::with_capacity(96), target: Target::None }
+        RuleBuilder { chain, src: None, dst: None, in_iface: None, proto: None, tail: String::with_capacity(96), target: Target::None }
     }
 }
 
@@ -51,6 +52,18 @@ impl<'a> RuleBuilder<'a> {
     /// `! -d <net>`.
     pub fn not_dst(mut self, net: &str) -> Self {
         self.dst = Some(format!(" ! -d {net}"));
+        self
+    }
+
+    /// `-i <iface>` (`+` ending a prefix).
+    pub fn in_iface(mut self, iface: &str) -> Self {
+        self.in_iface = Some(format!(" -i {iface}"));
+        self
+    }
+
+    /// `! -i <iface>`.
+    pub fn not_in_iface(mut self, iface: &str) -> Self {
+        self.in_iface = Some(format!(" ! -i {iface}"));
         self
     }
 
@@ -95,12 +108,14 @@ impl<'a> RuleBuilder<'a> {
         let matches = self.tail.len();
         push_target(&mut self.tail, self.target);
         let (src, dst) = (self.src.as_deref().unwrap_or_default(), self.dst.as_deref().unwrap_or_default());
+        let in_iface = self.in_iface.as_deref().unwrap_or_default();
         let proto = self.proto.map_or(0, |p| p.len() + 4);
-        let mut out = String::with_capacity(self.chain.len() + src.len() + dst.len() + proto + self.tail.len());
+        let mut out = String::with_capacity(self.chain.len() + src.len() + dst.len() + in_iface.len() + proto + self.tail.len());
         out.push_str(self.chain);
         let chain_end = out.len();
         out.push_str(src);
         out.push_str(dst);
+        out.push_str(in_iface);
         if let Some(proto) = self.proto {
             out.push_str(" -p ");
             out.push_str(proto);
