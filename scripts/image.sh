@@ -32,7 +32,8 @@ install_tools() {
   [ "${#missing[@]}" -eq 0 ] && return
   echo "image.sh: installing mmdebstrap buildah binutils"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap buildah binutils >/dev/null
+  # with their recommends (gpg, fakechroot, crun, ...), as tested
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap buildah binutils >/dev/null
 }
 
 # The Debian root file system, built once per recipe, into $BASE.
