@@ -40,12 +40,6 @@ fn args(manifests: &Path) -> Vec<String> {
     .collect()
 }
 
-fn start(ns: &Netns, args: &[String]) -> Proxy {
-    let mut command = ns.command(BINARY);
-    command.args(args);
-    Proxy::start(command)
-}
-
 /// `iptables-save` without comments and counters, for comparing states.
 fn saved(ns: &Netns) -> String {
     let text = ns.exec("iptables-legacy-save", &[]).unwrap();
@@ -101,7 +95,7 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
     let original = std::fs::read_to_string(example()).unwrap();
     std::fs::write(&manifests, &original).unwrap();
 
-    let mut proxy = start(&ns, &args(&manifests));
+    let mut proxy = Proxy::start_in(&ns, &args(&manifests));
     proxy.wait_for("synced iptables rules");
     let first = saved(&ns);
     proxy.wait_for("synced iptables rules");
@@ -139,7 +133,7 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
 fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
     testkit::netns::require_kernel();
     let ns = Netns::new("ipvsfb").unwrap();
-    let mut proxy = start(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
+    let mut proxy = Proxy::start_in(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
     let kernel_has_ipvs = Path::new("/proc/net/ip_vs").exists();
     if kernel_has_ipvs {
         proxy.wait_for("synced IPVS rules");
@@ -160,7 +154,7 @@ fn health_check_servers_listen_on_node_port_addresses_only() {
     ns.ip(&["addr", "add", "10.9.0.2/24", "dev", "kprs0"]).unwrap();
     ns.ip(&["link", "set", "kprs0", "up"]).unwrap();
     let args = [args(&example()), vec!["--nodeport-addresses=10.9.0.0/24".into()]].concat();
-    let mut proxy = start(&ns, &args);
+    let mut proxy = Proxy::start_in(&ns, &args);
     proxy.wait_for("synced iptables rules");
     let listening = ns.exec("ss", &["-ltnH"]).unwrap();
     proxy.stop();
@@ -207,12 +201,12 @@ fn oom_score_adj_is_applied_to_the_process() {
     let oom_score_adj = |proxy: &Proxy| std::fs::read_to_string(format!("/proc/{}/oom_score_adj", proxy.pid())).unwrap().trim().to_string();
     // Lowering the score needs CAP_SYS_RESOURCE, which a container may lack:
     // then the proxy says so and goes on, as upstream.
-    let mut proxy = start(&ns, &args(&example()));
+    let mut proxy = Proxy::start_in(&ns, &args(&example()));
     proxy.wait_for("synced iptables rules");
     let refused = proxy.logged("cannot apply oomScoreAdj; going on value=-999");
     assert!(oom_score_adj(&proxy) == "-999" || refused, "upstream's default -999 neither applied nor refused with a warning");
     proxy.stop();
-    let mut proxy = start(&ns, &[args(&example()), vec!["--oom-score-adj=250".to_string()]].concat());
+    let mut proxy = Proxy::start_in(&ns, &[args(&example()), vec!["--oom-score-adj=250".to_string()]].concat());
     proxy.wait_for("synced iptables rules");
     assert_eq!(oom_score_adj(&proxy), "250");
     proxy.stop();

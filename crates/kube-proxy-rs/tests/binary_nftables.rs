@@ -65,12 +65,6 @@ fn args(manifests: &Path) -> Vec<String> {
     .collect()
 }
 
-fn start(ns: &Netns, args: &[String]) -> Proxy {
-    let mut command = ns.command(BINARY);
-    command.args(args);
-    Proxy::start(command)
-}
-
 /// `nft list table ip kube-proxy`, or `None` if there is no such table.
 fn table(ns: &Netns) -> Option<String> {
     ns.exec("nft", &["list", "table", "ip", "kube-proxy"]).ok()
@@ -139,7 +133,7 @@ fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_i
     let original = std::fs::read_to_string(example()).unwrap();
     std::fs::write(&manifests, &original).unwrap();
 
-    let mut proxy = start(&ns, &args(&manifests));
+    let mut proxy = Proxy::start_in(&ns, &args(&manifests));
     let first_line = proxy.wait_for(SYNCED);
     assert_eq!(field(&first_line, "partial"), "false", "the first sync is full: {first_line}");
     let first = table(&ns).expect("no ip kube-proxy table after the first sync");
@@ -179,7 +173,7 @@ fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_i
     // A restarted proxy finds its table as it left it: its first (full)
     // sync reads it back and writes nothing.
     let before = table(&ns).unwrap();
-    let mut proxy = start(&ns, &args(&manifests));
+    let mut proxy = Proxy::start_in(&ns, &args(&manifests));
     let restarted = proxy.wait_for(SYNCED);
     assert_eq!(field(&restarted, "partial"), "false", "{restarted}");
     assert_eq!(field(&restarted, "changes"), "0", "a restarted proxy rewrote an up-to-date table: {restarted}");
@@ -202,11 +196,11 @@ fn nftables_mode_removes_what_iptables_mode_left() {
     testkit::netns::require_kernel();
     let ns = Netns::new("nftipt").unwrap();
     let iptables: Vec<String> = args(&example()).into_iter().skip(2).chain(["--iptables-backend=legacy".into()]).collect();
-    let mut proxy = start(&ns, &iptables);
+    let mut proxy = Proxy::start_in(&ns, &iptables);
     proxy.wait_for("synced iptables rules");
     proxy.stop();
     assert!(saved(&ns).contains(":KUBE-SERVICES"), "iptables mode left no chains to remove");
-    let mut proxy = start(&ns, &args(&example()));
+    let mut proxy = Proxy::start_in(&ns, &args(&example()));
     proxy.wait_for(SYNCED);
     proxy.stop();
     let left: Vec<String> = saved(&ns).lines().filter(|l| l.contains("KUBE-") && !l.contains("KUBE-FIREWALL")).map(String::from).collect();
@@ -228,12 +222,12 @@ fn init_only_in_nftables_mode_writes_no_table_and_exits() {
 fn iptables_mode_removes_what_nftables_mode_left() {
     testkit::netns::require_kernel();
     let ns = Netns::new("nftleft").unwrap();
-    let mut proxy = start(&ns, &args(&example()));
+    let mut proxy = Proxy::start_in(&ns, &args(&example()));
     proxy.wait_for(SYNCED);
     proxy.stop();
     assert!(table(&ns).is_some(), "nftables mode left no table to remove");
     let iptables: Vec<String> = args(&example()).into_iter().skip(2).chain(["--iptables-backend=legacy".into()]).collect();
-    let mut proxy = start(&ns, &iptables);
+    let mut proxy = Proxy::start_in(&ns, &iptables);
     proxy.wait_for("synced iptables rules");
     proxy.stop();
     assert!(table(&ns).is_none(), "iptables mode kept nftables mode's table:\n{}", tables(&ns));
@@ -264,7 +258,7 @@ fn metric_names(text: &str) -> BTreeSet<String> {
 fn metrics_list_every_upstream_nftables_metric_and_no_iptables_one() {
     testkit::netns::require_kernel();
     let ns = Netns::new("nftmetrics").unwrap();
-    let mut proxy = start(&ns, &args(&example()));
+    let mut proxy = Proxy::start_in(&ns, &args(&example()));
     proxy.wait_for(SYNCED);
     proxy.wait_for(SYNCED);
     // Health answers as in the other modes (and counts in the health metrics).
@@ -303,7 +297,7 @@ fn inject_udp_flow(ns: &Netns, client: &str, sport: u16, dst: &str, reply_src: &
 fn stale_udp_flows_are_deleted_after_a_sync() {
     testkit::netns::require_kernel();
     let ns = Netns::new("nftstale").unwrap();
-    let mut proxy = start(&ns, &args(&example()));
+    let mut proxy = Proxy::start_in(&ns, &args(&example()));
     proxy.wait_for(SYNCED);
     // kube-system/cluster-dns:dns, UDP 10.96.10.120:53; 10.244.0.24 serves it, 10.244.9.9 never did.
     inject_udp_flow(&ns, "10.244.0.5", 4000, "10.96.10.120", "10.244.9.9");

@@ -45,6 +45,14 @@ pub struct ChangeSet {
 }
 
 impl ChangeSet {
+    /// Adds what `later` says changed (change sets of snapshots no sync
+    /// consumed yet add up).
+    pub fn absorb(&mut self, later: ChangeSet) {
+        self.services.extend(later.services);
+        self.node_changed |= later.node_changed;
+        self.service_cidrs_changed |= later.service_cidrs_changed;
+    }
+
     /// Nothing changed.
     pub fn is_empty(&self) -> bool {
         self.services.is_empty() && !self.node_changed && !self.service_cidrs_changed

@@ -76,7 +76,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 impl SyncState {
     async fn sync(&mut self, trigger: Trigger) -> anyhow::Result<()> {
         let (snapshot, changes) = take_snapshot(&self.tracker, &self.metrics);
-        merge_changes(&mut self.pending, changes);
+        self.pending.absorb(changes);
         let synced = self.sync_proxier(trigger, &snapshot).await;
         crate::memory::release_freed();
         self.policy.record(synced.is_ok(), synced.as_ref().is_ok_and(|r| !r.partial), tokio::time::Instant::now());
@@ -125,13 +125,6 @@ impl SyncState {
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
         self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
     }
-}
-
-/// Adds `changes` to `pending`.
-fn merge_changes(pending: &mut ChangeSet, changes: ChangeSet) {
-    pending.services.extend(changes.services);
-    pending.node_changed |= changes.node_changed;
-    pending.service_cidrs_changed |= changes.service_cidrs_changed;
 }
 
 /// Counts a failed sync in its mode's failure counters: iptables restore

@@ -22,6 +22,13 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// Starts the binary under test with `args` inside `ns`.
+    pub fn start_in(ns: &testkit::netns::Netns, args: &[String]) -> Self {
+        let mut command = ns.command(BINARY);
+        command.args(args);
+        Self::start(command)
+    }
+
     /// The process id (the binary's own: `ip netns exec` execs it).
     pub fn pid(&self) -> u32 {
         self.child.id()
