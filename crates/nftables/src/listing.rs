@@ -138,12 +138,22 @@ impl TableReader {
                 _ => {}
             }
         }
-        let set_name = set_name.ok_or_else(|| DecodeError::from("elements without a set name"))?;
-        let set = self
-            .sets
-            .iter()
-            .find(|s| s.name == set_name && (s.id.is_none() || s.id == set_id))
-            .ok_or_else(|| DecodeError::from(format!("elements of unknown set {set_name}")))?;
+        // Our batches name the set created by the message just before by
+        // its id alone (kernel dumps always name the set).
+        let set = match (&set_name, set_id) {
+            (Some(name), _) => self
+                .sets
+                .iter()
+                .find(|s| s.name == *name && (s.id.is_none() || s.id == set_id)),
+            (None, Some(_)) => self.sets.last(),
+            (None, None) => return Err(DecodeError::from("elements without a set name or id")),
+        };
+        let set = set.ok_or_else(|| {
+            DecodeError::from(format!(
+                "elements of unknown set {}",
+                set_name.unwrap_or_else(|| format!("id {}", set_id.unwrap_or_default()))
+            ))
+        })?;
         let elements = message::parse_elements(set, payload)?;
         self.elements
             .entry(TableContents::set_key(set))

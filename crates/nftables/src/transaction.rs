@@ -159,19 +159,34 @@ impl Transaction {
                 w.str(NFTA_SET_NAME, s);
             }),
             Op::AddElements { set, elements } => {
+                let target = self.element_target(index, set);
                 for part in split_elements(elements) {
                     b.message(index, NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, |w| {
-                        emit_elements(w, table, set, part, true)
+                        emit_elements(w, table, &target, part, true)
                     });
                 }
             }
             Op::DeleteElements { set, elements } => {
                 for part in split_elements(elements) {
                     b.message(index, NFT_MSG_DELSETELEM, 0, family, |w| {
-                        emit_elements(w, table, set, part, false)
+                        emit_elements(w, table, &ElementTarget::Set(set), part, false)
                     });
                 }
             }
+        }
+    }
+
+    /// How the elements added at `index` name their set: by id alone when
+    /// the change just before created it. The kernel then finds the set
+    /// at the end of its list of this transaction's new sets; by name it
+    /// walks every set of the table (quadratic over a cold start).
+    fn element_target<'a>(&self, index: usize, set: &'a SetRef) -> ElementTarget<'a> {
+        let previous = index.checked_sub(1).and_then(|i| self.ops.get(i));
+        match previous {
+            Some(Op::AddSet(new)) if new.name == set.name => {
+                ElementTarget::NewSet(new.id.unwrap_or(AUTO_SET_ID | (index - 1) as u32))
+            }
+            _ => ElementTarget::Set(set),
         }
     }
 

@@ -239,9 +239,46 @@ fn a_cold_start_split_into_parts_builds_the_same_table() -> Result<()> {
 
     let mut split = Syncer::new(Family::Ip).with_max_anonymous_sets_per_transaction(2);
     let r = ok(split.sync_full(&mut sock, desired.clone()))?;
-    assert_eq!(r.transactions, 3, "{r:?}");
+    assert_eq!(r.transactions, 4, "three staging parts and the final one: {r:?}");
     assert_eq!(list_ours(&ns)?, text);
     assert!(ok(split.sync_full(&mut sock, desired))?.counts.is_empty());
+    Ok(())
+}
+
+/// The staging parts of a split sync write only chains nothing reaches:
+/// when the final part is refused, the verdict map traffic goes through is
+/// as before, and the next full sync completes the table.
+#[test]
+fn a_split_sync_whose_final_part_is_refused_leaves_traffic_on_the_old_rules() -> Result<()> {
+    let ns = netns("apstage")?;
+    let mut sock = socket(&ns)?;
+    let old = services(2);
+    let mut syncer = Syncer::new(Family::Ip).with_max_anonymous_sets_per_transaction(2);
+    ok(syncer.sync_full(&mut sock, services::table(&old)))?;
+    let service_ips = |ns: &Netns| nft(ns, &["list", "map", "ip", "kube-proxy", "service-ips"]);
+    let before = service_ips(&ns)?;
+
+    let new = services(7);
+    let mut refused = services::table(&new);
+    // an element naming a chain that does not exist: refused in the final part
+    let vmap = refused.elements.get_mut("service-ips").unwrap();
+    vmap.push(Element::verdict(
+        vec![Value::Ipv4("10.99.0.1".parse()?), Value::Proto(6), Value::Port(80)],
+        Verdict::Goto("no-such-chain".into()),
+    ));
+    let err = syncer.sync_full(&mut sock, refused).unwrap_err();
+    assert!(err.to_string().contains("add element ip kube-proxy service-ips"), "{err}");
+    assert_eq!(service_ips(&ns)?, before, "traffic still sees the old map");
+    let staged = list_ours(&ns)?;
+    assert!(staged.contains(&new[6].chain()), "the staging parts were applied:\n{staged}");
+
+    let r = ok(syncer.sync_full(&mut sock, services::table(&new)))?;
+    assert!(r.full);
+    let mut whole = Syncer::new(Family::Ip);
+    let text = list_ours(&ns)?;
+    assert!(cleanup(&mut sock, Family::Ip)?);
+    ok(whole.sync_full(&mut sock, services::table(&new)))?;
+    assert_eq!(text, list_ours(&ns)?, "as one transaction would have left it");
     Ok(())
 }
 

@@ -24,7 +24,7 @@ pub fn iptables(config: &Config, family: IpFamily) -> iptables::proxier::Proxier
 pub fn nftables(config: &Config, family: IpFamily) -> nftables::proxier::ProxierOptions {
     nftables::proxier::ProxierOptions {
         render: nftables_render_options(config, family),
-        max_anonymous_sets_per_transaction: None,
+        max_anonymous_sets_per_transaction: Some(nftables::proxier::MAX_ANONYMOUS_SETS_PER_TRANSACTION),
     }
 }
 
@@ -127,7 +127,7 @@ mod tests {
         assert!(!opts.common.localhost_nodeports, "upstream's nftables mode has no localhost NodePorts");
         assert!(opts.common.masquerade_all);
         assert!(opts.service_cidrs.is_empty());
-        assert_eq!(nftables(&config, IpFamily::V4).max_anonymous_sets_per_transaction, None);
+        assert_eq!(nftables(&config, IpFamily::V4).max_anonymous_sets_per_transaction, Some(1000));
     }
 
     #[test]

@@ -92,12 +92,13 @@ impl Syncer {
     }
 
     /// Sends a transaction that creates more than `max` anonymous sets
-    /// (cold start: one `numgen` map per service) as several transactions
-    /// of at most `max` each, in order, instead of one: the kernel's cost
-    /// of binding anonymous sets grows with the square of a transaction's
-    /// size. A sync split so is no longer all or nothing: if a later part
-    /// is refused, the earlier ones stay and the next sync is full (which
-    /// repairs it). Off by default.
+    /// (cold start: one `numgen` map per service) as staging transactions
+    /// of at most `max` each, then one final transaction, instead of one:
+    /// the kernel's cost of binding anonymous sets grows with the square
+    /// of a transaction's size. The staging parts write only new chains
+    /// nothing reaches yet; what traffic sees changes with the final part
+    /// (`split.rs`). If a later part is refused the earlier ones stay, and
+    /// the next sync is full (which uses or removes them). Off by default.
     pub fn with_max_anonymous_sets_per_transaction(mut self, max: usize) -> Self {
         self.max_anonymous = Some(max);
         self
@@ -172,7 +173,7 @@ impl Syncer {
         let desired = TableState::new(desired);
         let current = TableState::new(current);
         let (tx, _) = diff_states(&desired, Some(&current), &mut self.names);
-        let result = self.send(socket, &tx, start, false);
+        let result = self.send(socket, tx, start, false);
         self.note(&result);
         if !self.lean {
             // The kept whole state no longer matches the kernel.
@@ -237,7 +238,7 @@ impl Syncer {
         }
         let (mut tx, assigned) = diff_states(&desired, current.as_ref(), &mut self.names);
         tx.generation = Some(generation);
-        let mut report = self.send(socket, &tx, start, true)?;
+        let mut report = self.send(socket, tx, start, true)?;
         report.full = true;
         report.read_back = read_back;
         carry_names(&mut desired, current.as_mut(), assigned);
@@ -266,9 +267,7 @@ impl Syncer {
             }
         };
         tx.generation = Some(generation);
-        let sent = self.send(socket, &tx, start, true);
-        drop_later(tx);
-        let mut report = sent?;
+        let mut report = self.send(socket, tx, start, true)?;
         report.full = true;
         report.read_back = read_back;
         Ok(report)
@@ -330,43 +329,41 @@ impl Syncer {
     ) -> Result<SyncReport, Error> {
         let mut desired = TableState::new(desired);
         let (tx, assigned) = diff_states(&desired, self.last.as_ref(), &mut self.names);
-        let report = self.send(socket, &tx, start, false)?;
+        let report = self.send(socket, tx, start, false)?;
         carry_names(&mut desired, self.last.as_mut(), assigned);
         drop_later(self.last.replace(desired));
         Ok(report)
     }
 
-    /// Applies `tx` unless it is empty, then notes the kernel's state (if
-    /// anything was sent, or `look` asks for it).
+    /// Applies `tx` unless it is empty (in parts when it binds more
+    /// anonymous sets than the syncer's maximum, see [`split`]), then notes
+    /// the kernel's state (if anything was sent, or `look` asks for it).
     fn send(
         &mut self,
         socket: &mut NftSocket,
-        tx: &Transaction,
+        tx: Transaction,
         start: Instant,
         look: bool,
     ) -> Result<SyncReport, Error> {
         let mut report = SyncReport {
-            counts: SyncCounts::of(tx),
+            counts: SyncCounts::of(&tx),
+            changes: tx.ops.len(),
             ..SyncReport::default()
         };
-        if !tx.ops.is_empty() {
-            let parts = match self.max_anonymous {
-                Some(max) if report.counts.anonymous_sets_written > max => split(tx, max),
-                _ => Vec::new(),
-            };
-            let parts: Vec<&Transaction> = match parts.is_empty() {
-                true => vec![tx],
-                false => parts.iter().collect(),
-            };
-            for part in &parts {
-                let applied = socket.apply(part);
-                report.kernel += socket.last_kernel_time();
-                applied?;
-            }
-            report.changes = tx.ops.len();
-            report.transactions = parts.len();
+        let sent = !tx.ops.is_empty();
+        let parts = match self.max_anonymous {
+            Some(max) if report.counts.anonymous_sets_written > max => split(tx, max),
+            _ if sent => vec![tx],
+            _ => Vec::new(),
+        };
+        report.transactions = parts.len();
+        for part in parts {
+            let applied = socket.apply(&part);
+            report.kernel += socket.last_kernel_time();
+            drop_later(part);
+            applied?;
         }
-        if !tx.ops.is_empty() || look || self.seen.is_none() {
+        if sent || look || self.seen.is_none() {
             self.seen = Some(self.look(socket)?);
         }
         report.total = start.elapsed();

@@ -139,18 +139,32 @@ pub(crate) fn emit_set(w: &mut AttrWriter<'_>, table: &str, set: &Set, auto_id: 
     }
 }
 
+/// Which set an element message names.
+#[derive(Debug)]
+pub(crate) enum ElementTarget<'a> {
+    /// By name (and id, if the reference has one).
+    Set(&'a SetRef),
+    /// By id alone: the set the message just before created.
+    NewSet(u32),
+}
+
 /// `NEWSETELEM`/`DELSETELEM` attributes for `elements` of `set`.
 pub(crate) fn emit_elements(
     w: &mut AttrWriter<'_>,
     table: &str,
-    set: &SetRef,
+    set: &ElementTarget<'_>,
     elements: &[Element],
     full: bool,
 ) {
     w.str(NFTA_SET_ELEM_LIST_TABLE, table);
-    w.str(NFTA_SET_ELEM_LIST_SET, &set.name);
-    if let Some(id) = set.id {
-        w.u32(NFTA_SET_ELEM_LIST_SET_ID, id);
+    match set {
+        ElementTarget::Set(set) => {
+            w.str(NFTA_SET_ELEM_LIST_SET, &set.name);
+            if let Some(id) = set.id {
+                w.u32(NFTA_SET_ELEM_LIST_SET_ID, id);
+            }
+        }
+        ElementTarget::NewSet(id) => w.u32(NFTA_SET_ELEM_LIST_SET_ID, *id),
     }
     w.nested(NFTA_SET_ELEM_LIST_ELEMENTS, |w| {
         for e in elements {
