@@ -34,6 +34,13 @@
 //! * Client: on the wire, outside the cluster CIDR; reaches node IPs on-link
 //!   and sends the plan's extra networks (LoadBalancer ingress IPs,
 //!   externalIPs) to the node the plan names.
+//! * Dual-stack: the same again in IPv6 (see [`Plan::two_nodes`]): nodes
+//!   on fd00:86::/64 (the wire's fd00:86::1 their default gateway), pod
+//!   CIDRs fd00:10:244:<n>::/64 routed between nodes, pod gateways
+//!   `fd00:10:244:<n>::1` as /128, client on fd00:172:20::/64; IPv6
+//!   forwarding on in nodes and off in the wire, duplicate address detection
+//!   off everywhere (addresses usable at once). A pod gets an IPv6 address,
+//!   with its echo server answering there too, when its plan gives one.
 //!
 //! Every namespace is a [`crate::netns::Netns`]: unique per run, deleted on
 //! drop (also when a test panics) and swept at the next run if the test
@@ -54,7 +61,9 @@ mod wire;
 
 pub use client::Client;
 pub use node::Node;
-pub use plan::{CLIENT_NET, CLUSTER_CIDR, ClientPlan, NodePlan, Plan, PodPlan, WIRE_GATEWAY, WIRE_NET};
+pub use plan::{
+    CLIENT_NET, CLIENT_NET6, CLUSTER_CIDR, CLUSTER_CIDR6, ClientPlan, NodePlan, Plan, PodPlan, WIRE_GATEWAY, WIRE_GATEWAY6, WIRE_NET, WIRE_NET6,
+};
 pub use pod::Pod;
 pub use proxy::Proxy;
 pub use rules::dump_rules;

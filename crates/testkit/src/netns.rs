@@ -74,11 +74,19 @@ impl Netns {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// Sets the namespace up to route as a Kubernetes node does: IPv4
-    /// forwarding on, reverse-path filtering and redirects off.
+    /// Makes IPv6 addresses usable as soon as they are added: duplicate
+    /// address detection off on every link of the namespace, present and
+    /// future (a tentative address can be neither bound nor a source).
+    pub fn skip_ipv6_dad(&self) -> Result<()> {
+        self.exec("sysctl", &["-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"]).map(drop)
+    }
+
+    /// Sets the namespace up to route as a Kubernetes node does: IPv4 and
+    /// IPv6 forwarding on, reverse-path filtering and redirects off.
     pub fn route_like_a_node(&self) -> Result<()> {
         let sysctls = [
             "net.ipv4.ip_forward=1",
+            "net.ipv6.conf.all.forwarding=1",
             "net.ipv4.conf.all.rp_filter=0",
             "net.ipv4.conf.default.rp_filter=0",
             "net.ipv4.conf.all.send_redirects=0",

@@ -1,19 +1,20 @@
 //! The outside client: a namespace on the wire with addresses in the client
-//! subnet, not part of the cluster. It reaches node IPs on-link and sends
-//! the networks of its plan's routes (LoadBalancer IPs, externalIPs) to the
-//! node named there.
+//! subnets (IPv4 and IPv6), not part of the cluster. It reaches node IPs
+//! on-link and sends the networks of its plan's routes (LoadBalancer IPs,
+//! externalIPs) to the node named there.
 
 use super::node::Node;
-use super::plan::{CLIENT_NET, ClientPlan, WIRE_NET};
+use super::plan::{CLIENT_NET, CLIENT_NET6, ClientPlan, WIRE_NET, WIRE_NET6};
 use super::wire::Wire;
 use crate::netns::Netns;
 use anyhow::{Context, Result};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The outside client.
 #[derive(Debug)]
 pub struct Client {
     ips: Vec<Ipv4Addr>,
+    ips6: Vec<Ipv6Addr>,
     ns: Netns,
 }
 
@@ -22,13 +23,20 @@ impl Client {
     pub fn new(plan: &ClientPlan, wire: &Wire, nodes: &[Node]) -> Result<Self> {
         let primary = *plan.ips.first().context("the client plan needs at least one address")?;
         let ns = Netns::new("client")?;
+        ns.skip_ipv6_dad()?;
         wire.plug(&ns)?;
         for ip in &plan.ips {
             ns.ip(&["addr", "add", &format!("{ip}/{}", CLIENT_NET.prefix_len()), "dev", "eth0"])?;
         }
+        for ip in &plan.ips6 {
+            ns.ip(&["addr", "add", &format!("{ip}/{}", CLIENT_NET6.prefix_len()), "dev", "eth0", "nodad"])?;
+        }
         ns.ip(&["link", "set", "eth0", "up"])?;
         let src = primary.to_string();
         ns.ip(&["route", "add", &WIRE_NET.to_string(), "dev", "eth0", "src", &src])?;
+        if let Some(primary6) = plan.ips6.first() {
+            ns.ip(&["-6", "route", "add", &WIRE_NET6.to_string(), "dev", "eth0", "src", &primary6.to_string()])?;
+        }
         for (net, node_name) in &plan.routes {
             let node = nodes
                 .iter()
@@ -36,12 +44,17 @@ impl Client {
                 .with_context(|| format!("client route {net} via unknown node {node_name}"))?;
             ns.ip(&["route", "add", &net.to_string(), "via", &node.ip().to_string(), "dev", "eth0", "src", &src])?;
         }
-        Ok(Self { ips: plan.ips.clone(), ns })
+        Ok(Self { ips: plan.ips.clone(), ips6: plan.ips6.clone(), ns })
     }
 
     /// Its addresses; the first is the default source.
     pub fn ips(&self) -> &[Ipv4Addr] {
         &self.ips
+    }
+
+    /// Its IPv6 addresses; the first is the default source.
+    pub fn ips6(&self) -> &[Ipv6Addr] {
+        &self.ips6
     }
 
     /// The client's namespace.

@@ -1,12 +1,13 @@
-//! A node: a namespace on the wire that forwards for its pods, routes the
-//! other nodes' pod CIDRs via those nodes, and is where kube-proxy-rs runs.
+//! A node: a namespace on the wire that forwards for its pods (IPv4 and
+//! IPv6), routes the other nodes' pod CIDRs via those nodes, and is where
+//! kube-proxy-rs runs.
 
-use super::plan::{CLIENT_NET, NodePlan, WIRE_GATEWAY, WIRE_NET};
+use super::plan::{CLIENT_NET, CLIENT_NET6, NodePlan, WIRE_GATEWAY, WIRE_GATEWAY6, WIRE_NET, WIRE_NET6};
 use super::wire::Wire;
 use crate::netns::Netns;
 use anyhow::Result;
-use ipnet::Ipv4Net;
-use std::net::{IpAddr, Ipv4Addr};
+use ipnet::{Ipv4Net, Ipv6Net};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A node of the simulated cluster.
 #[derive(Debug)]
@@ -17,37 +18,48 @@ pub struct Node {
 }
 
 impl Node {
-    /// Creates the node's namespace, plugs it into the wire with its IP,
-    /// turns forwarding on (reverse-path filtering and redirects off), and
-    /// routes the client's subnet on-link and everything else to the wire's
-    /// black-hole gateway.
+    /// Creates the node's namespace, plugs it into the wire with its IPs,
+    /// turns forwarding on (reverse-path filtering and redirects off, no
+    /// IPv6 duplicate address detection), and routes the client's subnets
+    /// on-link and everything else to the wire's black-hole gateways.
     pub fn new(plan: &NodePlan, wire: &Wire) -> Result<Self> {
         let ns = Netns::new(&plan.name)?;
         ns.route_like_a_node()?;
+        ns.skip_ipv6_dad()?;
         wire.plug(&ns)?;
         ns.ip(&["addr", "add", &format!("{}/{}", plan.ip, WIRE_NET.prefix_len()), "dev", "eth0"])?;
+        ns.ip(&["addr", "add", &format!("{}/{}", plan.ip6, WIRE_NET6.prefix_len()), "dev", "eth0", "nodad"])?;
         ns.ip(&["link", "set", "eth0", "up"])?;
         ns.ip(&["route", "add", &CLIENT_NET.to_string(), "dev", "eth0"])?;
         ns.ip(&["route", "add", "default", "via", &WIRE_GATEWAY.to_string(), "dev", "eth0"])?;
+        ns.ip(&["-6", "route", "add", &CLIENT_NET6.to_string(), "dev", "eth0"])?;
+        ns.ip(&["-6", "route", "add", "default", "via", &WIRE_GATEWAY6.to_string(), "dev", "eth0"])?;
         Ok(Self { plan: plan.clone(), ns, veths: std::sync::atomic::AtomicUsize::new(0) })
     }
 
-    /// Routes `other`'s pod CIDR via `other`'s wire IP (no overlay).
+    /// Routes `other`'s pod CIDRs via `other`'s wire IPs (no overlay).
     pub fn route_pods_of(&self, other: &Node) -> Result<()> {
         self.ns.ip(&["route", "add", &other.pod_cidr().to_string(), "via", &other.ip().to_string(), "dev", "eth0"])?;
+        self.ns.ip(&["-6", "route", "add", &other.pod_cidr6().to_string(), "via", &other.ip6().to_string(), "dev", "eth0"])?;
         Ok(())
     }
 
     /// Attaches `pod` with a veth: the pod side is `eth0` (left down for the
-    /// pod to configure), the node side holds the gateway as /32 and a /32
-    /// route to each of `ips`.
-    pub fn attach(&self, pod: &Netns, ips: &[Ipv4Addr]) -> Result<()> {
+    /// pod to configure), the node side holds the gateways as /32 and /128
+    /// and a host route to each of `ips` (either family) with the gateway of
+    /// its family as source.
+    pub fn attach(&self, pod: &Netns, ips: &[IpAddr]) -> Result<()> {
         let veth = format!("p{}", self.veths.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
         self.ns.ip(&["link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", pod.name()])?;
         self.ns.ip(&["addr", "add", &format!("{}/32", self.gateway()), "dev", &veth])?;
+        self.ns.ip(&["addr", "add", &format!("{}/128", self.gateway6()), "dev", &veth, "nodad"])?;
         self.ns.ip(&["link", "set", &veth, "up"])?;
         for ip in ips {
-            self.ns.ip(&["route", "add", &format!("{ip}/32"), "dev", &veth, "src", &self.gateway().to_string()])?;
+            let (len, gateway) = match ip {
+                IpAddr::V4(_) => (32, IpAddr::V4(self.gateway())),
+                IpAddr::V6(_) => (128, IpAddr::V6(self.gateway6())),
+            };
+            self.ns.ip(&["route", "add", &format!("{ip}/{len}"), "dev", &veth, "src", &gateway.to_string()])?;
         }
         Ok(())
     }
@@ -67,16 +79,32 @@ impl Node {
         self.plan.pod_cidr
     }
 
+    /// IPv6 InternalIP (on the wire).
+    pub fn ip6(&self) -> Ipv6Addr {
+        self.plan.ip6
+    }
+
+    /// IPv6 pod CIDR.
+    pub fn pod_cidr6(&self) -> Ipv6Net {
+        self.plan.pod_cidr6
+    }
+
     /// The pods' gateway, also the source address the node uses towards its
     /// own pods.
     pub fn gateway(&self) -> Ipv4Addr {
         self.plan.gateway()
     }
 
-    /// Every address a packet masqueraded by this node can carry: its wire IP
-    /// and its pod gateway.
-    pub fn addresses(&self) -> [IpAddr; 2] {
-        [IpAddr::V4(self.ip()), IpAddr::V4(self.gateway())]
+    /// The pods' IPv6 gateway, the source the node uses towards its own
+    /// pods over IPv6.
+    pub fn gateway6(&self) -> Ipv6Addr {
+        self.plan.gateway6()
+    }
+
+    /// Every address a packet masqueraded by this node can carry: its wire
+    /// IPs and its pod gateways, IPv4 first.
+    pub fn addresses(&self) -> [IpAddr; 4] {
+        [IpAddr::V4(self.ip()), IpAddr::V4(self.gateway()), IpAddr::V6(self.ip6()), IpAddr::V6(self.gateway6())]
     }
 
     /// The node's namespace (run commands, connect from the node itself).

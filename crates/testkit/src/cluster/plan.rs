@@ -2,9 +2,13 @@
 //! which node, and the outside client. All addresses live only inside the
 //! test's namespaces; they follow the reference corpus (node IPs on
 //! 192.168.86.0/24, pods in 10.244.<node>.0/24, client on 172.20.0.0/24).
+//! The cluster is dual-stack: every node and the client also have an IPv6
+//! address (the same plan under `fd00:`: nodes on fd00:86::/64, pods in
+//! fd00:10:244:<node>::/64, client on fd00:172:20::/64); a pod has one when
+//! its plan gives it one.
 
-use ipnet::Ipv4Net;
-use std::net::Ipv4Addr;
+use ipnet::{Ipv4Net, Ipv6Net};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The shared L2 segment the nodes and the client sit on.
 pub const WIRE_NET: Ipv4Net = net(Ipv4Addr::new(192, 168, 86, 0), 24);
@@ -17,8 +21,22 @@ pub const CLIENT_NET: Ipv4Net = net(Ipv4Addr::new(172, 20, 0, 0), 24);
 /// The cluster CIDR (`--cluster-cidr`): every pod CIDR lies inside it.
 pub const CLUSTER_CIDR: Ipv4Net = net(Ipv4Addr::new(10, 244, 0, 0), 16);
 
+/// The IPv6 wire, beside [`WIRE_NET`].
+pub const WIRE_NET6: Ipv6Net = net6(Ipv6Addr::new(0xfd00, 0x86, 0, 0, 0, 0, 0, 0), 64);
+/// The wire namespace's IPv6 address: every node's IPv6 default gateway
+/// (not forwarding either).
+pub const WIRE_GATEWAY6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x86, 0, 0, 0, 0, 0, 1);
+/// The client's IPv6 subnet, on-link for the nodes.
+pub const CLIENT_NET6: Ipv6Net = net6(Ipv6Addr::new(0xfd00, 0x172, 0x20, 0, 0, 0, 0, 0), 64);
+/// The IPv6 cluster CIDR: every IPv6 pod CIDR lies inside it.
+pub const CLUSTER_CIDR6: Ipv6Net = net6(Ipv6Addr::new(0xfd00, 0x10, 0x244, 0, 0, 0, 0, 0), 56);
+
 const fn net(addr: Ipv4Addr, len: u8) -> Ipv4Net {
     Ipv4Net::new_assert(addr, len)
+}
+
+const fn net6(addr: Ipv6Addr, len: u8) -> Ipv6Net {
+    Ipv6Net::new_assert(addr, len)
 }
 
 /// Everything [`super::Cluster::build`] makes.
@@ -33,19 +51,39 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// node-a (192.168.86.2, pods 10.244.0.0/24) and node-b (192.168.86.3,
-    /// pods 10.244.1.0/24), a client with 172.20.0.10 and 172.20.0.66, and
-    /// no pods yet.
+    /// node-a (192.168.86.2 and fd00:86::2, pods 10.244.0.0/24 and
+    /// fd00:10:244::/64) and node-b (192.168.86.3 and fd00:86::3, pods
+    /// 10.244.1.0/24 and fd00:10:244:1::/64), a client with 172.20.0.10,
+    /// 172.20.0.66, fd00:172:20::10 and fd00:172:20::66, and no pods yet.
     pub fn two_nodes() -> Self {
         Self {
-            nodes: vec![
-                NodePlan { name: "node-a".into(), ip: Ipv4Addr::new(192, 168, 86, 2), pod_cidr: net(Ipv4Addr::new(10, 244, 0, 0), 24) },
-                NodePlan { name: "node-b".into(), ip: Ipv4Addr::new(192, 168, 86, 3), pod_cidr: net(Ipv4Addr::new(10, 244, 1, 0), 24) },
-            ],
+            nodes: vec![node_plan("node-a", 2, 0), node_plan("node-b", 3, 1)],
             pods: Vec::new(),
-            client: ClientPlan { ips: vec![Ipv4Addr::new(172, 20, 0, 10), Ipv4Addr::new(172, 20, 0, 66)], routes: Vec::new() },
+            client: ClientPlan {
+                ips: vec![Ipv4Addr::new(172, 20, 0, 10), Ipv4Addr::new(172, 20, 0, 66)],
+                ips6: vec![client_ip6(0x10), client_ip6(0x66)],
+                routes: Vec::new(),
+            },
         }
     }
+}
+
+/// Node `name` with wire address `.host` (both families) and pod CIDRs
+/// number `pods` (10.244.<pods>.0/24, fd00:10:244:<pods>::/64).
+fn node_plan(name: &str, host: u8, pods: u8) -> NodePlan {
+    NodePlan {
+        name: name.into(),
+        ip: Ipv4Addr::new(192, 168, 86, host),
+        pod_cidr: net(Ipv4Addr::new(10, 244, pods, 0), 24),
+        ip6: Ipv6Addr::new(0xfd00, 0x86, 0, 0, 0, 0, 0, host.into()),
+        pod_cidr6: net6(Ipv6Addr::new(0xfd00, 0x10, 0x244, pods.into(), 0, 0, 0, 0), 64),
+    }
+}
+
+/// The client's IPv6 address ending in `host` (written as hex: `0x10` is
+/// `fd00:172:20::10`).
+fn client_ip6(host: u16) -> Ipv6Addr {
+    Ipv6Addr::new(0xfd00, 0x172, 0x20, 0, 0, 0, 0, host)
 }
 
 /// One node: a namespace on the wire, forwarding for its pods.
@@ -57,6 +95,10 @@ pub struct NodePlan {
     pub ip: Ipv4Addr,
     /// The node's pod CIDR; its first address is the pods' gateway.
     pub pod_cidr: Ipv4Net,
+    /// IPv6 InternalIP, on the wire.
+    pub ip6: Ipv6Addr,
+    /// The node's IPv6 pod CIDR; its first address is the pods' IPv6 gateway.
+    pub pod_cidr6: Ipv6Net,
 }
 
 impl NodePlan {
@@ -66,6 +108,13 @@ impl NodePlan {
     pub fn gateway(&self) -> Ipv4Addr {
         let base = u32::from(self.pod_cidr.network());
         Ipv4Addr::from(base + 1)
+    }
+
+    /// The pods' IPv6 gateway: the first address of the IPv6 pod CIDR
+    /// (what the node's own pods see when it masquerades IPv6 towards them).
+    pub fn gateway6(&self) -> Ipv6Addr {
+        let base = u128::from(self.pod_cidr6.network());
+        Ipv6Addr::from(base + 1)
     }
 }
 
@@ -78,6 +127,9 @@ pub struct PodPlan {
     pub node: String,
     /// Its address (inside its node's pod CIDR).
     pub ip: Ipv4Addr,
+    /// Its IPv6 address (inside its node's IPv6 pod CIDR), if it has one;
+    /// its echo server answers there too.
+    pub ip6: Option<Ipv6Addr>,
     /// More source addresses for the pod (e.g. to be many clients at once);
     /// routed to it by its node, not served by its echo server.
     pub extra_ips: Vec<Ipv4Addr>,
@@ -92,6 +144,8 @@ pub struct PodPlan {
 pub struct ClientPlan {
     /// Its addresses in [`CLIENT_NET`]; the first is the default source.
     pub ips: Vec<Ipv4Addr>,
+    /// Its addresses in [`CLIENT_NET6`]; the first is the default source.
+    pub ips6: Vec<Ipv6Addr>,
     /// Extra routes: destination network -> the node (by name) to send it to
     /// (LoadBalancer ingress IPs, externalIPs).
     pub routes: Vec<(Ipv4Net, String)>,

@@ -1,43 +1,54 @@
 //! A pod: its own namespace behind one veth to its node, addresses as /32
-//! with a default route via the node's pod gateway, and an echo server.
+//! (and /128) with a default route via the node's pod gateway of each
+//! family, and an echo server on each of its primary addresses.
 
 use super::node::Node;
 use super::plan::PodPlan;
 use crate::echo::EchoServer;
 use crate::netns::Netns;
 use anyhow::Result;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// A pod of the simulated cluster. Its echo server stops before its
+/// A pod of the simulated cluster. Its echo servers stop before its
 /// namespace goes (field order).
 #[derive(Debug)]
 pub struct Pod {
-    echo: EchoServer,
+    /// Held for its `Drop`: the servers stop with the pod.
+    _echo: Vec<EchoServer>,
     plan: PodPlan,
     ns: Netns,
 }
 
 impl Pod {
     /// Creates the pod behind `node` and starts its echo server on its
-    /// primary address.
+    /// primary address (and on its IPv6 address, if it has one).
     pub fn new(plan: &PodPlan, node: &Node) -> Result<Self> {
         let ns = Netns::new(&plan.name)?;
-        let ips: Vec<Ipv4Addr> = std::iter::once(plan.ip).chain(plan.extra_ips.iter().copied()).collect();
+        ns.skip_ipv6_dad()?;
+        let mut ips: Vec<IpAddr> = std::iter::once(plan.ip).chain(plan.extra_ips.iter().copied()).map(IpAddr::V4).collect();
+        ips.extend(plan.ip6.map(IpAddr::V6));
         node.attach(&ns, &ips)?;
         for ip in &ips {
-            ns.ip(&["addr", "add", &format!("{ip}/32"), "dev", "eth0"])?;
+            match ip {
+                IpAddr::V4(_) => ns.ip(&["addr", "add", &format!("{ip}/32"), "dev", "eth0"])?,
+                IpAddr::V6(_) => ns.ip(&["addr", "add", &format!("{ip}/128"), "dev", "eth0", "nodad"])?,
+            };
         }
-        let gateway = node.gateway().to_string();
         ns.ip(&["link", "set", "eth0", "up"])?;
-        ns.ip(&["route", "add", &gateway, "dev", "eth0", "scope", "link"])?;
-        ns.ip(&["route", "add", "default", "via", &gateway, "dev", "eth0", "src", &plan.ip.to_string()])?;
-        let echo = EchoServer::start(&ns, &plan.name, IpAddr::V4(plan.ip), &plan.tcp_ports, &plan.udp_ports)?;
-        Ok(Self { echo, plan: plan.clone(), ns })
+        route_via(&ns, &node.gateway().to_string(), &plan.ip.to_string())?;
+        if let Some(ip6) = plan.ip6 {
+            route_via(&ns, &node.gateway6().to_string(), &ip6.to_string())?;
+        }
+        let mut echo = vec![EchoServer::start(&ns, &plan.name, IpAddr::V4(plan.ip), &plan.tcp_ports, &plan.udp_ports)?];
+        if let Some(ip6) = plan.ip6 {
+            echo.push(EchoServer::start(&ns, &plan.name, IpAddr::V6(ip6), &plan.tcp_ports, &plan.udp_ports)?);
+        }
+        Ok(Self { _echo: echo, plan: plan.clone(), ns })
     }
 
-    /// Pod name (what its echo server answers with).
+    /// Pod name (what its echo servers answer with).
     pub fn name(&self) -> &str {
-        self.echo.name()
+        &self.plan.name
     }
 
     /// The node it runs on.
@@ -50,6 +61,11 @@ impl Pod {
         self.plan.ip
     }
 
+    /// Its IPv6 address, if it has one.
+    pub fn ip6(&self) -> Option<Ipv6Addr> {
+        self.plan.ip6
+    }
+
     /// Its extra source addresses.
     pub fn extra_ips(&self) -> &[Ipv4Addr] {
         &self.plan.extra_ips
@@ -59,4 +75,12 @@ impl Pod {
     pub fn ns(&self) -> &Netns {
         &self.ns
     }
+}
+
+/// Routes the pod's `gateway` on-link and everything else of its family
+/// via it, from `src`.
+fn route_via(ns: &Netns, gateway: &str, src: &str) -> Result<()> {
+    ns.ip(&["route", "add", gateway, "dev", "eth0", "scope", "link"])?;
+    ns.ip(&["route", "add", "default", "via", gateway, "dev", "eth0", "src", src])?;
+    Ok(())
 }

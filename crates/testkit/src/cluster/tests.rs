@@ -1,14 +1,14 @@
 //! The plumbing of the simulated cluster without any proxy: pods reach each
-//! other on the same and the other node with their own source address, the
-//! node and the client are where the plan puts them, unclaimed addresses
-//! time out, and everything is gone after drop.
+//! other on the same and the other node with their own source address (over
+//! IPv4 and IPv6), the node and the client are where the plan puts them,
+//! unclaimed addresses time out, and everything is gone after drop.
 
 #![allow(clippy::unwrap_used)]
 
 use super::*;
 use crate::echo::{Outcome, Probe, Proto, probe};
 use crate::netns::Netns;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 fn pod(name: &str, node: &str, ip: [u8; 4], extra: &[[u8; 4]]) -> PodPlan {
@@ -16,6 +16,7 @@ fn pod(name: &str, node: &str, ip: [u8; 4], extra: &[[u8; 4]]) -> PodPlan {
         name: name.into(),
         node: node.into(),
         ip: Ipv4Addr::from(ip),
+        ip6: Some(v6(&format!("fd00:10:244:{}::{}", ip[2], ip[3]))),
         extra_ips: extra.iter().map(|&e| Ipv4Addr::from(e)).collect(),
         tcp_ports: vec![8080],
         udp_ports: vec![5353],
@@ -39,6 +40,14 @@ fn once(ns: &Netns, proto: Proto, dst: SocketAddr, src: Option<IpAddr>) -> Outco
 
 fn sock(ip: [u8; 4], port: u16) -> SocketAddr {
     SocketAddr::from((ip, port))
+}
+
+fn v6(text: &str) -> Ipv6Addr {
+    text.parse().unwrap()
+}
+
+fn sock6(ip: &str, port: u16) -> SocketAddr {
+    SocketAddr::new(IpAddr::V6(v6(ip)), port)
 }
 
 fn peer_of(outcome: Outcome, ep: &str) -> IpAddr {
@@ -75,6 +84,29 @@ fn pods_nodes_and_client_reach_each_other() {
     // An address nobody claims goes to the wire's gateway and is lost.
     assert_eq!(once(a2, Proto::Tcp, sock([10, 96, 99, 99], 80), None), Outcome::TimedOut);
     assert_eq!(once(node_a.ns(), Proto::Udp, sock([10, 96, 99, 99], 53), None), Outcome::TimedOut);
+}
+
+#[test]
+fn pods_nodes_and_client_reach_each_other_over_ipv6() {
+    crate::netns::require_kernel();
+    let cluster = Cluster::build(&plan()).unwrap();
+    let a2 = cluster.pod("a2").unwrap().ns();
+    let ip = |s: &str| IpAddr::V6(v6(s));
+    for proto in [Proto::Tcp, Proto::Udp] {
+        let port = if proto == Proto::Tcp { 8080 } else { 5353 };
+        assert_eq!(peer_of(once(a2, proto, sock6("fd00:10:244::11", port), None), "a1"), ip("fd00:10:244::12"));
+        assert_eq!(peer_of(once(a2, proto, sock6("fd00:10:244:1::11", port), None), "b1"), ip("fd00:10:244::12"));
+    }
+    let node_a = cluster.node("node-a").unwrap();
+    assert_eq!(peer_of(once(node_a.ns(), Proto::Tcp, sock6("fd00:10:244::11", 8080), None), "a1"), ip("fd00:10:244::1"));
+    assert_eq!(peer_of(once(node_a.ns(), Proto::Tcp, sock6("fd00:10:244:1::11", 8080), None), "b1"), ip("fd00:86::2"));
+    // The client reaches both nodes on-link from each of its addresses; the nodes answer it.
+    for src in cluster.client().ips6() {
+        let got = once(cluster.client().ns(), Proto::Tcp, sock6("fd00:86::3", 9), Some(IpAddr::V6(*src)));
+        assert_eq!(got, Outcome::Refused, "client {src} -> node-b");
+    }
+    assert_eq!(cluster.client().ips6()[0], v6("fd00:172:20::10"));
+    assert_eq!(once(a2, Proto::Tcp, sock6("fd00:10:96::99", 80), None), Outcome::TimedOut);
 }
 
 #[test]

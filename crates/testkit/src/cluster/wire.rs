@@ -1,8 +1,9 @@
 //! The wire: a namespace holding one bridge that every node's uplink and the
-//! client's link plug into. Its own bridge address is the nodes' default
-//! gateway; it does not forward, so it swallows whatever reaches it.
+//! client's link plug into. Its own bridge addresses (IPv4 and IPv6) are
+//! the nodes' default gateways; it does not forward, so it swallows whatever
+//! reaches it.
 
-use super::plan::{WIRE_GATEWAY, WIRE_NET};
+use super::plan::{WIRE_GATEWAY, WIRE_GATEWAY6, WIRE_NET, WIRE_NET6};
 use crate::netns::Netns;
 use anyhow::Result;
 
@@ -17,12 +18,16 @@ const BRIDGE: &str = "br0";
 
 impl Wire {
     /// Creates the wire namespace with its bridge up, holding
-    /// [`WIRE_GATEWAY`] and not forwarding.
+    /// [`WIRE_GATEWAY`] and [`WIRE_GATEWAY6`] and not forwarding. The
+    /// bridge floods multicast (no snooping), so IPv6 neighbour discovery
+    /// never depends on which MLD reports it has seen.
     pub fn new() -> Result<Self> {
         let ns = Netns::new("wire")?;
-        ns.exec("sysctl", &["-qw", "net.ipv4.ip_forward=0"])?;
-        ns.ip(&["link", "add", BRIDGE, "type", "bridge", "forward_delay", "0"])?;
+        ns.skip_ipv6_dad()?;
+        ns.exec("sysctl", &["-qw", "net.ipv4.ip_forward=0", "net.ipv6.conf.all.forwarding=0"])?;
+        ns.ip(&["link", "add", BRIDGE, "type", "bridge", "forward_delay", "0", "mcast_snooping", "0"])?;
         ns.ip(&["addr", "add", &format!("{WIRE_GATEWAY}/{}", WIRE_NET.prefix_len()), "dev", BRIDGE])?;
+        ns.ip(&["addr", "add", &format!("{WIRE_GATEWAY6}/{}", WIRE_NET6.prefix_len()), "dev", BRIDGE, "nodad"])?;
         ns.ip(&["link", "set", BRIDGE, "up"])?;
         Ok(Self { ns, ports: std::sync::atomic::AtomicUsize::new(0) })
     }
