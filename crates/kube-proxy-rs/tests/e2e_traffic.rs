@@ -35,6 +35,13 @@
 //! node-a is in zone `zone-a`, node-b in `zone-b` (their Nodes' label
 //! `topology.kubernetes.io/zone`), for the topology cases.
 //!
+//! The cluster is dual-stack (issue 14): the same plan again in IPv6 —
+//! nodes fd00:86::2 and ::3, pods fd00:10:244:<n>::<same digits as IPv4>
+//! (a1 fd00:10:244::11, cb fd00:10:244:1::200), the client fd00:172:20::10
+//! and ::66 — and `--cluster-cidr 10.244.0.0/16,fd00:10:244::/56`. The
+//! dual-stack services (`tests/e2e/dualstack.yaml`: dual-stack and IPv6-only,
+//! ClusterIPs in fd00:10:96::/112) are what the `dualstack-*` cases reach.
+//!
 //! Both proxies read the same manifests file (`tests/e2e/cluster.yaml`,
 //! plus the run-time services `dyn` and `hc-local`), with `--hostname-override node-a` /
 //! `node-b`, `--cluster-cidr 10.244.0.0/16`, 1 s sync period. Every pod runs
@@ -59,12 +66,16 @@
 //! | topology-node | PreferSameNode: node hints (a1 for node-a; b1, b2 for node-b; zone hints naming both zones): a pod on node-a reaches only a1 (25 of 25), on node-b only b1 and b2 (45 of 45) |
 //! | topology-fallback | no endpoint hinted for zone-a: a pod on node-a reaches all three endpoints while one on node-b stays on its zone's two (45 of 45); one ready endpoint without hints: both nodes reach all three endpoints (all or nothing) |
 //! | multi-port | one service with 80->8080 and 443->8443: each port reaches both endpoints on its own target port |
+//! | dualstack-clusterip | IPv6 ClusterIP: pods on both nodes reach a dual-stack service (endpoint a1 on node-a) and an IPv6-only one (endpoint b1 on node-b) on their IPv6 ClusterIPs; the endpoint sees the pod's IPv6 address; the dual-stack service's IPv4 ClusterIP answers too |
+//! | dualstack-hairpin | a1 reaching its own dual-stack service over IPv6 lands on itself, masqueraded to node-a's IPv6 pod gateway fd00:10:244::1 |
+//! | dualstack-nodeport-cluster | dual-stack NodePort (IPv6 first), ETP Cluster: the client's IPv6, a pod and a node -> own and other node's IPv6 NodePort reach both endpoints, masqueraded by the node hit; its IPv4 NodePort works too |
+//! | dualstack-nodeport-local | dual-stack NodePort, ETP Local (endpoint a2 on node-a): the client's IPv6 address reaches the pod unchanged; node-b drops the client's IPv6 traffic; a pod and node-b itself still reach it over IPv6; the IPv4 NodePort keeps the client's IPv4 address |
 //! | balance | 1000 connections to a 4-endpoint service: each endpoint's count within the exact Binomial(1000, 1/4) interval whose tails carry ≤ 1.25e-7 each (≈ [182, 323]); chance that a correct proxy fails < 1e-6 |
 //! | affinity | sessionAffinity ClientIP (timeout 3 s): 12 clients each stick to one endpoint over 6 connections; after 5 s idle at least one moves (false failure 4^-12); IPVS: stickiness and `persistent 3` (a persistence template outlives closed connections in TIME_WAIT, 2 min) |
 //! | node-healthz | each node's `/healthz` (127.0.0.1:10256, asked inside the node) answers 200 with upstream's headers and body (timestamps blanked; IPv4 only) |
 //! | health-check-node-port | ETP Local LB `hc-local`, healthCheckNodePort 32160, one endpoint: the client asking each node's IP gets upstream's exact answer, 200 (`localEndpoints: 1`) from the node with the endpoint and 503 (`0`) from the other; moving the endpoint to the other node and back flips both within 5 s |
 //! | runtime-change | rewriting the manifests: an added endpoint gets new connections, a removed one gets none, a deleted service stops answering — each within 5 s (× the run's slowdown) |
-//! | cleanup | `--cleanup` in node-b removes every kube-proxy chain/table (IPVS: also virtual servers, `KUBE-` ipsets, `kube-ipvs0`); traffic through node-b is no longer translated; node-a unaffected |
+//! | cleanup | `--cleanup` in node-b removes every kube-proxy chain/table of both families (IPVS: also virtual servers, `KUBE-` ipsets, `kube-ipvs0`); IPv4 and IPv6 traffic through node-b is no longer translated; node-a unaffected |
 //!
 //! A flow with several allowed endpoints makes enough attempts that missing
 //! one by chance is below 1e-7 (25 for two endpoints, 61 for four); single

@@ -3,8 +3,9 @@
 
 use super::flow::{Expect::Dropped, Expect::Known, Expect::Refused, Flow, From, Source, reach, tcp, udp};
 use super::scenario::Mode;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
-use super::scenario::addr::{CLIENT_IN, CLIENT_OUT, GW_A, NODE_A, NODE_B, at, on};
+use super::scenario::addr::{CLIENT_IN, CLIENT_OUT, CLIENT6, GW_A, GW_A6, NODE_A, NODE_A6, NODE_B, NODE_B6, at, at6, on};
 
 /// A named group of flows.
 pub struct FlowCase {
@@ -22,18 +23,16 @@ pub struct FlowCase {
 /// our rules); seen in the VM on every run.
 const FIRST_HAIRPIN: &str = "IPVS mode: the first hairpin connection on a node gets no answer";
 
-/// a1 -> its own service; in IPVS mode a first connection, only reported
-/// (see [`FIRST_HAIRPIN`]), goes before the judged attempts.
-fn hairpin(mode: Mode) -> Vec<Flow> {
+/// a1 -> its own service at `dst`, landing on itself with the source
+/// `gateway` (node-a's pod gateway of the family); in IPVS mode a first
+/// connection, only reported (see [`FIRST_HAIRPIN`]), goes before the
+/// judged attempts.
+fn hairpin(mode: Mode, dst: SocketAddr, gateway: IpAddr) -> Vec<Flow> {
     use From::Pod;
-    use Source::Is;
-    let flow = || tcp(Pod("a1"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Is(GW_A)));
+    let flow = tcp(Pod("a1"), dst, reach(&["a1"], 8080, Source::Is(gateway)));
     match mode {
-        Mode::Iptables | Mode::Nftables => vec![flow()],
-        Mode::Ipvs => vec![
-            tcp(Pod("a1"), at([10, 96, 10, 11], 80), Known(FIRST_HAIRPIN)).waiting(Duration::from_millis(2500)),
-            flow(),
-        ],
+        Mode::Iptables | Mode::Nftables => vec![flow],
+        Mode::Ipvs => vec![tcp(Pod("a1"), dst, Known(FIRST_HAIRPIN)).waiting(Duration::from_millis(2500)), flow],
     }
 }
 
@@ -59,7 +58,7 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
         Mode::Iptables | Mode::Nftables => Dropped,
         Mode::Ipvs => Refused,
     };
-    vec![
+    let mut cases = vec![
         case(
             "clusterip",
             "pod -> ClusterIP: endpoint on the same / other node, with and without port remap; the endpoint sees the client pod's IP",
@@ -75,7 +74,7 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
         case(
             "hairpin",
             "a pod reaching its own service lands on itself, masqueraded to its node's pod gateway",
-            hairpin(mode),
+            hairpin(mode, at([10, 96, 10, 11], 80), GW_A),
         ),
         case(
             "clusterip-from-node",
@@ -187,6 +186,56 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
             vec![
                 tcp(Pod("ca"), at([10, 96, 10, 121], 80), reach(&["a2", "b2"], 8080, Kept)),
                 tcp(Pod("ca"), at([10, 96, 10, 121], 443), reach(&["a2", "b2"], 8443, Kept)),
+            ],
+        ),
+    ];
+    cases.extend(dual_stack_cases(mode));
+    cases
+}
+
+/// The dual-stack cases (`dualstack.yaml`): IPv6 ClusterIP, NodePort with
+/// both external traffic policies and hairpin, and the IPv4 side of the
+/// dual-stack services beside them.
+fn dual_stack_cases(mode: Mode) -> Vec<FlowCase> {
+    use From::{Client, Node, Pod};
+    use Source::{Kept, MasqBy};
+    vec![
+        case(
+            "dualstack-clusterip",
+            "IPv6: pod -> ClusterIP of a dual-stack and of a single-stack IPv6 service, endpoint on the same / other node; the endpoint sees the pod's IPv6 address; the dual-stack service's IPv4 ClusterIP works beside it",
+            vec![
+                tcp(Pod("ca"), at6("fd00:10:96::20:11", 80), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("cb"), at6("fd00:10:96::20:11", 80), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("ca"), at6("fd00:10:96::20:13", 8080), reach(&["b1"], 8080, Kept)),
+                tcp(Pod("cb"), at6("fd00:10:96::20:13", 8080), reach(&["b1"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 20, 11], 80), reach(&["a1"], 8080, Kept)),
+            ],
+        ),
+        case(
+            "dualstack-hairpin",
+            "IPv6: a pod reaching its own service lands on itself, masqueraded to its node's IPv6 pod gateway",
+            hairpin(mode, at6("fd00:10:96::20:11", 80), GW_A6),
+        ),
+        case(
+            "dualstack-nodeport-cluster",
+            "IPv6 NodePort, externalTrafficPolicy Cluster: client, pod and node -> own and other node's IPv6 reach both endpoints, masqueraded by the node hit; the same NodePort on IPv4",
+            vec![
+                tcp(Client(CLIENT6), on(NODE_A6, 30280), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Client(CLIENT6), on(NODE_B6, 30280), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+                tcp(Pod("ca"), on(NODE_B6, 30280), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+                tcp(Node("node-a"), on(NODE_A6, 30280), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Client(CLIENT_IN), on(NODE_B, 30280), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+            ],
+        ),
+        case(
+            "dualstack-nodeport-local",
+            "IPv6 NodePort, externalTrafficPolicy Local (endpoint on node-a only): the client's IPv6 address kept; node-b drops outside traffic; pods and nodes still reach it",
+            vec![
+                tcp(Client(CLIENT6), on(NODE_A6, 30240), reach(&["a2"], 8080, Kept)),
+                tcp(Client(CLIENT6), on(NODE_B6, 30240), Dropped),
+                tcp(Pod("cb"), on(NODE_B6, 30240), reach(&["a2"], 8080, Kept)),
+                tcp(Node("node-b"), on(NODE_B6, 30240), reach(&["a2"], 8080, MasqBy("node-b"))),
+                tcp(Client(CLIENT_IN), on(NODE_A, 30240), reach(&["a2"], 8080, Kept)),
             ],
         ),
     ]

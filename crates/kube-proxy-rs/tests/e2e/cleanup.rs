@@ -9,13 +9,13 @@ use super::Env;
 use super::kernel_state::ipvs_leftovers;
 use super::scenario::Mode;
 use super::flow::{Expect, From, Source, reach, tcp};
-use super::scenario::addr::at;
+use super::scenario::addr::{at, at6};
 use super::scenario::proxy_args;
 use testkit::cluster::dump_rules;
 
-/// Markers of kube-proxy state in `iptables-save` / `nft list ruleset`
-/// (IPVS mode's own chains included).
-const LEFTOVERS: [&str; 11] = [
+/// Markers of kube-proxy state in `iptables-save` / `ip6tables-save` /
+/// `nft list ruleset` (IPVS mode's own chains included).
+const LEFTOVERS: [&str; 12] = [
     ":KUBE-SERVICES",
     ":KUBE-SVC-",
     ":KUBE-SEP-",
@@ -27,6 +27,7 @@ const LEFTOVERS: [&str; 11] = [
     ":KUBE-PROXY-FIREWALL",
     ":KUBE-IPVS-FILTER",
     "table ip kube-proxy",
+    "table ip6 kube-proxy",
 ];
 
 /// Runs the case; `Ok(summary)` or `Err(failure text)`.
@@ -54,12 +55,12 @@ pub fn run(env: &Env) -> Result<String, String> {
     if !left.is_empty() {
         return Err(format!("after --cleanup node-b still has {}\n{rules}", left.join(", ")));
     }
-    tcp(From::Pod("cb"), at([10, 96, 10, 10], 80), Expect::Dropped)
-        .run(env.cluster)
-        .map_err(|e| format!("after --cleanup in node-b: {e}\n{rules}"))?;
+    for dst in [at([10, 96, 10, 10], 80), at6("fd00:10:96::20:13", 8080)] {
+        tcp(From::Pod("cb"), dst, Expect::Dropped).run(env.cluster).map_err(|e| format!("after --cleanup in node-b: {e}\n{rules}"))?;
+    }
     tcp(From::Pod("ca"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Source::Kept))
         .run(env.cluster)
         .map_err(|e| format!("node-a after --cleanup in node-b: {e}"))?;
     let ipvs = if env.mode == Mode::Ipvs { ", no virtual servers, KUBE- ipsets or kube-ipvs0" } else { "" };
-    Ok(format!("node-b: --cleanup exited 0, no kube-proxy chains left{ipvs}, pod cb -> 10.96.10.10:80 no longer answered; node-a still serves"))
+    Ok(format!("node-b: --cleanup exited 0, no kube-proxy chains left{ipvs}, pod cb -> 10.96.10.10:80 and [fd00:10:96::20:13]:8080 no longer answered; node-a still serves"))
 }

@@ -43,8 +43,8 @@ pub enum From {
     PodAs(&'static str, Ipv4Addr),
     /// A node itself (a process in the node's namespace).
     Node(&'static str),
-    /// The outside client, from one of its addresses.
-    Client(Ipv4Addr),
+    /// The outside client, from one of its addresses (either family).
+    Client(IpAddr),
 }
 
 /// The source address the endpoint must see.
@@ -55,7 +55,7 @@ pub enum Source {
     /// Masqueraded by this node: one of its addresses (wire IP or pod gateway).
     MasqBy(&'static str),
     /// Exactly this address.
-    Is(Ipv4Addr),
+    Is(IpAddr),
 }
 
 /// What a flow must do.
@@ -141,7 +141,7 @@ impl Flow {
     /// "pod ca (10.244.0.200) -> tcp 10.96.10.11:80".
     pub fn describe(&self) -> String {
         let from = match self.from {
-            From::Pod(p) => format!("pod {p} ({})", super::scenario::pod_ip(p)),
+            From::Pod(p) => format!("pod {p} ({})", self.pod_source(p)),
             From::PodAs(p, ip) => format!("pod {p} (as {ip})"),
             From::Node(n) => format!("node {n}"),
             From::Client(ip) => format!("client {ip}"),
@@ -189,24 +189,37 @@ impl Flow {
     fn bind_source(&self) -> Option<IpAddr> {
         match self.from {
             From::Pod(_) | From::Node(_) => None,
-            From::PodAs(_, ip) | From::Client(ip) => Some(IpAddr::V4(ip)),
+            From::PodAs(_, ip) => Some(IpAddr::V4(ip)),
+            From::Client(ip) => Some(ip),
         }
     }
 
     /// The flow's own source address, where it is known in advance.
     fn own_source(&self) -> Option<IpAddr> {
         match self.from {
-            From::Pod(p) => Some(IpAddr::V4(super::scenario::pod_ip(p))),
-            From::PodAs(_, ip) | From::Client(ip) => Some(IpAddr::V4(ip)),
+            From::Pod(p) => Some(self.pod_source(p)),
+            From::PodAs(_, ip) => Some(IpAddr::V4(ip)),
+            From::Client(ip) => Some(ip),
             From::Node(_) => None,
+        }
+    }
+
+    /// Pod `p`'s address of the destination's family.
+    fn pod_source(&self, p: &str) -> IpAddr {
+        match self.dst {
+            SocketAddr::V4(_) => IpAddr::V4(super::scenario::pod_ip(p)),
+            SocketAddr::V6(_) => IpAddr::V6(super::scenario::pod_ip6(p)),
         }
     }
 
     fn allowed_sources(&self, cluster: &Cluster, seen: Source) -> Vec<IpAddr> {
         match seen {
             Source::Kept => self.own_source().into_iter().collect(),
-            Source::MasqBy(node) => cluster.node(node).map(|n| n.addresses().to_vec()).unwrap_or_default(),
-            Source::Is(ip) => vec![IpAddr::V4(ip)],
+            Source::MasqBy(node) => {
+                let addresses = cluster.node(node).map(|n| n.addresses().to_vec()).unwrap_or_default();
+                addresses.into_iter().filter(|a| a.is_ipv4() == self.dst.is_ipv4()).collect()
+            }
+            Source::Is(ip) => vec![ip],
         }
     }
 

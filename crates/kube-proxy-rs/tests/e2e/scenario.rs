@@ -1,13 +1,15 @@
 //! The scenario's side that is not YAML: the pods of the plan (names,
-//! nodes, addresses; they match `cluster.yaml`), the addresses the cases
-//! talk to, the run-time services `dyn` and `hc-local`, and the proxy's
-//! flags.
+//! nodes, addresses; they match `cluster.yaml` and `dualstack.yaml`), the
+//! addresses the cases talk to, the run-time services `dyn` and `hc-local`,
+//! and the proxy's flags.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use testkit::cluster::{ClientPlan, Plan, PodPlan};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use testkit::cluster::{CLUSTER_CIDR, CLUSTER_CIDR6, Plan, PodPlan};
 
 /// The static part of the manifests file both proxies read.
 pub const MANIFESTS: &str = include_str!("cluster.yaml");
+/// The dual-stack services, appended to [`MANIFESTS`].
+pub const DUALSTACK_MANIFESTS: &str = include_str!("dualstack.yaml");
 
 /// TCP ports every pod's echo server listens on (all targetPorts used).
 pub const TCP_PORTS: [u16; 3] = [8080, 8443, 5353];
@@ -28,12 +30,20 @@ pub mod addr {
     pub const NODE_A: Ipv4Addr = Ipv4Addr::new(192, 168, 86, 2);
     /// node-b's InternalIP.
     pub const NODE_B: Ipv4Addr = Ipv4Addr::new(192, 168, 86, 3);
+    /// node-a's IPv6 InternalIP.
+    pub const NODE_A6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x86, 0, 0, 0, 0, 0, 2);
+    /// node-b's IPv6 InternalIP.
+    pub const NODE_B6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x86, 0, 0, 0, 0, 0, 3);
     /// node-a's pod gateway: what a pod of node-a sees when node-a masquerades.
-    pub const GW_A: Ipv4Addr = Ipv4Addr::new(10, 244, 0, 1);
+    pub const GW_A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 244, 0, 1));
+    /// node-a's IPv6 pod gateway.
+    pub const GW_A6: IpAddr = IpAddr::V6(Ipv6Addr::new(0xfd00, 0x10, 0x244, 0, 0, 0, 0, 1));
     /// The client's address inside the `lb` service's loadBalancerSourceRanges.
-    pub const CLIENT_IN: Ipv4Addr = Ipv4Addr::new(172, 20, 0, 10);
+    pub const CLIENT_IN: IpAddr = IpAddr::V4(Ipv4Addr::new(172, 20, 0, 10));
     /// The client's address outside them.
-    pub const CLIENT_OUT: Ipv4Addr = Ipv4Addr::new(172, 20, 0, 66);
+    pub const CLIENT_OUT: IpAddr = IpAddr::V4(Ipv4Addr::new(172, 20, 0, 66));
+    /// The client's first IPv6 address.
+    pub const CLIENT6: IpAddr = IpAddr::V6(Ipv6Addr::new(0xfd00, 0x172, 0x20, 0, 0, 0, 0, 0x10));
     /// The run-time service's ClusterIP.
     pub const DYN: Ipv4Addr = Ipv4Addr::new(10, 96, 10, 150);
 
@@ -42,9 +52,15 @@ pub mod addr {
         SocketAddr::from((ip, port))
     }
 
-    /// `ip:port` from an address.
-    pub fn on(ip: Ipv4Addr, port: u16) -> SocketAddr {
-        SocketAddr::new(IpAddr::V4(ip), port)
+    /// `ip:port` from an address of either family.
+    pub fn on(ip: impl Into<IpAddr>, port: u16) -> SocketAddr {
+        SocketAddr::new(ip.into(), port)
+    }
+
+    /// `[ip]:port` from IPv6 text (a constant of the cases; malformed text
+    /// gives the unspecified address, which no flow reaches).
+    pub fn at6(ip: &str, port: u16) -> SocketAddr {
+        SocketAddr::new(IpAddr::V6(ip.parse().unwrap_or(Ipv6Addr::UNSPECIFIED)), port)
     }
 }
 
@@ -79,6 +95,15 @@ pub fn pod_ip(name: &str) -> Ipv4Addr {
     PODS.iter().find(|p| p.0 == name).map(|p| Ipv4Addr::from(p.2)).unwrap_or(Ipv4Addr::UNSPECIFIED)
 }
 
+/// The IPv6 address of pod `name`: its IPv4 address's last two octets in
+/// `fd00:10:244:<third>::<fourth>`, the fourth written with the same digits
+/// (10.244.1.200 -> fd00:10:244:1::200).
+pub fn pod_ip6(name: &str) -> Ipv6Addr {
+    let [_, _, third, fourth] = pod_ip(name).octets();
+    let last = u16::from_str_radix(&fourth.to_string(), 16).unwrap_or_default();
+    Ipv6Addr::new(0xfd00, 0x10, 0x244, third.into(), 0, 0, 0, last)
+}
+
 /// The node of pod `name`.
 pub fn pod_node(name: &str) -> &'static str {
     PODS.iter().find(|p| p.0 == name).map_or("node-a", |p| p.1)
@@ -99,15 +124,13 @@ pub fn plan() -> Plan {
             name: name.into(),
             node: node.into(),
             ip: Ipv4Addr::from(ip),
+            ip6: Some(pod_ip6(name)),
             extra_ips: if name == "ca" { ca_sources() } else { Vec::new() },
             tcp_ports: TCP_PORTS.to_vec(),
             udp_ports: UDP_PORTS.to_vec(),
         })
         .collect();
-    plan.client = ClientPlan {
-        ips: vec![addr::CLIENT_IN, addr::CLIENT_OUT],
-        routes: vec![("192.0.2.0/24".parse().unwrap_or_default(), "node-a".into())],
-    };
+    plan.client.routes = vec![("192.0.2.0/24".parse().unwrap_or_default(), "node-a".into())];
     plan
 }
 
@@ -116,7 +139,7 @@ pub fn plan() -> Plan {
 /// names), or without `dyn` at all when `None`; and `hc-local` with its one
 /// endpoint on pod `hc_endpoint`.
 pub fn manifests(dyn_endpoints: Option<&[&str]>, hc_endpoint: &str) -> String {
-    let mut text = MANIFESTS.to_string();
+    let mut text = format!("{MANIFESTS}---\n{DUALSTACK_MANIFESTS}");
     if let Some(eps) = dyn_endpoints {
         text.push_str(&dyn_service(eps));
     }
@@ -205,10 +228,27 @@ pub fn proxy_args(mode: Mode) -> Vec<String> {
         Mode::Iptables | Mode::Nftables => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
         Mode::Ipvs => ["--ipvs-min-sync-period", "0s", "--ipvs-sync-period", "30s"],
     };
-    let mut args = vec!["--proxy-mode", mode.name(), "--cluster-cidr", "10.244.0.0/16", "--iptables-backend", "legacy"];
+    let cluster_cidrs = format!("{CLUSTER_CIDR},{CLUSTER_CIDR6}");
+    let mut args = vec!["--proxy-mode", mode.name(), "--cluster-cidr", &cluster_cidrs, "--iptables-backend", "legacy"];
     args.extend(periods);
     args.extend(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249", "--v=2"]);
     args.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn pod_ip6_follows_the_ipv4_plan() {
+    assert_eq!(pod_ip6("ca"), "fd00:10:244::200".parse::<Ipv6Addr>().unwrap());
+    assert_eq!(pod_ip6("b1"), "fd00:10:244:1::11".parse::<Ipv6Addr>().unwrap());
+    for name in ["a1", "a2", "b1"] {
+        assert!(DUALSTACK_MANIFESTS.contains(&format!("  - {}\n", pod_ip6(name))), "{name}'s IPv6 address is not in dualstack.yaml");
+    }
+}
+
+#[test]
+fn client_addresses_are_the_plans() {
+    let client = plan().client;
+    assert_eq!(client.ips.iter().map(|ip| IpAddr::V4(*ip)).collect::<Vec<_>>(), [addr::CLIENT_IN, addr::CLIENT_OUT]);
+    assert_eq!(client.ips6.first().map(|ip| IpAddr::V6(*ip)), Some(addr::CLIENT6));
 }
 
 #[test]
