@@ -26,7 +26,7 @@ mod warning;
 
 pub use model::IpFamily;
 pub use counts::ChangeCounts;
-pub use node::{LABEL_TOPOLOGY_ZONE, TAINT_TO_BE_DELETED};
+pub use node::{LABEL_TOPOLOGY_ZONE, TAINT_TO_BE_DELETED, node_host_ips};
 pub use objects::Objects;
 pub use service::{DEFAULT_AFFINITY_SECONDS, LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME};
 pub use slice::LABEL_SERVICE_NAME;

@@ -92,3 +92,22 @@ fn a_family_not_served_has_no_snapshot() {
     assert_eq!(t.families(), [IpFamily::V4]);
     assert!(t.snapshot_of(IpFamily::V6).is_none());
 }
+
+#[test]
+fn host_ips_are_the_first_internal_ip_then_the_first_of_the_other_family() {
+    let n = node(json!({
+        "metadata": {"name": "node-a"},
+        "status": {"addresses": [
+            {"type": "ExternalIP", "address": "203.0.113.1"},
+            {"type": "Hostname", "address": "node-a"},
+            {"type": "InternalIP", "address": "fd00:192::2"},
+            {"type": "InternalIP", "address": "fd00:192::3"},
+            {"type": "InternalIP", "address": "not-an-ip"},
+            {"type": "InternalIP", "address": "192.168.0.2"},
+        ]},
+    }));
+    assert_eq!(crate::node_host_ips(&n), [ip("fd00:192::2"), ip("192.168.0.2")]);
+    let external_only = node(json!({"metadata": {"name": "b"}, "status": {"addresses": [{"type": "ExternalIP", "address": "203.0.113.1"}]}}));
+    assert_eq!(crate::node_host_ips(&external_only), [ip("203.0.113.1")]);
+    assert!(crate::node_host_ips(&node(json!({"metadata": {"name": "c"}}))).is_empty());
+}
