@@ -1,13 +1,14 @@
-//! The proxy's one log line per sync (`synced iptables rules trigger=…
+//! The proxy's one log line per sync (`synced iptables rules ip_family=… trigger=…
 //! services=… render_ms=… apply_ms=… nat_rules=… nat_chains=…
 //! filter_rules=…`, maybe `partial=…`; in nftables mode `synced nftables
 //! rules … kernel_ms=… read_back_ms=… chains=… rules=… elements=…`), read
 //! back into numbers.
 
-/// The message that marks a finished sync (iptables and IPVS modes).
-pub const SYNCED: &str = "synced iptables rules";
+/// The message that marks a finished sync of the IPv4 rules (the load is
+/// IPv4; a dual-stack host also logs the IPv6 proxier's syncs).
+pub const SYNCED: &str = "synced iptables rules ip_family=IPv4";
 /// The message that marks a finished sync in nftables mode.
-pub const SYNCED_NFTABLES: &str = "synced nftables rules";
+pub const SYNCED_NFTABLES: &str = "synced nftables rules ip_family=IPv4";
 
 /// The sync message of `--proxy-mode mode`.
 pub fn synced_message(mode: &str) -> &'static str {
@@ -83,7 +84,7 @@ mod tests {
 
     #[test]
     fn reads_the_fields_of_a_sync_line() {
-        let line = "2026-01-01T00:00:00.000001Z  INFO kube_proxy_rs::proxy::serve: synced iptables rules \
+        let line = "2026-01-01T00:00:00.000001Z  INFO kube_proxy_rs::proxy::serve: synced iptables rules ip_family=IPv4 \
                     trigger=Changed services=1000 render_ms=12.5 apply_ms=301.25 nat_rules=32002 nat_chains=11004 \
                     filter_rules=5 partial=true";
         let sync = parse_sync_line(line);
@@ -100,7 +101,7 @@ mod tests {
 
     #[test]
     fn reads_the_fields_of_an_nftables_sync_line() {
-        let line = "2026-01-01T00:00:00.000001Z  INFO kube_proxy_rs::proxy::serve: synced nftables rules \
+        let line = "2026-01-01T00:00:00.000001Z  INFO kube_proxy_rs::proxy::serve: synced nftables rules ip_family=IPv4 \
                     trigger=Changed partial=false services=1000 render_ms=20.5 apply_ms=700.25 kernel_ms=610.5 \
                     read_back_ms=3.5 chains=2010 rules=4020 sets=1006 elements=1070 changes=9000";
         let sync = parse_sync_line(line);

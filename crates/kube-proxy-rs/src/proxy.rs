@@ -5,6 +5,7 @@
 mod cleanup;
 mod conntrack_setup;
 mod dry_run;
+mod families;
 mod init_only;
 mod mode;
 mod mode_options;
@@ -12,6 +13,7 @@ mod nfacct_metrics;
 mod node_name;
 mod oom_score;
 mod serve;
+mod service_health;
 mod shutdown;
 mod sources;
 mod stale_flows;

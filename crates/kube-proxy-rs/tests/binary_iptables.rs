@@ -96,9 +96,9 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
     std::fs::write(&manifests, &original).unwrap();
 
     let mut proxy = Proxy::start_in(&ns, &args(&manifests));
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     let first = saved(&ns);
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     let second = saved(&ns);
     assert_eq!(first, second, "a second sync of the same state changed iptables-save");
     for jump in ["-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES", "-A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j KUBE-POSTROUTING"] {
@@ -113,7 +113,7 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
     let deadline = Instant::now() + PATIENCE;
     let mut after = saved(&ns);
     while web.iter().any(|c| after.contains(c.as_str())) && Instant::now() < deadline {
-        proxy.wait_for("synced iptables rules");
+        proxy.wait_for("synced iptables rules ip_family=IPv4");
         after = saved(&ns);
     }
     let left: Vec<&String> = web.iter().filter(|c| after.contains(c.as_str())).collect();
@@ -136,11 +136,11 @@ fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
     let mut proxy = Proxy::start_in(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
     let kernel_has_ipvs = Path::new("/proc/net/ip_vs").exists();
     if kernel_has_ipvs {
-        proxy.wait_for("synced IPVS rules");
+        proxy.wait_for("synced IPVS rules ip_family=IPv4");
     } else {
         let line = proxy.wait_for("falling back to iptables mode");
         assert!(line.contains("the kernel does not support IPVS"), "{line}");
-        proxy.wait_for("synced iptables rules");
+        proxy.wait_for("synced iptables rules ip_family=IPv4");
         assert!(saved(&ns).contains("-A KUBE-SERVICES"), "no iptables-mode rules after the fall-back");
     }
     proxy.stop();
@@ -155,7 +155,7 @@ fn health_check_servers_listen_on_node_port_addresses_only() {
     ns.ip(&["link", "set", "kprs0", "up"]).unwrap();
     let args = [args(&example()), vec!["--nodeport-addresses=10.9.0.0/24".into()]].concat();
     let mut proxy = Proxy::start_in(&ns, &args);
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     let listening = ns.exec("ss", &["-ltnH"]).unwrap();
     proxy.stop();
     // storefront/api's healthCheckNodePort in examples/cluster.yaml.
@@ -202,12 +202,12 @@ fn oom_score_adj_is_applied_to_the_process() {
     // Lowering the score needs CAP_SYS_RESOURCE, which a container may lack:
     // then the proxy says so and goes on, as upstream.
     let mut proxy = Proxy::start_in(&ns, &args(&example()));
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     let refused = proxy.logged("cannot apply oomScoreAdj; going on value=-999");
     assert!(oom_score_adj(&proxy) == "-999" || refused, "upstream's default -999 neither applied nor refused with a warning");
     proxy.stop();
     let mut proxy = Proxy::start_in(&ns, &[args(&example()), vec!["--oom-score-adj=250".to_string()]].concat());
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     assert_eq!(oom_score_adj(&proxy), "250");
     proxy.stop();
 }

@@ -20,7 +20,7 @@ use proxy::{BINARY, PATIENCE, Proxy};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use testkit::netns::Netns;
-const SYNCED: &str = "synced iptables rules";
+const SYNCED: &str = "synced iptables rules ip_family=IPv4";
 
 fn service() -> Value {
     json!({

@@ -92,7 +92,7 @@ fn scrape_lists_every_upstream_metric_and_change_counters_move() {
     let mut command = ns.command(BINARY);
     command.args(args(&manifests));
     let mut proxy = Proxy::start(command);
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
 
     assert_eq!(get(&ns, NODE_HEALTH, "/healthz").0, "HTTP/1.1 200 OK");
     assert_eq!(get(&ns, NODE_HEALTH, "/livez").0, "HTTP/1.1 200 OK");
@@ -118,12 +118,12 @@ fn scrape_lists_every_upstream_metric_and_change_counters_move() {
     let deadline = Instant::now() + PATIENCE;
     let mut after = scrape(&ns);
     while value(&after, ENDPOINT_CHANGES) == value(&before, ENDPOINT_CHANGES) && Instant::now() < deadline {
-        proxy.wait_for("synced iptables rules");
+        proxy.wait_for("synced iptables rules ip_family=IPv4");
         after = scrape(&ns);
     }
     // Two more syncs: the one in flight may have taken its snapshot before the change.
-    proxy.wait_for("synced iptables rules");
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     let synced = scrape(&ns);
     proxy.stop();
 

@@ -29,7 +29,7 @@ use testkit::netns::Netns;
 
 const METRICS: &str = "127.0.0.1:10249";
 const HEALTH: &str = "127.0.0.1:10256";
-const SYNCED: &str = "synced nftables rules";
+const SYNCED: &str = "synced nftables rules ip_family=IPv4";
 
 fn repo_file(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
@@ -197,7 +197,7 @@ fn nftables_mode_removes_what_iptables_mode_left() {
     let ns = Netns::new("nftipt").unwrap();
     let iptables: Vec<String> = args(&example()).into_iter().skip(2).chain(["--iptables-backend=legacy".into()]).collect();
     let mut proxy = Proxy::start_in(&ns, &iptables);
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     proxy.stop();
     assert!(saved(&ns).contains(":KUBE-SERVICES"), "iptables mode left no chains to remove");
     let mut proxy = Proxy::start_in(&ns, &args(&example()));
@@ -228,7 +228,7 @@ fn iptables_mode_removes_what_nftables_mode_left() {
     assert!(table(&ns).is_some(), "nftables mode left no table to remove");
     let iptables: Vec<String> = args(&example()).into_iter().skip(2).chain(["--iptables-backend=legacy".into()]).collect();
     let mut proxy = Proxy::start_in(&ns, &iptables);
-    proxy.wait_for("synced iptables rules");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
     proxy.stop();
     assert!(table(&ns).is_none(), "iptables mode kept nftables mode's table:\n{}", tables(&ns));
 }

@@ -12,6 +12,7 @@
 //! downstream ever sees them. Pure: no I/O, no tokio.
 
 mod counts;
+mod family_tracker;
 mod merge;
 mod meta;
 mod node;
@@ -25,10 +26,11 @@ mod warning;
 
 pub use model::IpFamily;
 pub use counts::ChangeCounts;
-pub use node::{LABEL_TOPOLOGY_ZONE, TAINT_TO_BE_DELETED};
+pub use node::{LABEL_TOPOLOGY_ZONE, TAINT_TO_BE_DELETED, node_host_ips};
 pub use objects::Objects;
 pub use service::{DEFAULT_AFFINITY_SECONDS, LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME};
 pub use slice::LABEL_SERVICE_NAME;
+pub use family_tracker::FamilyTracker;
 pub use tracker::Tracker;
 pub use warning::{ObjectKind, Problem, Warning, object_label};
 

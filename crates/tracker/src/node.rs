@@ -28,6 +28,31 @@ pub(crate) fn node_info(node: &Node, name: &str, family: IpFamily) -> (NodeInfo,
     (info, warnings.into_vec())
 }
 
+/// The Node's host IPs as upstream's `GetNodeHostIPs` picks them: the
+/// first InternalIP (else ExternalIP) address, then the first one of the
+/// other family, if any. Addresses that do not parse are skipped (the
+/// tracker warns about them). The first one's family is the node's
+/// primary family.
+pub fn node_host_ips(node: &Node) -> Vec<IpAddr> {
+    let all = node.status.as_ref().and_then(|s| s.addresses.as_deref()).unwrap_or(&[]);
+    let ordered = ["InternalIP", "ExternalIP"]
+        .into_iter()
+        .flat_map(|wanted| all.iter().filter(move |a| a.type_ == wanted))
+        .filter_map(|a| a.address.parse::<IpAddr>().ok());
+    let mut ips: Vec<IpAddr> = Vec::new();
+    for ip in ordered {
+        match ips.first() {
+            None => ips.push(ip),
+            Some(first) if first.is_ipv4() != ip.is_ipv4() => {
+                ips.push(ip);
+                break;
+            }
+            Some(_) => {}
+        }
+    }
+    ips
+}
+
 fn addresses(node: &Node, family: IpFamily, warnings: &mut Warnings<'_>) -> Vec<IpAddr> {
     let all = node
         .status

@@ -2,6 +2,7 @@
 
 mod change_counts;
 mod changes;
+mod dual_stack;
 mod endpoint_rules;
 mod equivalence;
 mod logging;

@@ -185,7 +185,7 @@ pub fn object_label(kind: ObjectKind, namespace: &str, name: &str) -> String {
     }
 }
 
-/// Collects the warnings about one object and logs each once.
+/// Collects the warnings about one object.
 #[derive(Debug)]
 pub(crate) struct Warnings<'a> {
     kind: ObjectKind,
@@ -205,7 +205,7 @@ impl<'a> Warnings<'a> {
         }
     }
 
-    /// Records and logs one problem.
+    /// Records one problem (the [`crate::Tracker`] logs it).
     pub(crate) fn push(&mut self, problem: Problem) {
         let warning = Warning {
             kind: self.kind,
@@ -213,7 +213,6 @@ impl<'a> Warnings<'a> {
             name: self.name.to_string(),
             problem,
         };
-        warning.log();
         self.found.push(warning);
     }
 

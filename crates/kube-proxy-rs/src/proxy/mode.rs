@@ -14,26 +14,53 @@ use nftables::proxier::{NftablesCleanup, NftablesProxier};
 use model::IpFamily;
 use proxier::{Cleanup, Proxier};
 
-/// Sets up the configured mode for `family`.
-pub async fn choose(config: &Config, family: IpFamily) -> anyhow::Result<Box<dyn Proxier + Send>> {
+/// One family's proxier.
+pub type FamilyProxier = (IpFamily, Box<dyn Proxier + Send>);
+
+/// Sets up the configured mode for each of `families` (the primary
+/// first), one proxier per family as upstream's metaproxier holds them.
+pub async fn choose(config: &Config, families: &[IpFamily]) -> anyhow::Result<Vec<FamilyProxier>> {
     if config.mode == ProxyMode::Nftables {
-        return Ok(Box::new(nftables(config, family).await?));
+        return nftables(config, families).await;
     }
     NftablesCleanup.remove_leftovers().await;
-    if let Some(proxier) = ipvs_if_configured(config, family).await? {
-        return Ok(Box::new(proxier));
+    if let Some(proxiers) = ipvs_for_each(config, families).await? {
+        return Ok(proxiers);
     }
     IpvsCleanup { opts: mode_options::ipvs_apply_options(config) }.remove_leftovers().await;
-    Ok(Box::new(IptablesProxier::new(mode_options::iptables(config, family)).await?))
+    let mut proxiers: Vec<FamilyProxier> = Vec::new();
+    for &family in families {
+        proxiers.push((family, Box::new(IptablesProxier::new(mode_options::iptables(config, family)).await?)));
+    }
+    Ok(proxiers)
 }
 
-/// nftables mode for `family`, once the other modes' leftovers are gone.
-async fn nftables(config: &Config, family: IpFamily) -> anyhow::Result<NftablesProxier> {
+/// nftables mode for each of `families`, once the other modes' leftovers
+/// are gone.
+async fn nftables(config: &Config, families: &[IpFamily]) -> anyhow::Result<Vec<FamilyProxier>> {
     IpvsCleanup { opts: mode_options::ipvs_apply_options(config) }.remove_leftovers().await;
     remove_iptables_leftovers().await;
-    let proxier = NftablesProxier::new(mode_options::nftables(config, family))?;
-    tracing::info!(family = ?proxier.family(), "using nftables mode");
-    Ok(proxier)
+    let mut proxiers: Vec<FamilyProxier> = Vec::new();
+    for &family in families {
+        let proxier = NftablesProxier::new(mode_options::nftables(config, family))?;
+        tracing::info!(family = ?proxier.family(), "using nftables mode");
+        proxiers.push((family, Box::new(proxier)));
+    }
+    Ok(proxiers)
+}
+
+/// IPVS mode for each of `families` when it is configured and the kernel
+/// has IPVS (judged on the first family); `None` means iptables mode.
+async fn ipvs_for_each(config: &Config, families: &[IpFamily]) -> anyhow::Result<Option<Vec<FamilyProxier>>> {
+    let mut proxiers: Vec<FamilyProxier> = Vec::new();
+    for &family in families {
+        match ipvs_if_configured(config, family).await? {
+            Some(proxier) => proxiers.push((family, Box::new(proxier))),
+            None if proxiers.is_empty() => return Ok(None),
+            None => anyhow::bail!("IPVS became unavailable while setting up the {family} proxier"),
+        }
+    }
+    Ok(Some(proxiers))
 }
 
 /// Our iptables chains and jumps (both backends, both families) would

@@ -90,7 +90,7 @@ fn plan_options(config: &Config, family: IpFamily) -> plan::Options {
 }
 
 /// `--iptables-backend` as the applier spells it.
-fn backend_choice(flag: IptablesBackend) -> BackendChoice {
+pub fn backend_choice(flag: IptablesBackend) -> BackendChoice {
     match flag {
         IptablesBackend::Auto => BackendChoice::Auto,
         IptablesBackend::Legacy => BackendChoice::Fixed(Backend::Legacy),

@@ -9,6 +9,8 @@ use crate::config::Config;
 use health::{IpFamily, Metrics, ProxyHealth};
 use model::{ChangeSet, Snapshot};
 use source::SourceEvent;
+use source::manifests::Object;
+use std::net::IpAddr;
 use source::kube::{ClientSettings, WatchOptions};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::task::JoinHandle;
@@ -29,29 +31,39 @@ pub enum Source {
 pub struct Changes {
     /// Node health: an update is now pending.
     pub health: ProxyHealth,
-    /// The sync runner.
-    pub handle: runner::Handle,
+    /// The sync runner of each family served.
+    pub handles: Vec<(IpFamily, runner::Handle)>,
     /// The change metrics, set from the tracker's counts after each event.
     pub metrics: Metrics,
 }
 
 impl Changes {
     fn tell(&self, event: SourceEvent, tracker: &Mutex<Tracker>) {
-        record_change_counts(&self.metrics, lock(tracker).take_change_counts());
+        let changed: Vec<IpFamily> = {
+            let mut tracker = lock(tracker);
+            record_change_counts(&self.metrics, tracker.take_change_counts());
+            self.handles.iter().map(|(f, _)| *f).filter(|f| tracker.has_changes_of(*f)).collect()
+        };
         match event {
             SourceEvent::InitialListDone => self.initial_state_complete(),
-            SourceEvent::Changed => self.changed(),
+            SourceEvent::Changed => self.changed(&changed),
         }
     }
 
-    fn changed(&self) {
-        self.health.queued_update(IpFamily::V4);
-        self.handle.run();
+    /// Asks the runners of the families whose state changed for a sync
+    /// (upstream's per-family proxiers queue only what concerns them).
+    fn changed(&self, families: &[IpFamily]) {
+        for (family, handle) in self.handles.iter().filter(|(f, _)| families.contains(f)) {
+            self.health.queued_update(*family);
+            handle.run();
+        }
     }
 
     fn initial_state_complete(&self) {
-        self.health.queued_update(IpFamily::V4);
-        self.handle.ready();
+        for (family, handle) in &self.handles {
+            self.health.queued_update(*family);
+            handle.ready();
+        }
     }
 }
 
@@ -62,6 +74,24 @@ impl Source {
         match &config.manifests {
             Some(path) => Ok(Source::Manifests(source::manifests::watch(path, source::manifests::DEFAULT_POLL)?)),
             None => Ok(Source::Kube(source::kube::client(&client_settings(config)).await?)),
+        }
+    }
+
+    /// The host IPs of node `name` as upstream reads them at start-up
+    /// (`GetNodeHostIPs`): from the manifests file, or one GET of the Node
+    /// from the API server. Empty when the node or its addresses are not
+    /// known (yet); the proxy then assumes IPv4, as upstream.
+    pub async fn node_host_ips(&self, name: &str) -> Vec<IpAddr> {
+        match self {
+            Source::Manifests(watch) => {
+                let mut ips = Vec::new();
+                watch.initial().for_each_object(|object| match object {
+                    Object::Node(node) if node.metadata.name.as_deref() == Some(name) => ips = tracker::node_host_ips(&node),
+                    _ => {}
+                });
+                ips
+            }
+            Source::Kube(client) => kube_node_host_ips(client, name).await,
         }
     }
 
@@ -84,6 +114,30 @@ impl Source {
     }
 }
 
+/// The Node's host IPs from the API server; empty (logged) when it cannot
+/// be read within a few seconds.
+async fn kube_node_host_ips(client: &kube::Client, name: &str) -> Vec<IpAddr> {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    match tokio::time::timeout(NODE_READ_TIMEOUT, nodes.get_opt(name)).await {
+        Ok(Ok(Some(node))) => tracker::node_host_ips(&node),
+        Ok(Ok(None)) => {
+            tracing::info!(node = name, "the Node does not exist (yet): its IPs are unknown");
+            Vec::new()
+        }
+        Ok(Err(err)) => {
+            tracing::info!(node = name, %err, "cannot read the Node: its IPs are unknown");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::info!(node = name, "no answer reading the Node: its IPs are unknown");
+            Vec::new()
+        }
+    }
+}
+
+/// How long start-up waits for the Node to decide the primary family.
+const NODE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn client_settings(config: &Config) -> ClientSettings {
     ClientSettings {
         kubeconfig: config.client.kubeconfig.clone(),
@@ -100,12 +154,13 @@ pub fn lock(tracker: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {
     tracker.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The tracker's state and changes for a sync; the pending-change gauges
-/// go back to 0 (the snapshot took them) and events not told yet are
-/// counted.
-pub fn take_snapshot(tracker: &Mutex<Tracker>, metrics: &Metrics) -> (Snapshot, ChangeSet) {
+/// `family`'s state and changes for its sync; the pending-change gauges
+/// follow the tracker (the primary family's snapshot takes them) and
+/// events not told yet are counted. A family the tracker does not serve
+/// gets the empty state.
+pub fn take_snapshot(tracker: &Mutex<Tracker>, family: IpFamily, metrics: &Metrics) -> (Snapshot, ChangeSet) {
     let mut tracker = lock(tracker);
-    let taken = tracker.snapshot();
+    let taken = tracker.snapshot_of(family).unwrap_or_default();
     record_change_counts(metrics, tracker.take_change_counts());
     taken
 }

@@ -4,7 +4,7 @@
 //! warning; the rules are in place either way.
 
 use health::Metrics;
-use model::{IpFamily, Snapshot};
+use model::{IpFamily, Protocol, Snapshot};
 use std::time::{Duration, Instant};
 
 /// What one cleanup did.
@@ -16,23 +16,29 @@ pub struct Reconciled {
     pub deleted: u64,
 }
 
-/// Deletes stale UDP flows for `snapshot` and records the cleanup in
-/// `conntrack_reconciler_sync_duration_seconds` and
+/// Deletes stale UDP flows of `family` (the family of `snapshot`) and
+/// records the cleanup in `conntrack_reconciler_sync_duration_seconds` and
 /// `conntrack_reconciler_deleted_entries_total` (not after a failure, as
-/// upstream records nothing when it cannot list the flows).
-pub async fn reconcile_stale_udp_flows(snapshot: &Snapshot, metrics: &Metrics) {
-    if let Some(reconciled) = clean_stale_udp_flows(snapshot).await {
-        metrics.record_conntrack_reconcile(IpFamily::V4, reconciled.took, reconciled.deleted);
+/// upstream records nothing when it cannot list the flows). A family
+/// without any UDP service lists nothing and records nothing: upstream's
+/// reference scrape of a dual-stack node whose IPv6 proxier has no service
+/// has the IPv4 series only.
+pub async fn reconcile_stale_udp_flows(snapshot: &Snapshot, family: IpFamily, metrics: &Metrics) {
+    if !snapshot.services.keys().any(|name| name.protocol == Protocol::Udp) {
+        return;
+    }
+    if let Some(reconciled) = clean_stale_udp_flows(snapshot, family).await {
+        metrics.record_conntrack_reconcile(family, reconciled.took, reconciled.deleted);
     }
 }
 
-/// Deletes stale UDP flows for `snapshot` (nothing is listed when it has no
+/// Deletes stale UDP flows of `family` for `snapshot` (nothing is listed when it has no
 /// UDP service); node ports are matched on the Node object's addresses (and
 /// loopback), so the sync reads no interface addresses for this. `None`
 /// when the cleanup failed.
-pub async fn clean_stale_udp_flows(snapshot: &Snapshot) -> Option<Reconciled> {
+pub async fn clean_stale_udp_flows(snapshot: &Snapshot, family: IpFamily) -> Option<Reconciled> {
     let start = Instant::now();
-    match conntrack::apply::apply_stale_flow_cleanup(snapshot, &snapshot.node.addresses, IpFamily::V4).await {
+    match conntrack::apply::apply_stale_flow_cleanup(snapshot, &snapshot.node.addresses, family).await {
         Ok(deleted) => {
             if !deleted.is_empty() {
                 tracing::info!(entries = deleted.len(), "deleted stale UDP conntrack entries");

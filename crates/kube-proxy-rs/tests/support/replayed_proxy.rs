@@ -55,8 +55,8 @@ impl ProxyMode {
     /// The log line of every completed sync.
     fn synced(self) -> &'static str {
         match self {
-            ProxyMode::Nftables => "synced nftables rules",
-            ProxyMode::Iptables => "synced iptables rules",
+            ProxyMode::Nftables => "synced nftables rules ip_family=IPv4",
+            ProxyMode::Iptables => "synced iptables rules ip_family=IPv4",
         }
     }
 

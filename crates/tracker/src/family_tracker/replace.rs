@@ -1,7 +1,7 @@
 //! Replacing the whole state at once (sources that deliver complete
 //! states, like the manifests file).
 
-use super::Tracker;
+use super::FamilyTracker;
 use crate::Objects;
 use crate::meta::name_of;
 use crate::node::node_info;
@@ -11,7 +11,7 @@ use crate::warning::Warning;
 use model::{NodeInfo, ServiceName, ServicePort};
 use std::collections::HashMap;
 
-impl Tracker {
+impl FamilyTracker {
     /// Makes `objects` the whole state: what is no longer there is
     /// deleted, and only services whose proxy-relevant data actually
     /// differs from what was held are marked changed. When an object

@@ -1,11 +1,11 @@
 //! Rebuilding the snapshot entries of one changed service.
 
-use super::Tracker;
+use super::FamilyTracker;
 use crate::merge::merge_endpoints;
 use model::{Protocol, ServiceName, ServicePortName};
 use std::collections::BTreeMap;
 
-impl Tracker {
+impl FamilyTracker {
     /// Replaces the snapshot entries of `name` with its current ports and
     /// merged endpoints. Endpoint lists equal to the previous ones keep
     /// their `Arc`, so consumers can compare by pointer.
@@ -38,7 +38,7 @@ fn compact<V>(map: &mut BTreeMap<ServicePortName, V>) {
     *map = std::mem::take(map).into_iter().collect();
 }
 
-impl Tracker {
+impl FamilyTracker {
     /// Packs the snapshot's maps after a large batch of changes, so they
     /// and every snapshot cloned from them take about half the space.
     pub(super) fn compact_snapshot(&mut self) {

@@ -1,6 +1,6 @@
 //! The cluster's service CIDRs, from ServiceCIDR objects.
 
-use super::Tracker;
+use super::FamilyTracker;
 use crate::Objects;
 use crate::meta::name_of;
 use crate::service_cidr::service_cidrs;
@@ -36,7 +36,7 @@ impl ServiceCidrs {
     }
 }
 
-impl Tracker {
+impl FamilyTracker {
     /// A ServiceCIDR was added or updated. Not a Service change: it moves
     /// no change count, but asks for a sync when the service CIDRs of the
     /// tracker's family change.
@@ -63,7 +63,7 @@ impl Tracker {
         }
     }
 
-    /// [`Tracker::replace_all`]'s ServiceCIDRs: the later copy of an
+    /// [`FamilyTracker::replace_all`]'s ServiceCIDRs: the later copy of an
     /// object wins.
     pub(super) fn replace_service_cidrs(&mut self, objects: &Objects, warnings: &mut Vec<Warning>) {
         let mut wanted: BTreeMap<&str, Vec<IpNet>> = BTreeMap::new();

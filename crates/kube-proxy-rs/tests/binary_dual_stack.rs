@@ -1,0 +1,274 @@
+//! The binary on a dual-stack node, in a fresh network namespace of its
+//! own (a veth with an IPv4 and an IPv6 address, the Node object listing
+//! both), fed a dual-stack ClusterIP Service (an IPv4 and an IPv6
+//! EndpointSlice) and an IPv6-only LoadBalancer Service with
+//! `externalTrafficPolicy: Local`: in iptables mode and in nftables mode
+//! each family's rules hold that family's ClusterIP and endpoints and
+//! nothing of the other family; the node's `/healthz` and `/livez` answers
+//! have exactly the keys of upstream's dual-stack reference answers; the
+//! metrics carry both `ip_family` labels; the IPv6-only service's
+//! health-check node port answers over IPv6 with its local endpoint.
+//! Needs root, `ip`, the iptables tools and `nft`; without them the tests fail.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/proxy.rs"]
+mod proxy;
+
+use proxy::Proxy;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use testkit::netns::Netns;
+
+const METRICS: &str = "127.0.0.1:10249";
+const NODE_HEALTH: &str = "127.0.0.1:10256";
+
+fn repo_file(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
+}
+
+/// node-a with both families; `web` dual-stack (10.96.0.10, fd00:96::10)
+/// with one local endpoint per family; `web6` IPv6-only LoadBalancer, ETP
+/// Local, healthCheckNodePort 32000, one local endpoint.
+const MANIFESTS: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status:
+  addresses:
+  - {type: InternalIP, address: 192.168.0.2}
+  - {type: InternalIP, address: "fd00:192::2"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  type: ClusterIP
+  clusterIP: 10.96.0.10
+  clusterIPs: [10.96.0.10, "fd00:96::10"]
+  ipFamilies: [IPv4, IPv6]
+  ipFamilyPolicy: RequireDualStack
+  ports: [{name: http, port: 80, protocol: TCP, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-v4, namespace: shop, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.0.5], nodeName: node-a, conditions: {ready: true}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-v6, namespace: shop, labels: {kubernetes.io/service-name: web}}
+addressType: IPv6
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: ["fd00:244::5"], nodeName: node-a, conditions: {ready: true}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web6, namespace: shop}
+spec:
+  type: LoadBalancer
+  clusterIP: "fd00:96::20"
+  clusterIPs: ["fd00:96::20"]
+  ipFamilies: [IPv6]
+  externalTrafficPolicy: Local
+  healthCheckNodePort: 32000
+  ports: [{name: http, port: 80, protocol: TCP, targetPort: 8080, nodePort: 30080}]
+status:
+  loadBalancer:
+    ingress: [{ip: "2001:db8::20", ipMode: VIP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web6-v6, namespace: shop, labels: {kubernetes.io/service-name: web6}}
+addressType: IPv6
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: ["fd00:244::6"], nodeName: node-a, conditions: {ready: true}}
+"#;
+
+/// A namespace playing a dual-stack node: `eth0` (one end of a veth
+/// pair) with 192.168.0.2/24 and fd00:192::2/64.
+fn dual_stack_node(label: &str) -> Netns {
+    testkit::netns::require_kernel();
+    let ns = Netns::new(label).unwrap();
+    ns.ip(&["link", "add", "eth0", "type", "veth", "peer", "name", "eth0-peer"]).unwrap();
+    ns.ip(&["addr", "add", "192.168.0.2/24", "dev", "eth0"]).unwrap();
+    ns.ip(&["addr", "add", "fd00:192::2/64", "dev", "eth0", "nodad"]).unwrap();
+    for link in ["lo", "eth0", "eth0-peer"] {
+        ns.ip(&["link", "set", link, "up"]).unwrap();
+    }
+    ns
+}
+
+fn args(manifests: &Path, mode: &str) -> Vec<String> {
+    let manifests = manifests.display().to_string();
+    [
+        "--proxy-mode", mode, "--manifests", &manifests, "--hostname-override", "node-a",
+        "--cluster-cidr", "10.244.0.0/16,fd00:244::/64", "--iptables-backend", "legacy",
+        "--iptables-sync-period", "1s", "--iptables-min-sync-period", "0s",
+        "--healthz-bind-address", NODE_HEALTH, "--metrics-bind-address", METRICS,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// `GET path` on `addr` from inside the namespace: status line and body.
+fn get(ns: &Netns, addr: &'static str, path: &'static str) -> (String, String) {
+    let reply = ns
+        .run(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            write!(stream, "GET {path} HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n").unwrap();
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).unwrap();
+            reply
+        })
+        .unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    (head.lines().next().unwrap_or_default().to_string(), body.to_string())
+}
+
+/// Every key path of a JSON document (`status.IPv6.healthy`, ...).
+fn key_paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    if let Value::Object(map) = value {
+        for (key, inner) in map {
+            let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+            out.insert(path.clone());
+            key_paths(inner, &path, out);
+        }
+    }
+}
+
+fn keys_of_body(body: &str) -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    key_paths(&serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}")), "", &mut keys);
+    keys
+}
+
+/// The key paths of the reference's raw answer `file` (headers, then body).
+fn reference_keys(file: &str) -> BTreeSet<String> {
+    let raw = std::fs::read_to_string(repo_file(file)).unwrap();
+    let body = raw.split_once("\r\n\r\n").or_else(|| raw.split_once("\n\n")).unwrap().1;
+    keys_of_body(body.trim())
+}
+
+/// The node's `/healthz` and `/livez` answer 200 with exactly the keys
+/// of upstream's dual-stack answers (`status.IPv4` and `status.IPv6`).
+fn check_node_health(ns: &Netns, reference_dir: &str) {
+    for (path, file) in [("/healthz", "node-healthz.txt"), ("/livez", "node-livez.txt")] {
+        let (status, body) = get(ns, NODE_HEALTH, path);
+        assert_eq!(status, "HTTP/1.1 200 OK", "{path}: {body}");
+        let expected = reference_keys(&format!("{reference_dir}/{file}"));
+        assert!(expected.contains("status.IPv6.lastUpdated"), "the reference is dual-stack: {expected:?}");
+        assert_eq!(keys_of_body(&body), expected, "{path} answered {body}");
+    }
+}
+
+/// Both families' sync metrics are in the scrape.
+fn check_metrics(ns: &Netns) {
+    let (_, text) = get(ns, METRICS, "/metrics");
+    for family in ["IPv4", "IPv6"] {
+        let series = format!("kubeproxy_sync_proxy_rules_duration_seconds_count{{ip_family=\"{family}\"}}");
+        let line = text.lines().find(|l| l.starts_with(&series)).unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(count >= 1.0, "{line}");
+        let last = format!("kubeproxy_sync_proxy_rules_last_timestamp_seconds{{ip_family=\"{family}\"}}");
+        assert!(text.contains(&last), "no {last} in\n{text}");
+    }
+}
+
+/// The IPv6-only ETP Local service's health check answers over IPv6.
+fn check_ipv6_health_check_node_port(ns: &Netns) {
+    let (status, body) = get(ns, "[fd00:192::2]:32000", "/healthz");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    assert!(body.contains("\"localEndpoints\": 1"), "{body}");
+}
+
+fn write_manifests(dir: &tempfile::TempDir) -> PathBuf {
+    let path = dir.path().join("cluster.yaml");
+    std::fs::write(&path, MANIFESTS).unwrap();
+    path
+}
+
+/// Waits until `read` holds every needle (the two families sync on their
+/// own runners, in either order).
+fn wait_until_contains(proxy: &mut Proxy, synced: &str, read: impl Fn() -> String, needles: &[&str]) -> String {
+    let deadline = std::time::Instant::now() + proxy::PATIENCE;
+    loop {
+        let text = read();
+        if needles.iter().all(|n| text.contains(n)) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        proxy.wait_for(synced);
+    }
+}
+
+#[test]
+fn iptables_mode_writes_each_familys_rules_and_reports_both_families() {
+    let ns = dual_stack_node("dsipt");
+    let dir = tempfile::tempdir().unwrap();
+    let mut proxy = Proxy::start_in(&ns, &args(&write_manifests(&dir), "iptables"));
+    let v6_needles = ["-d fd00:96::10/128", "--to-destination [fd00:244::5]:8080", "-d fd00:96::20/128", "-d 2001:db8::20/128"];
+    let v6 = wait_until_contains(&mut proxy, "synced iptables rules", || ns.exec("ip6tables-legacy-save", &[]).unwrap(), &v6_needles);
+    for needle in v6_needles {
+        assert!(v6.contains(needle), "{needle} missing from ip6tables-save:\n{v6}");
+    }
+    assert!(v6.contains("shop/web:http cluster IP") && v6.contains("-s fd00:244::/64"), "{v6}");
+    assert!(!v6.contains("10.96.0.10") && !v6.contains("10.244.0.5"), "IPv4 addresses in the IPv6 rules:\n{v6}");
+
+    let v4_needles = ["-d 10.96.0.10/32", "--to-destination 10.244.0.5:8080"];
+    let v4 = wait_until_contains(&mut proxy, "synced iptables rules", || ns.exec("iptables-legacy-save", &[]).unwrap(), &v4_needles);
+    for needle in v4_needles {
+        assert!(v4.contains(needle), "{needle} missing from iptables-save:\n{v4}");
+    }
+    assert!(!v4.contains("fd00:") && !v4.contains("shop/web6"), "IPv6 rules in the IPv4 tables:\n{v4}");
+
+    check_node_health(&ns, "testdata/upstream-v1.36/iptables/healthz");
+    check_metrics(&ns);
+    check_ipv6_health_check_node_port(&ns);
+    proxy.stop();
+
+    let out = ns.command(proxy::BINARY).arg("--cleanup").output().unwrap();
+    assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
+    for save in ["iptables-legacy-save", "ip6tables-legacy-save"] {
+        let left = ns.exec(save, &[]).unwrap();
+        assert!(!left.contains("KUBE-SVC-") && !left.contains("KUBE-SERVICES"), "--cleanup left rules in {save}:\n{left}");
+    }
+}
+
+#[test]
+fn nftables_mode_writes_both_tables_and_reports_both_families() {
+    let ns = dual_stack_node("dsnft");
+    let dir = tempfile::tempdir().unwrap();
+    let mut proxy = Proxy::start_in(&ns, &args(&write_manifests(&dir), "nftables"));
+    let list = |family: &str| ns.exec("nft", &["list", "table", family, "kube-proxy"]).unwrap_or_default();
+    let v6_needles = ["fd00:96::10 . tcp . 80", "fd00:244::5 . 8080", "2001:db8::20 . tcp . 80", "shop/web6/tcp/http"];
+    let v6 = wait_until_contains(&mut proxy, "synced nftables rules", || list("ip6"), &v6_needles);
+    for needle in v6_needles {
+        assert!(v6.contains(needle), "{needle} missing from table ip6 kube-proxy:\n{v6}");
+    }
+    assert!(!v6.contains("10.96.0.10") && !v6.contains("10.244.0.5"), "IPv4 addresses in the ip6 table:\n{v6}");
+
+    let v4_needles = ["10.96.0.10 . tcp . 80", "10.244.0.5 . 8080"];
+    let v4 = wait_until_contains(&mut proxy, "synced nftables rules", || list("ip"), &v4_needles);
+    for needle in v4_needles {
+        assert!(v4.contains(needle), "{needle} missing from table ip kube-proxy:\n{v4}");
+    }
+    assert!(!v4.contains("fd00:") && !v4.contains("shop/web6"), "IPv6 rules in the ip table:\n{v4}");
+
+    check_node_health(&ns, "testdata/upstream-v1.36/nftables/healthz");
+    check_metrics(&ns);
+    proxy.stop();
+
+    let out = ns.command(proxy::BINARY).arg("--cleanup").output().unwrap();
+    assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
+    let tables = ns.exec("nft", &["list", "tables"]).unwrap();
+    assert!(!tables.contains("kube-proxy"), "--cleanup left a table:\n{tables}");
+}
