@@ -10,13 +10,14 @@ use testkit::netns::Netns;
 
 /// The dummy interface IPVS mode binds service addresses to.
 const DUMMY: &str = "kube-ipvs0";
-/// A virtual server both proxies must have once ready (service `local-remap`).
-const READY_SERVICE: &str = "10.96.10.11:80";
+/// Virtual servers both proxies must have once ready (service
+/// `local-remap`, and `ds-a1` over IPv6).
+const READY_SERVICES: [&str; 2] = ["10.96.10.11:80", "[fd00:10:96::20:11]:80"];
 
-/// In IPVS mode, fails unless every node has the virtual server
-/// [`READY_SERVICE`] (a proxy that fell back to iptables mode has none);
-/// in nftables mode, unless every node has table `ip kube-proxy` and no
-/// `KUBE-SERVICES` iptables chain.
+/// In IPVS mode, fails unless every node has the virtual servers
+/// [`READY_SERVICES`] (a proxy that fell back to iptables mode has none);
+/// in nftables mode, unless every node has tables `ip kube-proxy` and
+/// `ip6 kube-proxy` and no `KUBE-SERVICES` iptables chain.
 pub fn check_mode(cluster: &Cluster, mode: Mode) -> Result<(), String> {
     match mode {
         Mode::Iptables => return Ok(()),
@@ -24,25 +25,30 @@ pub fn check_mode(cluster: &Cluster, mode: Mode) -> Result<(), String> {
         Mode::Ipvs => {}
     }
     for node in cluster.nodes() {
-        node.ns().exec("ipvsadm", &["-Ln", "-t", READY_SERVICE]).map_err(|e| {
-            format!("{}: no IPVS virtual server {READY_SERVICE}: is the proxy running IPVS mode? ({e:#})", node.name())
-        })?;
+        for service in READY_SERVICES {
+            node.ns().exec("ipvsadm", &["-Ln", "-t", service]).map_err(|e| {
+                format!("{}: no IPVS virtual server {service}: is the proxy running IPVS mode? ({e:#})", node.name())
+            })?;
+        }
     }
     Ok(())
 }
 
-/// Every node runs nftables mode: our table is there, iptables mode's
-/// chains are not.
+/// Every node runs nftables mode for both families: our tables are there,
+/// iptables mode's chains are not.
 fn check_nftables(cluster: &Cluster) -> Result<(), String> {
     for node in cluster.nodes() {
-        let table = node.ns().exec("nft", &["list", "table", "ip", "kube-proxy"]);
-        let table = table.map_err(|e| format!("{}: no table ip kube-proxy: is the proxy running nftables mode? ({e:#})", node.name()))?;
-        if !table.contains("chain services") {
-            return Err(format!("{}: table ip kube-proxy has no services chain:\n{table}", node.name()));
-        }
-        let saved = run(node.ns(), "iptables-legacy-save", &[]);
-        if saved.contains(":KUBE-SERVICES") {
-            return Err(format!("{}: iptables mode's chains in nftables mode:\n{saved}", node.name()));
+        for (family, save) in [("ip", "iptables-legacy-save"), ("ip6", "ip6tables-legacy-save")] {
+            let table = node.ns().exec("nft", &["list", "table", family, "kube-proxy"]).map_err(|e| {
+                format!("{}: no table {family} kube-proxy: is the proxy running nftables mode? ({e:#})", node.name())
+            })?;
+            if !table.contains("chain services") {
+                return Err(format!("{}: table {family} kube-proxy has no services chain:\n{table}", node.name()));
+            }
+            let saved = run(node.ns(), save, &[]);
+            if saved.contains(":KUBE-SERVICES") {
+                return Err(format!("{}: iptables mode's chains in nftables mode:\n{saved}", node.name()));
+            }
         }
     }
     Ok(())

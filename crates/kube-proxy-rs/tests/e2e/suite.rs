@@ -33,7 +33,7 @@ pub mod scenario;
 mod upstream;
 
 use scenario::Mode;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use testkit::cluster::Cluster;
@@ -197,12 +197,19 @@ impl Report {
     }
 }
 
-/// Waits until both proxies have programmed their rules: a pod on each node
-/// reaches the ClusterIP 10.96.10.11:80 (endpoint a1). Fails at once if a
-/// proxy exits.
+/// Where a pod on each node must be answered by a1 once both proxies have
+/// programmed their rules: service `local-remap`'s ClusterIP (IPv4) and
+/// `ds-a1`'s IPv6 ClusterIP (each family is synced by its own proxier).
+const READY_TARGETS: [SocketAddr; 2] = [
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 96, 10, 11)), 80),
+    SocketAddr::new(IpAddr::V6(Ipv6Addr::new(0xfd00, 0x10, 0x96, 0, 0, 0, 0x20, 0x11)), 80),
+];
+
+/// Waits until both proxies have programmed the rules of both families: a
+/// pod on each node reaches every one of [`READY_TARGETS`] (endpoint a1).
+/// Fails at once if a proxy exits.
 fn wait_ready(cluster: &Cluster) -> Result<Duration, String> {
     let start = Instant::now();
-    let target = Probe { proto: Proto::Tcp, dst: SocketAddr::from(([10, 96, 10, 11], 80)), src: None, timeout: Duration::from_millis(300) };
     let mut last = Vec::new();
     while start.elapsed() < READY_WITHIN {
         if let Some((node, status)) = cluster.exited_proxy() {
@@ -212,16 +219,19 @@ fn wait_ready(cluster: &Cluster) -> Result<Duration, String> {
         let mut ready = true;
         for pod in ["ca", "cb"] {
             let ns = cluster.pod(pod).expect("client pod").ns();
-            let outcome = probe(ns, target, 1).map_err(|e| format!("{e:#}"))?.remove(0).outcome;
-            ready &= matches!(&outcome, Outcome::Answered(a) if a.ep == "a1");
-            last.push(format!("pod {pod}: {outcome}"));
+            for dst in READY_TARGETS {
+                let target = Probe { proto: Proto::Tcp, dst, src: None, timeout: Duration::from_millis(300) };
+                let outcome = probe(ns, target, 1).map_err(|e| format!("{e:#}"))?.remove(0).outcome;
+                ready &= matches!(&outcome, Outcome::Answered(a) if a.ep == "a1");
+                last.push(format!("pod {pod} -> {dst}: {outcome}"));
+            }
         }
         if ready {
             return Ok(start.elapsed());
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Err(format!("proxies not ready after {READY_WITHIN:?}: pods -> 10.96.10.11:80 still: {}", last.join("; ")))
+    Err(format!("proxies not ready after {READY_WITHIN:?}: still {}", last.join("; ")))
 }
 
 /// The case table at the top of `e2e_traffic.rs` names every case the

@@ -1,7 +1,7 @@
 //! What upstream kube-proxy v1.36 answers over HTTP, from the reference
 //! corpus' raw `curl -si` captures (`crates/health/tests/fixtures/
 //! upstream-v1.36/`): the answer of a service's health-check node port,
-//! and the node's `/healthz`, with the parts that change from run to run
+//! and the node's `/healthz` and `/livez`, with the parts that change from run to run
 //! (the `Date` value, timestamps, the length they imply) blanked.
 
 /// Upstream's captures: (file, namespace, name, local endpoints).
@@ -11,8 +11,10 @@ pub const SERVICE_CAPTURES: [(&str, &str, &str, usize); 3] = [
     (include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/hcnp-32170-storefront-gateway.txt"), "storefront", "gateway", 0),
 ];
 
-/// Upstream's node `/healthz` answer.
+/// Upstream's node `/healthz` answer (a dual-stack proxy: IPv4 and IPv6).
 pub const NODE_HEALTHZ: &str = include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/node-healthz.txt");
+/// Upstream's node `/livez` answer (the same proxy).
+pub const NODE_LIVEZ: &str = include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/node-livez.txt");
 
 /// What stands in for a blanked value.
 const BLANK: &str = "<varies>";
@@ -31,12 +33,10 @@ pub fn service_answer(namespace: &str, name: &str, local: usize) -> String {
     )
 }
 
-/// Upstream's node `/healthz` answer for an IPv4-only proxy, run-dependent
-/// parts blanked: the capture minus its `IPv6` entry (that proxy ran both
-/// families; kube-proxy-rs runs IPv4 only).
-pub fn node_healthz() -> String {
-    let blanked = blank_node_health(NODE_HEALTHZ);
-    blanked.replace(&format!(",\"IPv6\":{{\"lastUpdated\":\"{BLANK}\",\"healthy\":true}}"), "")
+/// Upstream's node answer at `path` (`/healthz` or `/livez`) of a
+/// dual-stack proxy, run-dependent parts blanked.
+pub fn node_health(path: &str) -> String {
+    blank_node_health(if path == "/livez" { NODE_LIVEZ } else { NODE_HEALTHZ })
 }
 
 /// `answer` with its `Date` header value blanked.
@@ -85,6 +85,8 @@ fn service_answer_matches_upstream_captures() {
     for (capture, namespace, name, local) in SERVICE_CAPTURES {
         assert_eq!(service_answer(namespace, name, local), blank_date(capture), "{namespace}/{name}");
     }
-    assert!(node_healthz().contains("\"nodeEligible\":true,\"healthy\":true,\"status\":{\"IPv4\":{"));
-    assert!(!node_healthz().contains("IPv6"));
+    let status = format!("\"status\":{{\"IPv4\":{{\"lastUpdated\":\"{BLANK}\",\"healthy\":true}},\"IPv6\":{{\"lastUpdated\":\"{BLANK}\",\"healthy\":true}}}}");
+    assert!(node_health("/healthz").contains(&format!("\"nodeEligible\":true,\"healthy\":true,{status}")));
+    assert!(node_health("/livez").contains(&format!("\"healthy\":true,{status}")));
+    assert!(!node_health("/livez").contains("nodeEligible"));
 }
