@@ -25,25 +25,21 @@ impl Client {
         let ns = Netns::new("client")?;
         ns.skip_ipv6_dad()?;
         wire.plug(&ns)?;
-        for ip in &plan.ips {
-            ns.ip(&["addr", "add", &format!("{ip}/{}", CLIENT_NET.prefix_len()), "dev", "eth0"])?;
-        }
-        for ip in &plan.ips6 {
-            ns.ip(&["addr", "add", &format!("{ip}/{}", CLIENT_NET6.prefix_len()), "dev", "eth0", "nodad"])?;
-        }
-        ns.ip(&["link", "set", "eth0", "up"])?;
-        let src = primary.to_string();
-        ns.ip(&["route", "add", &WIRE_NET.to_string(), "dev", "eth0", "src", &src])?;
+        let mut commands: Vec<String> = plan.ips.iter().map(|ip| format!("addr add {ip}/{} dev eth0", CLIENT_NET.prefix_len())).collect();
+        commands.extend(plan.ips6.iter().map(|ip| format!("addr add {ip}/{} dev eth0 nodad", CLIENT_NET6.prefix_len())));
+        commands.push("link set eth0 up".to_string());
+        commands.push(format!("route add {WIRE_NET} dev eth0 src {primary}"));
         if let Some(primary6) = plan.ips6.first() {
-            ns.ip(&["-6", "route", "add", &WIRE_NET6.to_string(), "dev", "eth0", "src", &primary6.to_string()])?;
+            commands.push(format!("route add {WIRE_NET6} dev eth0 src {primary6}"));
         }
         for (net, node_name) in &plan.routes {
             let node = nodes
                 .iter()
                 .find(|n| n.name() == node_name)
                 .with_context(|| format!("client route {net} via unknown node {node_name}"))?;
-            ns.ip(&["route", "add", &net.to_string(), "via", &node.ip().to_string(), "dev", "eth0", "src", &src])?;
+            commands.push(format!("route add {net} via {} dev eth0 src {primary}", node.ip()));
         }
+        ns.ip_batch(&commands)?;
         Ok(Self { ips: plan.ips.clone(), ips6: plan.ips6.clone(), ns })
     }
 

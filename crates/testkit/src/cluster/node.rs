@@ -27,21 +27,24 @@ impl Node {
         ns.route_like_a_node()?;
         ns.skip_ipv6_dad()?;
         wire.plug(&ns)?;
-        ns.ip(&["addr", "add", &format!("{}/{}", plan.ip, WIRE_NET.prefix_len()), "dev", "eth0"])?;
-        ns.ip(&["addr", "add", &format!("{}/{}", plan.ip6, WIRE_NET6.prefix_len()), "dev", "eth0", "nodad"])?;
-        ns.ip(&["link", "set", "eth0", "up"])?;
-        ns.ip(&["route", "add", &CLIENT_NET.to_string(), "dev", "eth0"])?;
-        ns.ip(&["route", "add", "default", "via", &WIRE_GATEWAY.to_string(), "dev", "eth0"])?;
-        ns.ip(&["-6", "route", "add", &CLIENT_NET6.to_string(), "dev", "eth0"])?;
-        ns.ip(&["-6", "route", "add", "default", "via", &WIRE_GATEWAY6.to_string(), "dev", "eth0"])?;
+        ns.ip_batch(&[
+            format!("addr add {}/{} dev eth0", plan.ip, WIRE_NET.prefix_len()),
+            format!("addr add {}/{} dev eth0 nodad", plan.ip6, WIRE_NET6.prefix_len()),
+            "link set eth0 up".to_string(),
+            format!("route add {CLIENT_NET} dev eth0"),
+            format!("route add default via {WIRE_GATEWAY} dev eth0"),
+            format!("route add {CLIENT_NET6} dev eth0"),
+            format!("route add default via {WIRE_GATEWAY6} dev eth0"),
+        ])?;
         Ok(Self { plan: plan.clone(), ns, veths: std::sync::atomic::AtomicUsize::new(0) })
     }
 
     /// Routes `other`'s pod CIDRs via `other`'s wire IPs (no overlay).
     pub fn route_pods_of(&self, other: &Node) -> Result<()> {
-        self.ns.ip(&["route", "add", &other.pod_cidr().to_string(), "via", &other.ip().to_string(), "dev", "eth0"])?;
-        self.ns.ip(&["-6", "route", "add", &other.pod_cidr6().to_string(), "via", &other.ip6().to_string(), "dev", "eth0"])?;
-        Ok(())
+        self.ns.ip_batch(&[
+            format!("route add {} via {} dev eth0", other.pod_cidr(), other.ip()),
+            format!("route add {} via {} dev eth0", other.pod_cidr6(), other.ip6()),
+        ])
     }
 
     /// Attaches `pod` with a veth: the pod side is `eth0` (left down for the
@@ -50,18 +53,20 @@ impl Node {
     /// its family as source.
     pub fn attach(&self, pod: &Netns, ips: &[IpAddr]) -> Result<()> {
         let veth = format!("p{}", self.veths.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
-        self.ns.ip(&["link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", pod.name()])?;
-        self.ns.ip(&["addr", "add", &format!("{}/32", self.gateway()), "dev", &veth])?;
-        self.ns.ip(&["addr", "add", &format!("{}/128", self.gateway6()), "dev", &veth, "nodad"])?;
-        self.ns.ip(&["link", "set", &veth, "up"])?;
+        let mut commands = vec![
+            format!("link add {veth} type veth peer name eth0 netns {}", pod.name()),
+            format!("addr add {}/32 dev {veth}", self.gateway()),
+            format!("addr add {}/128 dev {veth} nodad", self.gateway6()),
+            format!("link set {veth} up"),
+        ];
         for ip in ips {
             let (len, gateway) = match ip {
                 IpAddr::V4(_) => (32, IpAddr::V4(self.gateway())),
                 IpAddr::V6(_) => (128, IpAddr::V6(self.gateway6())),
             };
-            self.ns.ip(&["route", "add", &format!("{ip}/{len}"), "dev", &veth, "src", &gateway.to_string()])?;
+            commands.push(format!("route add {ip}/{len} dev {veth} src {gateway}"));
         }
-        Ok(())
+        self.ns.ip_batch(&commands)
     }
 
     /// Node name.

@@ -28,17 +28,19 @@ impl Pod {
         let mut ips: Vec<IpAddr> = std::iter::once(plan.ip).chain(plan.extra_ips.iter().copied()).map(IpAddr::V4).collect();
         ips.extend(plan.ip6.map(IpAddr::V6));
         node.attach(&ns, &ips)?;
-        for ip in &ips {
-            match ip {
-                IpAddr::V4(_) => ns.ip(&["addr", "add", &format!("{ip}/32"), "dev", "eth0"])?,
-                IpAddr::V6(_) => ns.ip(&["addr", "add", &format!("{ip}/128"), "dev", "eth0", "nodad"])?,
-            };
-        }
-        ns.ip(&["link", "set", "eth0", "up"])?;
-        route_via(&ns, &node.gateway().to_string(), &plan.ip.to_string())?;
+        let mut commands: Vec<String> = ips
+            .iter()
+            .map(|ip| match ip {
+                IpAddr::V4(_) => format!("addr add {ip}/32 dev eth0"),
+                IpAddr::V6(_) => format!("addr add {ip}/128 dev eth0 nodad"),
+            })
+            .collect();
+        commands.push("link set eth0 up".to_string());
+        commands.extend(routes_via(IpAddr::V4(node.gateway()), IpAddr::V4(plan.ip)));
         if let Some(ip6) = plan.ip6 {
-            route_via(&ns, &node.gateway6().to_string(), &ip6.to_string())?;
+            commands.extend(routes_via(IpAddr::V6(node.gateway6()), IpAddr::V6(ip6)));
         }
+        ns.ip_batch(&commands)?;
         let mut echo = vec![EchoServer::start(&ns, &plan.name, IpAddr::V4(plan.ip), &plan.tcp_ports, &plan.udp_ports)?];
         if let Some(ip6) = plan.ip6 {
             echo.push(EchoServer::start(&ns, &plan.name, IpAddr::V6(ip6), &plan.tcp_ports, &plan.udp_ports)?);
@@ -79,8 +81,6 @@ impl Pod {
 
 /// Routes the pod's `gateway` on-link and everything else of its family
 /// via it, from `src`.
-fn route_via(ns: &Netns, gateway: &str, src: &str) -> Result<()> {
-    ns.ip(&["route", "add", gateway, "dev", "eth0", "scope", "link"])?;
-    ns.ip(&["route", "add", "default", "via", gateway, "dev", "eth0", "src", src])?;
-    Ok(())
+fn routes_via(gateway: IpAddr, src: IpAddr) -> [String; 2] {
+    [format!("route add {gateway} dev eth0 scope link"), format!("route add default via {gateway} dev eth0 src {src}")]
 }
