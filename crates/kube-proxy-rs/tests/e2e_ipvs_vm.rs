@@ -4,9 +4,10 @@
 //! stock Debian kernel (`scripts/ipvs-vm.sh`, qemu; TCG without KVM)
 //! carrying this test binary, the kube-proxy-rs binary and `setpriv`, and
 //! runs itself there: inside (`IPVS_VM=1`) it checks the tools the suite
-//! needs, builds the same two-node cluster and runs every case with
-//! `--proxy-mode ipvs`. A failure prints the VM's console: every check,
-//! expected vs seen, rules, IPVS tables, ipsets and proxy logs.
+//! needs, builds the same dual-stack two-node cluster and runs every case
+//! (the IPv6 ones too) with `--proxy-mode ipvs`. A failure prints the VM's
+//! console: every check, expected vs seen, rules, IPVS tables, ipsets and
+//! proxy logs.
 //!
 //! Every case runs by default; `KPRS_E2E_CASES` (a comma-separated list)
 //! picks some. Waits are stretched by [`VM_SLOWDOWN`], and the proxies'
@@ -104,16 +105,19 @@ fn boot_vm() {
 }
 
 /// Inside the VM: `/var/run` for tools that expect it, and every tool the
-/// suite runs, each checked once so a missing one is named up front.
+/// suite runs, each checked once so a missing one is named up front (the
+/// kernel's IPv6 too: the cluster is dual-stack).
 fn prepare_vm() -> Result<(), String> {
     if !Path::new("/var/run").exists() {
         std::fs::create_dir_all("/var").map_err(|e| format!("mkdir /var: {e}"))?;
         std::os::unix::fs::symlink("/run", "/var/run").map_err(|e| format!("symlink /var/run -> /run: {e}"))?;
     }
-    let tools: [(&str, &[&str]); 9] = [
+    let tools: [(&str, &[&str]); 11] = [
         ("ip", &["netns", "list"]),
         ("iptables-legacy-save", &[]),
         ("iptables-legacy-restore", &["--version"]),
+        ("ip6tables-legacy-save", &[]),
+        ("sysctl", &["-n", "net.ipv6.conf.all.forwarding"]),
         ("ipvsadm", &["-Ln"]),
         ("ipset", &["list", "-n"]),
         ("setpriv", &["--pdeathsig", "KILL", "--", "true"]),
