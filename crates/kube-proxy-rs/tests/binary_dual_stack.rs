@@ -8,6 +8,11 @@
 //! have exactly the keys of upstream's dual-stack reference answers; the
 //! metrics carry both `ip_family` labels; the IPv6-only service's
 //! health-check node port answers over IPv6 with its local endpoint.
+//! Run with upstream's reference scenario and configuration (node-a's Node
+//! has an IPv4 address only; the host has IPv6, so upstream ran an IPv6
+//! proxier with nothing to proxy), the IPv6 proxier writes exactly the
+//! reference's `ip6tables-save.txt` (iptables mode) and the `ip6
+//! kube-proxy` table of its `ruleset.nft` (nftables mode).
 //! Needs root, `ip`, the iptables tools and `nft`; without them the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -197,16 +202,14 @@ fn write_manifests(dir: &tempfile::TempDir) -> PathBuf {
     path
 }
 
-/// Waits until `read` holds every needle (the two families sync on their
-/// own runners, in either order).
-fn wait_until_contains(proxy: &mut Proxy, synced: &str, read: impl Fn() -> String, needles: &[&str]) -> String {
-    let deadline = std::time::Instant::now() + proxy::PATIENCE;
-    loop {
-        let text = read();
-        if needles.iter().all(|n| text.contains(n)) || std::time::Instant::now() > deadline {
-            return text;
-        }
-        proxy.wait_for(synced);
+/// Waits until each family's proxier logged a sync with `message` (they
+/// sync on runners of their own, in either order); the first sync of each
+/// writes the whole initial state.
+fn wait_for_both_families(proxy: &mut Proxy, message: &str) {
+    let mut missing = vec!["IPv4", "IPv6"];
+    while !missing.is_empty() {
+        let line = proxy.wait_for(message);
+        missing.retain(|family| !line.contains(&format!("{message} ip_family={family}")));
     }
 }
 
@@ -215,17 +218,16 @@ fn iptables_mode_writes_each_familys_rules_and_reports_both_families() {
     let ns = dual_stack_node("dsipt");
     let dir = tempfile::tempdir().unwrap();
     let mut proxy = Proxy::start_in(&ns, &args(&write_manifests(&dir), "iptables"));
-    let v6_needles = ["-d fd00:96::10/128", "--to-destination [fd00:244::5]:8080", "-d fd00:96::20/128", "-d 2001:db8::20/128"];
-    let v6 = wait_until_contains(&mut proxy, "synced iptables rules", || ns.exec("ip6tables-legacy-save", &[]).unwrap(), &v6_needles);
-    for needle in v6_needles {
+    wait_for_both_families(&mut proxy, "synced iptables rules");
+    let v6 = ns.exec("ip6tables-legacy-save", &[]).unwrap();
+    for needle in ["-d fd00:96::10/128", "--to-destination [fd00:244::5]:8080", "-d fd00:96::20/128", "-d 2001:db8::20/128"] {
         assert!(v6.contains(needle), "{needle} missing from ip6tables-save:\n{v6}");
     }
     assert!(v6.contains("shop/web:http cluster IP") && v6.contains("-s fd00:244::/64"), "{v6}");
     assert!(!v6.contains("10.96.0.10") && !v6.contains("10.244.0.5"), "IPv4 addresses in the IPv6 rules:\n{v6}");
 
-    let v4_needles = ["-d 10.96.0.10/32", "--to-destination 10.244.0.5:8080"];
-    let v4 = wait_until_contains(&mut proxy, "synced iptables rules", || ns.exec("iptables-legacy-save", &[]).unwrap(), &v4_needles);
-    for needle in v4_needles {
+    let v4 = ns.exec("iptables-legacy-save", &[]).unwrap();
+    for needle in ["-d 10.96.0.10/32", "--to-destination 10.244.0.5:8080"] {
         assert!(v4.contains(needle), "{needle} missing from iptables-save:\n{v4}");
     }
     assert!(!v4.contains("fd00:") && !v4.contains("shop/web6"), "IPv6 rules in the IPv4 tables:\n{v4}");
@@ -248,17 +250,16 @@ fn nftables_mode_writes_both_tables_and_reports_both_families() {
     let ns = dual_stack_node("dsnft");
     let dir = tempfile::tempdir().unwrap();
     let mut proxy = Proxy::start_in(&ns, &args(&write_manifests(&dir), "nftables"));
-    let list = |family: &str| ns.exec("nft", &["list", "table", family, "kube-proxy"]).unwrap_or_default();
-    let v6_needles = ["fd00:96::10 . tcp . 80", "fd00:244::5 . 8080", "2001:db8::20 . tcp . 80", "shop/web6/tcp/http"];
-    let v6 = wait_until_contains(&mut proxy, "synced nftables rules", || list("ip6"), &v6_needles);
-    for needle in v6_needles {
+    wait_for_both_families(&mut proxy, "synced nftables rules");
+    let list = |family: &str| ns.exec("nft", &["list", "table", family, "kube-proxy"]).unwrap();
+    let v6 = list("ip6");
+    for needle in ["fd00:96::10 . tcp . 80", "fd00:244::5 . 8080", "2001:db8::20 . tcp . 80", "shop/web6/tcp/http"] {
         assert!(v6.contains(needle), "{needle} missing from table ip6 kube-proxy:\n{v6}");
     }
     assert!(!v6.contains("10.96.0.10") && !v6.contains("10.244.0.5"), "IPv4 addresses in the ip6 table:\n{v6}");
 
-    let v4_needles = ["10.96.0.10 . tcp . 80", "10.244.0.5 . 8080"];
-    let v4 = wait_until_contains(&mut proxy, "synced nftables rules", || list("ip"), &v4_needles);
-    for needle in v4_needles {
+    let v4 = list("ip");
+    for needle in ["10.96.0.10 . tcp . 80", "10.244.0.5 . 8080"] {
         assert!(v4.contains(needle), "{needle} missing from table ip kube-proxy:\n{v4}");
     }
     assert!(!v4.contains("fd00:") && !v4.contains("shop/web6"), "IPv6 rules in the ip table:\n{v4}");
@@ -271,4 +272,99 @@ fn nftables_mode_writes_both_tables_and_reports_both_families() {
     assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
     let tables = ns.exec("nft", &["list", "tables"]).unwrap();
     assert!(!tables.contains("kube-proxy"), "--cleanup left a table:\n{tables}");
+}
+
+/// node-a of the reference: `eth0` with the Node's IPv4 address; IPv6 on
+/// (`lo` has `::1`).
+fn reference_node(label: &str) -> Netns {
+    testkit::netns::require_kernel();
+    let ns = Netns::new(label).unwrap();
+    ns.ip(&["link", "add", "eth0", "type", "veth", "peer", "name", "eth0-peer"]).unwrap();
+    ns.ip(&["addr", "add", "192.168.86.2/24", "dev", "eth0"]).unwrap();
+    for link in ["lo", "eth0", "eth0-peer"] {
+        ns.ip(&["link", "set", link, "up"]).unwrap();
+    }
+    ns
+}
+
+/// The binary with the reference's own configuration file for `mode` and
+/// its cluster state.
+fn start_reference(ns: &Netns, mode: &str) -> Proxy {
+    let config = repo_file(&format!("testdata/upstream-v1.36/{mode}/kube-proxy-config.yaml")).display().to_string();
+    let cluster = repo_file("testdata/upstream-v1.36/cluster.yaml").display().to_string();
+    let args: Vec<String> = ["--config", &config, "--manifests", &cluster, "--iptables-backend", "legacy"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    Proxy::start_in(ns, &args)
+}
+
+/// An `iptables-save` dump as comparable lines: per table, the chain
+/// declarations without counters and every rule; built-in chains keep
+/// their order, our chains are compared as sets (upstream's order across
+/// services is random).
+fn comparable_save(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut table = String::new();
+    let mut position: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix('*') {
+            table = name.to_string();
+        } else if let Some(decl) = line.strip_prefix(':') {
+            out.insert(format!("{table} :{}", decl.split(" [").next().unwrap()));
+        } else if let Some(rule) = line.strip_prefix("-A ") {
+            let chain = rule.split(' ').next().unwrap();
+            let builtin = chain.chars().all(|c| c.is_ascii_uppercase()) && !chain.contains('-');
+            let n = position.entry(format!("{table} {chain}")).or_default();
+            *n += 1;
+            let order = if builtin { format!("#{n} ") } else { String::new() };
+            out.insert(format!("{table} {order}-A {rule}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_ipv6_proxier_writes_upstreams_ip6tables_save_for_the_reference_scenario() {
+    let ns = reference_node("dsref6");
+    let mut proxy = start_reference(&ns, "iptables");
+    wait_for_both_families(&mut proxy, "synced iptables rules");
+    let ours = comparable_save(&ns.exec("ip6tables-legacy-save", &[]).unwrap());
+    let reference = std::fs::read_to_string(repo_file("testdata/upstream-v1.36/iptables/ip6tables-save.txt")).unwrap();
+    let theirs = comparable_save(&reference);
+    assert!(theirs.len() > 30, "the reference dump was not parsed: {theirs:#?}");
+    let only_ours: Vec<&String> = ours.difference(&theirs).collect();
+    let only_theirs: Vec<&String> = theirs.difference(&ours).collect();
+    assert!(only_ours.is_empty() && only_theirs.is_empty(), "only ours: {only_ours:#?}\nonly upstream: {only_theirs:#?}");
+    check_node_health(&ns, "testdata/upstream-v1.36/iptables/healthz");
+    proxy.stop();
+}
+
+/// The `table ip6 kube-proxy { ... }` block of an `nft list` text, as
+/// trimmed lines (the reference's table has no set elements, so its lines
+/// have no order to differ in but the chains', compared as a set).
+fn ip6_table_lines(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("table ip6 kube-proxy"))
+        .take_while(|l| *l != "}")
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn the_ipv6_proxier_writes_upstreams_ip6_table_for_the_reference_scenario() {
+    let ns = reference_node("dsrefnft");
+    let mut proxy = start_reference(&ns, "nftables");
+    wait_for_both_families(&mut proxy, "synced nftables rules");
+    let listed = ns.exec("nft", &["list", "table", "ip6", "kube-proxy"]).unwrap();
+    let ours = ip6_table_lines(&listed);
+    let reference = std::fs::read_to_string(repo_file("testdata/upstream-v1.36/nftables/ruleset.nft")).unwrap();
+    let theirs = ip6_table_lines(&reference);
+    assert!(theirs.len() > 40, "the reference's ip6 table was not found: {theirs:#?}");
+    let only_ours: Vec<&String> = ours.difference(&theirs).collect();
+    let only_theirs: Vec<&String> = theirs.difference(&ours).collect();
+    assert!(only_ours.is_empty() && only_theirs.is_empty(), "only ours: {only_ours:#?}\nonly upstream: {only_theirs:#?}\n{listed}");
+    check_node_health(&ns, "testdata/upstream-v1.36/nftables/healthz");
+    proxy.stop();
 }
