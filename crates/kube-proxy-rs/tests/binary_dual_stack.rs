@@ -12,7 +12,8 @@
 //! has an IPv4 address only; the host has IPv6, so upstream ran an IPv6
 //! proxier with nothing to proxy), the IPv6 proxier writes exactly the
 //! reference's `ip6tables-save.txt` (iptables mode) and the `ip6
-//! kube-proxy` table of its `ruleset.nft` (nftables mode).
+//! kube-proxy` table of its `ruleset.nft` (nftables mode). An IPv6
+//! proxier whose restores always fail leaves the IPv4 one syncing.
 //! Needs root, `ip`, the iptables tools and `nft`; without them the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -366,5 +367,48 @@ fn the_ipv6_proxier_writes_upstreams_ip6_table_for_the_reference_scenario() {
     let only_theirs: Vec<&String> = theirs.difference(&ours).collect();
     assert!(only_ours.is_empty() && only_theirs.is_empty(), "only ours: {only_ours:#?}\nonly upstream: {only_theirs:#?}\n{listed}");
     check_node_health(&ns, "testdata/upstream-v1.36/nftables/healthz");
+    proxy.stop();
+}
+
+/// `ip6tables-legacy-restore` replaced (first in `PATH`) by a script that
+/// always fails: the IPv6 proxier's syncs fail and retry, the IPv4 one
+/// keeps syncing, the failures are counted for IPv6 only, and `/healthz`
+/// stays 200 (a family that never synced counts as starting up, as
+/// upstream).
+#[test]
+fn a_failing_family_does_not_stop_the_other() {
+    let ns = dual_stack_node("dsfail");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = bin.join("ip6tables-legacy-restore");
+    std::fs::write(&fake, "#!/bin/sh\necho 'injected failure' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut command = ns.command(proxy::BINARY);
+    command.args(args(&write_manifests(&dir), "iptables")).env("PATH", path);
+    let mut proxy = Proxy::start(command);
+
+    // Two IPv4 syncs (the initial one and a periodic one, 1 s apart) while IPv6 fails.
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
+    let v4 = ns.exec("iptables-legacy-save", &[]).unwrap();
+    assert!(v4.contains("--to-destination 10.244.0.5:8080"), "{v4}");
+    let v6 = ns.exec("ip6tables-legacy-save", &[]).unwrap();
+    assert!(!v6.contains("KUBE-SERVICES"), "the failing restore wrote IPv6 rules:\n{v6}");
+    assert!(!proxy.logged("synced iptables rules ip_family=IPv6"), "an IPv6 sync succeeded");
+    assert!(proxy.logged("injected failure"), "the IPv6 failure was not logged");
+
+    let (_, text) = get(&ns, METRICS, "/metrics");
+    let failures = |family: &str| {
+        let series = format!("kubeproxy_sync_proxy_rules_iptables_restore_failures_total{{ip_family=\"{family}\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(&series)).map_or(0.0, |v| v.parse::<f64>().unwrap())
+    };
+    assert!(failures("IPv6") >= 1.0, "IPv6 restore failures not counted:\n{text}");
+    assert_eq!(failures("IPv4"), 0.0, "{text}");
+    let (status, body) = get(&ns, NODE_HEALTH, "/healthz");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let keys = keys_of_body(&body);
+    assert!(keys.contains("status.IPv4.healthy") && !keys.contains("status.IPv6"), "{body}");
     proxy.stop();
 }
