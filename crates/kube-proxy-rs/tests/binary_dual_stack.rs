@@ -14,6 +14,7 @@
 //! reference's `ip6tables-save.txt` (iptables mode) and the `ip6
 //! kube-proxy` table of its `ruleset.nft` (nftables mode). An IPv6
 //! proxier whose restores always fail leaves the IPv4 one syncing.
+//! `--dry-run` prints the primary family's rules.
 //! Needs root, `ip`, the iptables tools and `nft`; without them the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -411,4 +412,31 @@ fn a_failing_family_does_not_stop_the_other() {
     let keys = keys_of_body(&body);
     assert!(keys.contains("status.IPv4.healthy") && !keys.contains("status.IPv6"), "{body}");
     proxy.stop();
+}
+
+/// `--dry-run` prints the primary family's rules: IPv4 for the Node above,
+/// IPv6 once its first address is IPv6 (or `--bind-address` is).
+#[test]
+fn dry_run_prints_the_primary_familys_rules() {
+    let ns = dual_stack_node("dsdry");
+    let dir = tempfile::tempdir().unwrap();
+    let v4_first = write_manifests(&dir);
+    let v6_first = dir.path().join("v6-first.yaml");
+    let swapped = MANIFESTS.replacen("  - {type: InternalIP, address: 192.168.0.2}\n", "", 1).replacen(
+        "  - {type: InternalIP, address: \"fd00:192::2\"}\n",
+        "  - {type: InternalIP, address: \"fd00:192::2\"}\n  - {type: InternalIP, address: 192.168.0.2}\n",
+        1,
+    );
+    std::fs::write(&v6_first, swapped).unwrap();
+    let dry_run = |manifests: &Path, extra: &[&str]| {
+        let out = ns.command(proxy::BINARY).args(args(manifests, "iptables")).arg("--dry-run").args(extra).output().unwrap();
+        assert!(out.status.success(), "--dry-run failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v4 = dry_run(&v4_first, &[]);
+    assert!(v4.contains("-d 10.96.0.10/32") && !v4.contains("fd00:96::10"), "{v4}");
+    let v6 = dry_run(&v6_first, &[]);
+    assert!(v6.contains("-d fd00:96::10/128") && !v6.contains("10.96.0.10"), "{v6}");
+    let bound = dry_run(&v4_first, &["--bind-address", "fd00:192::2"]);
+    assert!(bound.contains("-d fd00:96::10/128"), "{bound}");
 }
