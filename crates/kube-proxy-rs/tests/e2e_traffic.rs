@@ -61,7 +61,7 @@
 //! | multi-port | one service with 80->8080 and 443->8443: each port reaches both endpoints on its own target port |
 //! | balance | 1000 connections to a 4-endpoint service: each endpoint's count within the exact Binomial(1000, 1/4) interval whose tails carry ≤ 1.25e-7 each (≈ [182, 323]); chance that a correct proxy fails < 1e-6 |
 //! | affinity | sessionAffinity ClientIP (timeout 3 s): 12 clients each stick to one endpoint over 6 connections; after 5 s idle at least one moves (false failure 4^-12); IPVS: stickiness and `persistent 3` (a persistence template outlives closed connections in TIME_WAIT, 2 min) |
-//! | node-healthz | each node's `/healthz` (127.0.0.1:10256, asked inside the node) answers 200 with upstream's headers and body (timestamps blanked; IPv4 only) |
+//! | node-healthz | each node's `/healthz` (127.0.0.1:10256, asked inside the node) answers 200 with upstream's headers and body (timestamps blanked; both families, as upstream's dual-stack capture) |
 //! | health-check-node-port | ETP Local LB `hc-local`, healthCheckNodePort 32160, one endpoint: the client asking each node's IP gets upstream's exact answer, 200 (`localEndpoints: 1`) from the node with the endpoint and 503 (`0`) from the other; moving the endpoint to the other node and back flips both within 5 s |
 //! | runtime-change | rewriting the manifests: an added endpoint gets new connections, a removed one gets none, a deleted service stops answering — each within 5 s (× the run's slowdown) |
 //! | cleanup | `--cleanup` in node-b removes every kube-proxy chain/table (IPVS: also virtual servers, `KUBE-` ipsets, `kube-ipvs0`); traffic through node-b is no longer translated; node-a unaffected |

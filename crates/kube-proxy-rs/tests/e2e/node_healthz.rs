@@ -23,5 +23,5 @@ pub fn run(env: &Env) -> Result<String, String> {
             ));
         }
     }
-    Ok(format!("node-a, node-b -> {HEALTHZ}/healthz: 200, upstream's headers and body (IPv4 only)"))
+    Ok(format!("node-a, node-b -> {HEALTHZ}/healthz: 200, upstream's headers and body (both families)"))
 }
