@@ -12,7 +12,8 @@
 //! has an IPv4 address only; the host has IPv6, so upstream ran an IPv6
 //! proxier with nothing to proxy), the IPv6 proxier writes exactly the
 //! reference's `ip6tables-save.txt` (iptables mode) and the `ip6
-//! kube-proxy` table of its `ruleset.nft` (nftables mode). An IPv6
+//! kube-proxy` table of its `ruleset.nft` (nftables mode), and the
+//! scrape has exactly the series of upstream's dual-stack scrape. An IPv6
 //! proxier whose restores always fail leaves the IPv4 one syncing.
 //! `--dry-run` prints the primary family's rules.
 //! Needs root, `ip`, the iptables tools and `nft`; without them the tests fail.
@@ -80,6 +81,28 @@ fn check_metrics(ns: &Netns) {
         let last = format!("kubeproxy_sync_proxy_rules_last_timestamp_seconds{{ip_family=\"{family}\"}}");
         assert!(text.contains(&last), "no {last} in\n{text}");
     }
+}
+
+/// The series of a scrape (`name{labels}`, histogram buckets aside).
+fn series(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter(|l| l.starts_with("kubeproxy_") && !l.contains("_bucket{"))
+        .filter_map(|l| l.rsplit_once(' ').map(|(series, _)| series.to_string()))
+        .collect()
+}
+
+/// After the node health was asked once each, our scrape has exactly the
+/// `kubeproxy_*` series of upstream's dual-stack scrape: both families'
+/// sync metrics, and the conntrack reconciler's for IPv4 only (the IPv6
+/// proxier has no UDP service there).
+fn check_series_as_upstream(ns: &Netns, reference_dir: &str) {
+    let (_, text) = get(ns, METRICS, "/metrics");
+    let reference = std::fs::read_to_string(repo_file(&format!("{reference_dir}/metrics-kubeproxy.txt"))).unwrap();
+    let (ours, theirs) = (series(&text), series(&reference));
+    assert!(theirs.iter().any(|s| s.contains("ip_family=\"IPv6\"")), "the reference is dual-stack: {theirs:#?}");
+    let only_ours: Vec<&String> = ours.difference(&theirs).collect();
+    let only_theirs: Vec<&String> = theirs.difference(&ours).collect();
+    assert!(only_ours.is_empty() && only_theirs.is_empty(), "only ours: {only_ours:#?}\nonly upstream: {only_theirs:#?}");
 }
 
 /// The IPv6-only ETP Local service's health check answers over IPv6.
@@ -230,6 +253,7 @@ fn the_ipv6_proxier_writes_upstreams_ip6tables_save_for_the_reference_scenario()
     let only_theirs: Vec<&String> = theirs.difference(&ours).collect();
     assert!(only_ours.is_empty() && only_theirs.is_empty(), "only ours: {only_ours:#?}\nonly upstream: {only_theirs:#?}");
     check_node_health(&ns, "testdata/upstream-v1.36/iptables/healthz");
+    check_series_as_upstream(&ns, "testdata/upstream-v1.36/iptables/healthz");
     proxy.stop();
 }
 
@@ -259,6 +283,7 @@ fn the_ipv6_proxier_writes_upstreams_ip6_table_for_the_reference_scenario() {
     let only_theirs: Vec<&String> = theirs.difference(&ours).collect();
     assert!(only_ours.is_empty() && only_theirs.is_empty(), "only ours: {only_ours:#?}\nonly upstream: {only_theirs:#?}\n{listed}");
     check_node_health(&ns, "testdata/upstream-v1.36/nftables/healthz");
+    check_series_as_upstream(&ns, "testdata/upstream-v1.36/nftables/healthz");
     proxy.stop();
 }
 
