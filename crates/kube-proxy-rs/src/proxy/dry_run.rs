@@ -8,8 +8,13 @@
 //!   by one, printed as comments.
 //! * nftables mode: the table as `nft -f` text (`table ip kube-proxy { … }`),
 //!   which `nft -c -f` accepts.
+//!
+//! Either for the primary family only (the Node's first IP in the file, or
+//! `--bind-address`; IPv4 when neither says), so the output restores with
+//! one tool.
 
-use super::{mode_options, node_name};
+use super::sources::manifests_node_host_ips;
+use super::{families, mode_options, node_name};
 use crate::config::{Config, ProxyMode};
 use anyhow::Context;
 use model::IpFamily;
@@ -20,17 +25,19 @@ use std::sync::{Mutex, PoisonError};
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     let path = config.manifests.as_ref().context("--dry-run needs --manifests FILE")?;
     let checked = source::manifests::read(path)?;
-    let tracker = Mutex::new(tracker::Tracker::new(node_name::resolve(config)?));
+    let node_name = node_name::resolve(config)?;
+    let family = families::primary_family(config.bind_address, &manifests_node_host_ips(&checked, &node_name));
+    let tracker = Mutex::new(tracker::Tracker::with_family(node_name, family));
     source::manifests::Held::default().replace(&checked, &tracker);
     drop(checked);
     let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
     if config.mode == ProxyMode::Nftables {
-        print!("{}", nftables_text(config, &snapshot).await?);
+        print!("{}", nftables_text(config, family, &snapshot).await?);
         return Ok(());
     }
     let opts = iptables::render::RenderOptions {
         local_addresses: host::read_local_addresses().await?,
-        ..mode_options::iptables_render_options(config, IpFamily::V4)
+        ..mode_options::iptables_render_options(config, family)
     };
     let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
     print!("{}{}", builtin_jumps_as_comments(&ruleset), ruleset.to_restore());
@@ -38,11 +45,11 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
 }
 
 /// nftables mode's table for `snapshot` on this node, as `nft -f` text.
-async fn nftables_text(config: &Config, snapshot: &model::Snapshot) -> anyhow::Result<String> {
+async fn nftables_text(config: &Config, family: IpFamily, snapshot: &model::Snapshot) -> anyhow::Result<String> {
     let facts = plan::NodeFacts { local_addresses: host::read_local_addresses().await? };
     let opts = nftables::render::RenderOptions {
         service_cidrs: snapshot.service_cidrs.clone(),
-        ..mode_options::nftables_render_options(config, IpFamily::V4)
+        ..mode_options::nftables_render_options(config, family)
     };
     Ok(nftables::render::render(snapshot, &opts, &facts).ruleset.to_nft_text())
 }

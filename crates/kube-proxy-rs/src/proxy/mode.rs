@@ -1,4 +1,5 @@
-//! The configured mode's proxier, chosen at start-up: iptables, IPVS
+//! The configured mode's proxiers, one per IP family served, chosen at
+//! start-up: iptables, IPVS
 //! (with the fall-back to iptables upstream has when the kernel lacks
 //! IPVS) or nftables. Starting in a mode removes what the other modes left
 //! behind, as upstream's `platformCleanup` does: iptables and IPVS mode

@@ -139,4 +139,31 @@ mod tests {
         // --iptables-masquerade-bit sets iptables.masqueradeBit only; nftables.masqueradeBit defaults to 14.
         assert_eq!(opts.common.masquerade_bit, 14);
     }
+
+    #[test]
+    fn each_family_detects_pods_by_its_own_cluster_cidr_and_serves_node_ports_on_its_own_addresses() {
+        let config = config(&["--cluster-cidr=10.244.0.0/16,fd00:244::/64", "--nodeport-addresses=192.168.0.0/24,fd00:192::/64"]);
+        let mut snapshot = model::Snapshot::default();
+        snapshot.node.addresses = vec!["192.168.0.2".parse().unwrap(), "fd00:192::2".parse().unwrap()];
+        let facts = plan::NodeFacts {
+            local_addresses: ["192.168.0.2", "10.0.0.1", "fd00:192::2", "fd00:1::1"].iter().map(|a| a.parse().unwrap()).collect(),
+        };
+        for (family, pods, node_ip) in [(IpFamily::V4, "10.244.0.0/16", "192.168.0.2"), (IpFamily::V6, "fd00:244::/64", "fd00:192::2")] {
+            let opts = iptables_render_options(&config, family);
+            let context = plan::SyncContext::new(&snapshot, &opts.common, &facts);
+            assert_eq!(context.family, family);
+            assert_eq!(context.local_traffic, Some(plan::LocalTraffic::Cidr(pods.parse().unwrap())), "{family}");
+            assert_eq!(context.node_ip, Some(node_ip.parse().unwrap()), "{family}");
+            assert_eq!(context.node_ports, plan::NodePorts::Only(vec![node_ip.parse().unwrap()]), "{family}");
+        }
+    }
+
+    #[test]
+    fn an_ipv4_only_cluster_cidr_leaves_the_ipv6_proxier_without_pod_detection_as_upstream() {
+        let config = config(&["--cluster-cidr=10.244.0.0/16"]);
+        let opts = iptables_render_options(&config, IpFamily::V6);
+        let context = plan::SyncContext::new(&model::Snapshot::default(), &opts.common, &plan::NodeFacts::default());
+        assert_eq!(context.local_traffic, None);
+        assert!(!wants_route_localnet(&config, IpFamily::V6));
+    }
 }

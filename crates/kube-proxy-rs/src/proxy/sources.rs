@@ -9,9 +9,9 @@ use crate::config::Config;
 use health::{IpFamily, Metrics, ProxyHealth};
 use model::{ChangeSet, Snapshot};
 use source::SourceEvent;
+use source::kube::{ClientSettings, WatchOptions};
 use source::manifests::Object;
 use std::net::IpAddr;
-use source::kube::{ClientSettings, WatchOptions};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::task::JoinHandle;
 use tracker::{ChangeCounts, Tracker};
@@ -83,14 +83,7 @@ impl Source {
     /// known (yet); the proxy then assumes IPv4, as upstream.
     pub async fn node_host_ips(&self, name: &str) -> Vec<IpAddr> {
         match self {
-            Source::Manifests(watch) => {
-                let mut ips = Vec::new();
-                watch.initial().for_each_object(|object| match object {
-                    Object::Node(node) if node.metadata.name.as_deref() == Some(name) => ips = tracker::node_host_ips(&node),
-                    _ => {}
-                });
-                ips
-            }
+            Source::Manifests(watch) => manifests_node_host_ips(watch.initial(), name),
             Source::Kube(client) => kube_node_host_ips(client, name).await,
         }
     }
@@ -112,6 +105,17 @@ impl Source {
             )),
         }
     }
+}
+
+/// The host IPs of node `name` in a manifests file (the last copy of the
+/// Node wins, as in the tracker); empty without it.
+pub fn manifests_node_host_ips(checked: &source::manifests::Checked, name: &str) -> Vec<IpAddr> {
+    let mut ips = Vec::new();
+    checked.for_each_object(|object| match object {
+        Object::Node(node) if node.metadata.name.as_deref() == Some(name) => ips = tracker::node_host_ips(&node),
+        _ => {}
+    });
+    ips
 }
 
 /// The Node's host IPs from the API server; empty (logged) when it cannot
