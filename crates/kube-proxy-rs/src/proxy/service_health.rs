@@ -2,8 +2,8 @@
 //! Each family's sync reports its services' health-check node ports and
 //! ready local endpoints; the servers run for the union. A dual-stack
 //! service has one port: it answers with the primary family's endpoint
-//! count (upstream's two single-stack proxiers both claim the port and the
-//! first one to bind it answers; the primary syncs first).
+//! count (upstream's two single-stack proxiers both claim the port and
+//! whichever binds it first answers; here it is always the primary).
 
 use health::ServiceHealthServers;
 use model::{IpFamily, ServiceName, Snapshot};
