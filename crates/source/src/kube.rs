@@ -33,11 +33,13 @@ mod connection;
 mod error;
 pub(crate) mod kinds;
 mod rate_limit;
+mod reflector;
 mod relist;
 mod watch;
 
+pub use crate::SourceEvent;
 pub use backoff::Backoff;
 pub use connection::{ClientSettings, client, client_from_config, config};
 pub use error::Error;
-pub use crate::SourceEvent;
+pub use reflector::INITIAL_EVENTS_END;
 pub use watch::{LABEL_SELECTOR, WATCHED_RESOURCES, WatchOptions, run};

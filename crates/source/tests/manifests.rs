@@ -491,7 +491,13 @@ endpoints:
     assert_eq!(snap.node.zone.as_deref(), Some("zone-a"));
     let eps = snap.endpoints.values().next().unwrap();
     let hints = eps[0].hints.as_deref().expect("hints of 10.244.0.5");
-    assert_eq!((hints.zones().collect::<Vec<_>>(), hints.nodes().collect::<Vec<_>>()), (vec!["zone-a"], vec!["node-a"]));
+    assert_eq!(
+        (
+            hints.zones().collect::<Vec<_>>(),
+            hints.nodes().collect::<Vec<_>>()
+        ),
+        (vec!["zone-a"], vec!["node-a"])
+    );
     let hints = eps[1].hints.as_deref().expect("hints of 10.244.1.5");
     assert!(hints.for_zone("zone-b") && !hints.has_node_hints());
 }
