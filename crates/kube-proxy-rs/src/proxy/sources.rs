@@ -20,8 +20,8 @@ use tracker::{ChangeCounts, Tracker};
 pub enum Source {
     /// A manifests file (read and checked), re-read when it changes.
     Manifests(source::manifests::Watch),
-    /// The API server.
-    Kube(kube::Client),
+    /// The API server, and how to list from it.
+    Kube(kube::Client, WatchOptions),
 }
 
 /// What a source tells when the tracker changed.
@@ -60,8 +60,14 @@ impl Source {
     /// does (`--kubeconfig`, `--master`, `KUBECONFIG`, in-cluster).
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
         match &config.manifests {
-            Some(path) => Ok(Source::Manifests(source::manifests::watch(path, source::manifests::DEFAULT_POLL)?)),
-            None => Ok(Source::Kube(source::kube::client(&client_settings(config)).await?)),
+            Some(path) => Ok(Source::Manifests(source::manifests::watch(
+                path,
+                source::manifests::DEFAULT_POLL,
+            )?)),
+            None => Ok(Source::Kube(
+                source::kube::client(&client_settings(config)).await?,
+                watch_options(config),
+            )),
         }
     }
 
@@ -69,18 +75,35 @@ impl Source {
     /// once the initial state is in.
     pub fn start(self, tracker: Arc<Mutex<Tracker>>, changes: Changes) -> JoinHandle<()> {
         match self {
-            Source::Manifests(watch) => tokio::spawn(source::manifests::run(watch, Arc::clone(&tracker), move |event| {
-                changes.tell(event, &tracker);
-                // A read of the file leaves its text and decoding scratch freed: give it back.
-                crate::memory::release_freed();
-            })),
-            Source::Kube(client) => tokio::spawn(source::kube::run(
+            Source::Manifests(watch) => tokio::spawn(source::manifests::run(
+                watch,
+                Arc::clone(&tracker),
+                move |event| {
+                    changes.tell(event, &tracker);
+                    // A read of the file leaves its text and decoding scratch freed: give it back.
+                    crate::memory::release_freed();
+                },
+            )),
+            Source::Kube(client, options) => tokio::spawn(source::kube::run(
                 client,
                 Arc::clone(&tracker),
-                WatchOptions::default(),
+                options,
                 move |event| changes.tell(event, &tracker),
             )),
         }
+    }
+}
+
+/// Streaming lists unless `--feature-gates WatchListClient=false` (client-go's
+/// gate, on by default since v1.35).
+fn watch_options(config: &Config) -> WatchOptions {
+    WatchOptions {
+        streaming_list: config
+            .feature_gates
+            .get("WatchListClient")
+            .copied()
+            .unwrap_or(true),
+        ..WatchOptions::default()
     }
 }
 
