@@ -83,9 +83,14 @@ async fn run(case: &Case, services: usize, endpoints: usize) {
         ..WatchOptions::default()
     };
     let start = Instant::now();
-    let task = tokio::spawn(source::kube::run(client, Arc::clone(&tracker), options, move |e| {
-        let _ = tx.send(e);
-    }));
+    let task = tokio::spawn(source::kube::run(
+        client,
+        Arc::clone(&tracker),
+        options,
+        move |e| {
+            let _ = tx.send(e);
+        },
+    ));
     while rx.recv().await != Some(SourceEvent::InitialListDone) {}
     let elapsed = start.elapsed();
     task.abort();
@@ -115,7 +120,10 @@ async fn populated(services: usize, endpoints: usize) -> FakeApi {
             })
             .collect();
         let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
-        api.apply(Kind::EndpointSlices, cluster::slice("bench", &name, &format!("{name}-1"), &ips));
+        api.apply(
+            Kind::EndpointSlices,
+            cluster::slice("bench", &name, &format!("{name}-1"), &ips),
+        );
     }
     api.apply(Kind::Nodes, cluster::node(cluster::NODE, "192.168.0.2"));
     api
