@@ -21,6 +21,7 @@
 
 mod decode;
 mod object;
+mod plain_yaml;
 mod replace;
 mod split;
 mod watch;

@@ -1,8 +1,9 @@
 //! Decoding documents into k8s-openapi objects, one at a time so a bad one
 //! costs only itself and only one object is ever held.
 //!
-//! Two passes over the text. [`check`] reads each document untyped
-//! (`serde_json::Value`, dropped at once) and fails on the first one that
+//! Two passes over the text. [`check`] reads each document untyped (by
+//! the `plain_yaml` shortcut when the document is plain block YAML, else
+//! by the full parser; a `serde_json::Value`, dropped at once) and fails on the first one that
 //! is not YAML ([`Error::NotYaml`] with the file's line and column) or not
 //! a mapping: what makes the whole file unusable. [`decode_each`] then
 //! reads each document again untyped, for its kind and name, and types
@@ -15,6 +16,7 @@
 //! unquoted `1.10` label becomes `"1.1"`; `kubectl get -o yaml` quotes
 //! such values, so this only touches hand-written lists.
 
+use super::plain_yaml;
 use super::split::{Document, split_documents};
 use super::{Object, Warning};
 use crate::Error;
@@ -25,7 +27,7 @@ use tracker::ObjectKind;
 /// Parser options: YAML 1.2 booleans only (so a label value `yes` stays a
 /// string), no snippets in messages, and limits sized for clusters of tens
 /// of thousands of objects rather than the defaults (1,024 documents).
-fn options() -> serde_saphyr::Options {
+pub(super) fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         strict_booleans: true,
         with_snippet: false,
@@ -89,11 +91,15 @@ struct Decoded<'a> {
 /// The document read untyped: `None` when it is empty, an error when it
 /// is not YAML or not a mapping.
 fn document_value(origin: &str, doc: &Document<'_>) -> Result<Option<Value>, Error> {
-    let value: Value =
-        serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| Error::NotYaml {
-            origin: origin.to_string(),
-            message: relocated(&e, doc.line),
-        })?;
+    let value = match plain_yaml::parse(doc.text) {
+        Some(value) => value,
+        None => serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| {
+            Error::NotYaml {
+                origin: origin.to_string(),
+                message: relocated(&e, doc.line),
+            }
+        })?,
+    };
     match value {
         Value::Null => Ok(None),
         Value::Object(_) => Ok(Some(value)),
