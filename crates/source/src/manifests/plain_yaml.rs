@@ -1,8 +1,8 @@
 //! A fast reader for the plain block YAML that `kubectl get -o yaml` and
 //! generators write: block mappings and sequences (compact `- key: v`
-//! items too), plain scalars, quoted strings without line breaks, empty
-//! `[]` / `{}`, comment lines. Anything else (flow collections, block
-//! scalars, anchors, tags, multi-line scalars, comments after a value,
+//! items too), plain scalars, quoted strings without line breaks, one-line
+//! flow collections of plain scalars (`[a, b]`, `{k: v}`), comment lines.
+//! Anything else (nested or quoted flow collections, block scalars, anchors, tags, multi-line scalars, comments after a value,
 //! floats, `True`...) makes it give up (`None`), and the document is read
 //! by the full YAML parser instead. When it answers, it answers what that
 //! parser (YAML 1.2 core schema, strict booleans) would: it is only a
@@ -138,15 +138,52 @@ fn scalar(text: &str) -> Option<Value> {
     match text.as_bytes().first()? {
         b'"' => double_quoted(text).map(Value::String),
         b'\'' => single_quoted(text).map(Value::String),
-        b'[' | b'{' => match text {
-            "[]" => Some(Value::Array(Vec::new())),
-            "{}" => Some(Value::Object(Map::new())),
-            _ => None,
-        },
+        b'[' => flow_sequence(text.strip_prefix('[')?.strip_suffix(']')?),
+        b'{' => flow_mapping(text.strip_prefix('{')?.strip_suffix('}')?),
         b'?' | b':' | b',' | b']' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%'
         | b'@' | b'`' => None,
         _ => plain(text),
     }
+}
+
+/// The items of a one-line flow collection of plain scalars (`[a, b]`,
+/// `{k: v}`); nesting, quotes and colons inside items are left to the
+/// full parser.
+fn flow_items(inner: &str) -> Option<Vec<&str>> {
+    if inner.contains(['[', ']', '{', '}', '"', '\'', '#']) {
+        return None;
+    }
+    if inner.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    let items: Vec<&str> = inner.split(',').map(|i| i.trim_matches(' ')).collect();
+    items.iter().all(|i| !i.is_empty()).then_some(items)
+}
+
+fn flow_sequence(inner: &str) -> Option<Value> {
+    let items = flow_items(inner)?;
+    if items.iter().any(|i| i.contains(':')) {
+        return None;
+    }
+    items
+        .into_iter()
+        .map(scalar)
+        .collect::<Option<_>>()
+        .map(Value::Array)
+}
+
+fn flow_mapping(inner: &str) -> Option<Value> {
+    let mut map = Map::new();
+    for item in flow_items(inner)? {
+        let (key, value) = split_key(item)?;
+        if value.is_empty() || value.contains(':') {
+            return None;
+        }
+        if map.insert(key.to_string(), scalar(value)?).is_some() {
+            return None;
+        }
+    }
+    Some(Value::Object(map))
 }
 
 fn plain(text: &str) -> Option<Value> {

@@ -50,8 +50,9 @@ ports:
   - name:
     port: 0
 ";
-    // The flow list on the second endpoint is left to the full parser.
+    // The quoted flow list on the second endpoint is left to the full parser.
     assert!(!agrees(text));
+    assert!(agrees(&text.replace("[\"10.180.0.2\"]", "[10.180.0.2]")));
     let block = text.replace("[\"10.180.0.2\"]", "\n    - \"10.180.0.2\"");
     assert!(agrees(&block), "{block}");
 }
@@ -59,8 +60,12 @@ ports:
 #[test]
 fn gives_up_on_what_it_does_not_know() {
     for text in [
-        "a: {b: 1}\n",
-        "a: [1]\n",
+        "a: {b: {c: 1}}\n",
+        "a: [1, [2]]\n",
+        "a: [\"x\"]\n",
+        "a: [fd00::1]\n",
+        "a: [1, ]\n",
+        "a: {b: }\n",
         "a: |\n  x\n",
         "a: &x 1\nb: *x\n",
         "a: !!str 1\n",
@@ -101,6 +106,10 @@ fn scalars_are_typed_as_the_full_parser_types_them() {
         "a: \"tab\\there\"\n",
         "a: x-y_z.w/v\n",
         "a: []\n",
+        "a: {}\n",
+        "a: [10.128.0.0]\n",
+        "a: [10.0.0.1, 10.0.0.2,x]\n",
+        "a: {ready: true, serving: false, n: 3}\n",
         "a: '#not a comment'\n",
     ] {
         assert!(agrees(text), "{text:?}");
