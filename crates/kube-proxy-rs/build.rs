@@ -11,21 +11,14 @@ fn main() {
             println!("cargo:rerun-if-changed={file}");
         }
     }
-    if let Some(head) =
-        git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r]))
-    {
+    if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r])) {
         println!("cargo:rerun-if-changed={head}");
     }
 }
 
 fn commit() -> String {
-    let Some(hash) = git(&["rev-parse", "--short=12", "HEAD"]) else {
-        return "unknown".to_string();
-    };
-    let dirty = Command::new("git")
-        .args(["diff", "--quiet", "HEAD", "--"])
-        .status()
-        .is_ok_and(|s| !s.success());
+    let Some(hash) = git(&["rev-parse", "--short=12", "HEAD"]) else { return "unknown".to_string() };
+    let dirty = Command::new("git").args(["diff", "--quiet", "HEAD", "--"]).status().is_ok_and(|s| !s.success());
     if dirty { format!("{hash}-dirty") } else { hash }
 }
 

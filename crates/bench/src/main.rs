@@ -31,9 +31,9 @@ mod xtables_floor;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use generate::Load;
+use xtables::apply::Backend;
 use std::path::PathBuf;
 use std::time::Duration;
-use xtables::apply::Backend;
 
 #[derive(Parser)]
 #[command(name = "kprs-bench", about = "Scale benchmark for kube-proxy-rs")]

@@ -31,22 +31,9 @@ fn example() -> PathBuf {
 fn args(manifests: &Path) -> Vec<String> {
     let manifests = manifests.display().to_string();
     [
-        "--manifests",
-        &manifests,
-        "--hostname-override",
-        "node-a",
-        "--cluster-cidr",
-        "10.244.0.0/16",
-        "--iptables-backend",
-        "legacy",
-        "--iptables-sync-period",
-        "1s",
-        "--iptables-min-sync-period",
-        "0s",
-        "--healthz-bind-address",
-        "127.0.0.1:10256",
-        "--metrics-bind-address",
-        "127.0.0.1:10249",
+        "--manifests", &manifests, "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16",
+        "--iptables-backend", "legacy", "--iptables-sync-period", "1s", "--iptables-min-sync-period", "0s",
+        "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -58,13 +45,7 @@ fn saved(ns: &Netns) -> String {
     let text = ns.exec("iptables-legacy-save", &[]).unwrap();
     text.lines()
         .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            if l.starts_with(':') {
-                l.split(" [").next().unwrap_or(l)
-            } else {
-                l
-            }
-        })
+        .map(|l| if l.starts_with(':') { l.split(" [").next().unwrap_or(l) } else { l })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -76,17 +57,7 @@ fn chains_of(save: &str, port: &str) -> Vec<String> {
         .filter(|l| l.contains(&format!("\"{port}")) || l.contains(&format!(" {port} ")))
         .filter_map(|l| l.strip_prefix("-A "))
         .filter_map(|l| l.split(' ').next())
-        .filter(|c| {
-            [
-                "KUBE-SVC-",
-                "KUBE-SEP-",
-                "KUBE-EXT-",
-                "KUBE-FW-",
-                "KUBE-SVL-",
-            ]
-            .iter()
-            .any(|p| c.starts_with(p))
-        })
+        .filter(|c| ["KUBE-SVC-", "KUBE-SEP-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SVL-"].iter().any(|p| c.starts_with(p)))
         .map(String::from)
         .collect();
     chains.sort();
@@ -97,52 +68,22 @@ fn chains_of(save: &str, port: &str) -> Vec<String> {
 /// The manifests without the Service `name` (its slices stay, unused).
 fn without_service(manifests: &str, name: &str) -> String {
     let marker = format!("kind: Service\nmetadata:\n  name: {name}\n");
-    manifests
-        .split("\n---\n")
-        .filter(|doc| !doc.contains(&marker))
-        .collect::<Vec<_>>()
-        .join("\n---\n")
+    manifests.split("\n---\n").filter(|doc| !doc.contains(&marker)).collect::<Vec<_>>().join("\n---\n")
 }
 
 #[test]
 fn dry_run_output_passes_iptables_restore_test_and_changes_nothing() {
     testkit::netns::require_kernel();
     let ns = Netns::new("dryrun").unwrap();
-    let out = ns
-        .command(BINARY)
-        .args(args(&example()))
-        .arg("--dry-run")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "--dry-run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = ns.command(BINARY).args(args(&example())).arg("--dry-run").output().unwrap();
+    assert!(out.status.success(), "--dry-run failed: {}", String::from_utf8_lossy(&out.stderr));
     let rules = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        rules.contains("-A KUBE-SERVICES") && rules.contains("COMMIT"),
-        "not restore input:\n{rules}"
-    );
-    let mut restore = ns
-        .command("iptables-legacy-restore")
-        .arg("--test")
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    assert!(rules.contains("-A KUBE-SERVICES") && rules.contains("COMMIT"), "not restore input:\n{rules}");
+    let mut restore = ns.command("iptables-legacy-restore").arg("--test").stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     std::io::Write::write_all(&mut restore.stdin.take().unwrap(), rules.as_bytes()).unwrap();
     let checked = restore.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "iptables-restore --test refused it: {}",
-        String::from_utf8_lossy(&checked.stderr)
-    );
-    assert!(
-        !saved(&ns).contains("KUBE-"),
-        "--dry-run or --test changed the namespace:\n{}",
-        saved(&ns)
-    );
+    assert!(checked.status.success(), "iptables-restore --test refused it: {}", String::from_utf8_lossy(&checked.stderr));
+    assert!(!saved(&ns).contains("KUBE-"), "--dry-run or --test changed the namespace:\n{}", saved(&ns));
 }
 
 #[test]
@@ -159,27 +100,13 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
     let first = saved(&ns);
     proxy.wait_for("synced iptables rules");
     let second = saved(&ns);
-    assert_eq!(
-        first, second,
-        "a second sync of the same state changed iptables-save"
-    );
-    for jump in [
-        "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES",
-        "-A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j KUBE-POSTROUTING",
-    ] {
-        assert_eq!(
-            second.matches(jump).count(),
-            1,
-            "{jump} not exactly once:\n{second}"
-        );
+    assert_eq!(first, second, "a second sync of the same state changed iptables-save");
+    for jump in ["-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES", "-A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j KUBE-POSTROUTING"] {
+        assert_eq!(second.matches(jump).count(), 1, "{jump} not exactly once:\n{second}");
     }
 
     let web = chains_of(&second, "storefront/web:http");
-    assert!(
-        web.iter().any(|c| c.starts_with("KUBE-SVC-"))
-            && web.iter().any(|c| c.starts_with("KUBE-SEP-")),
-        "{web:?}"
-    );
+    assert!(web.iter().any(|c| c.starts_with("KUBE-SVC-")) && web.iter().any(|c| c.starts_with("KUBE-SEP-")), "{web:?}");
     let tmp = dir.path().join("next.yaml");
     std::fs::write(&tmp, without_service(&original, "web")).unwrap();
     std::fs::rename(&tmp, &manifests).unwrap();
@@ -190,42 +117,23 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
         after = saved(&ns);
     }
     let left: Vec<&String> = web.iter().filter(|c| after.contains(c.as_str())).collect();
-    assert!(
-        left.is_empty(),
-        "chains of the removed service storefront/web still there: {left:?}\n{after}"
-    );
-    assert!(
-        after.contains("storefront/cart:grpc"),
-        "the other services lost their rules:\n{after}"
-    );
+    assert!(left.is_empty(), "chains of the removed service storefront/web still there: {left:?}\n{after}");
+    assert!(after.contains("storefront/cart:grpc"), "the other services lost their rules:\n{after}");
     proxy.stop();
 
     let out = ns.command(BINARY).arg("--cleanup").output().unwrap();
-    assert!(
-        out.status.success(),
-        "--cleanup failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "--cleanup failed: {}", String::from_utf8_lossy(&out.stderr));
     // KUBE-FIREWALL is kubelet's as much as ours: upstream's cleanup leaves it too.
     let clean = saved(&ns);
-    let ours: Vec<&str> = clean
-        .lines()
-        .filter(|l| l.contains("KUBE-") && !l.contains("KUBE-FIREWALL"))
-        .collect();
-    assert!(
-        ours.is_empty(),
-        "--cleanup left something of ours: {ours:#?}"
-    );
+    let ours: Vec<&str> = clean.lines().filter(|l| l.contains("KUBE-") && !l.contains("KUBE-FIREWALL")).collect();
+    assert!(ours.is_empty(), "--cleanup left something of ours: {ours:#?}");
 }
 
 #[test]
 fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
     testkit::netns::require_kernel();
     let ns = Netns::new("ipvsfb").unwrap();
-    let mut proxy = Proxy::start_in(
-        &ns,
-        &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat(),
-    );
+    let mut proxy = Proxy::start_in(&ns, &[args(&example()), vec!["--proxy-mode=ipvs".into()]].concat());
     let kernel_has_ipvs = Path::new("/proc/net/ip_vs").exists();
     if kernel_has_ipvs {
         proxy.wait_for("synced IPVS rules");
@@ -233,10 +141,7 @@ fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
         let line = proxy.wait_for("falling back to iptables mode");
         assert!(line.contains("the kernel does not support IPVS"), "{line}");
         proxy.wait_for("synced iptables rules");
-        assert!(
-            saved(&ns).contains("-A KUBE-SERVICES"),
-            "no iptables-mode rules after the fall-back"
-        );
+        assert!(saved(&ns).contains("-A KUBE-SERVICES"), "no iptables-mode rules after the fall-back");
     }
     proxy.stop();
 }
@@ -245,65 +150,29 @@ fn ipvs_mode_without_kernel_ipvs_falls_back_to_iptables() {
 fn health_check_servers_listen_on_node_port_addresses_only() {
     testkit::netns::require_kernel();
     let ns = Netns::new("hcaddr").unwrap();
-    ns.ip(&[
-        "link", "add", "kprs0", "type", "veth", "peer", "name", "kprs1",
-    ])
-    .unwrap();
-    ns.ip(&["addr", "add", "10.9.0.2/24", "dev", "kprs0"])
-        .unwrap();
+    ns.ip(&["link", "add", "kprs0", "type", "veth", "peer", "name", "kprs1"]).unwrap();
+    ns.ip(&["addr", "add", "10.9.0.2/24", "dev", "kprs0"]).unwrap();
     ns.ip(&["link", "set", "kprs0", "up"]).unwrap();
-    let args = [
-        args(&example()),
-        vec!["--nodeport-addresses=10.9.0.0/24".into()],
-    ]
-    .concat();
+    let args = [args(&example()), vec!["--nodeport-addresses=10.9.0.0/24".into()]].concat();
     let mut proxy = Proxy::start_in(&ns, &args);
     proxy.wait_for("synced iptables rules");
     let listening = ns.exec("ss", &["-ltnH"]).unwrap();
     proxy.stop();
     // storefront/api's healthCheckNodePort in examples/cluster.yaml.
-    assert!(
-        listening.contains("10.9.0.2:32070"),
-        "not on the nodePortAddresses IP:\n{listening}"
-    );
-    assert!(
-        !listening.contains("0.0.0.0:32070") && !listening.contains("*:32070"),
-        "on every address:\n{listening}"
-    );
+    assert!(listening.contains("10.9.0.2:32070"), "not on the nodePortAddresses IP:\n{listening}");
+    assert!(!listening.contains("0.0.0.0:32070") && !listening.contains("*:32070"), "on every address:\n{listening}");
 }
 
 #[test]
 fn init_only_sets_the_kernel_up_writes_no_rule_and_exits() {
     testkit::netns::require_kernel();
     let ns = Netns::new("initonly").unwrap();
-    let route_localnet = || {
-        ns.exec("sysctl", &["-n", "net.ipv4.conf.all.route_localnet"])
-            .unwrap()
-            .trim()
-            .to_string()
-    };
+    let route_localnet = || ns.exec("sysctl", &["-n", "net.ipv4.conf.all.route_localnet"]).unwrap().trim().to_string();
     assert_eq!(route_localnet(), "0", "a fresh namespace");
-    let out = ns
-        .command(BINARY)
-        .args(args(&example()))
-        .arg("--init-only")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "--init-only failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        route_localnet(),
-        "1",
-        "localhost NodePorts need route_localnet"
-    );
-    assert!(
-        !saved(&ns).contains("KUBE-"),
-        "--init-only wrote rules:\n{}",
-        saved(&ns)
-    );
+    let out = ns.command(BINARY).args(args(&example())).arg("--init-only").output().unwrap();
+    assert!(out.status.success(), "--init-only failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(route_localnet(), "1", "localhost NodePorts need route_localnet");
+    assert!(!saved(&ns).contains("KUBE-"), "--init-only wrote rules:\n{}", saved(&ns));
 }
 
 #[test]
@@ -311,37 +180,17 @@ fn conntrack_flags_set_the_namespaces_conntrack_sysctls() {
     testkit::netns::require_kernel();
     let ns = Netns::new("ctflags").unwrap();
     let sysctl = |name: &str| ns.exec("sysctl", &["-n", name]).unwrap().trim().to_string();
-    let flags = [
-        "--conntrack-tcp-timeout-established=2h",
-        "--conntrack-tcp-timeout-close-wait=30m",
-        "--conntrack-tcp-be-liberal",
-        "--conntrack-udp-timeout=45s",
-    ];
-    let out = ns
-        .command(BINARY)
-        .args(args(&example()))
-        .args(flags)
-        .arg("--init-only")
-        .output()
-        .unwrap();
+    let flags = ["--conntrack-tcp-timeout-established=2h", "--conntrack-tcp-timeout-close-wait=30m", "--conntrack-tcp-be-liberal", "--conntrack-udp-timeout=45s"];
+    let out = ns.command(BINARY).args(args(&example())).args(flags).arg("--init-only").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "--init-only failed: {stderr}");
-    assert_eq!(
-        sysctl("net.netfilter.nf_conntrack_tcp_timeout_established"),
-        "7200"
-    );
-    assert_eq!(
-        sysctl("net.netfilter.nf_conntrack_tcp_timeout_close_wait"),
-        "1800"
-    );
+    assert_eq!(sysctl("net.netfilter.nf_conntrack_tcp_timeout_established"), "7200");
+    assert_eq!(sysctl("net.netfilter.nf_conntrack_tcp_timeout_close_wait"), "1800");
     assert_eq!(sysctl("net.netfilter.nf_conntrack_tcp_be_liberal"), "1");
     assert_eq!(sysctl("net.netfilter.nf_conntrack_udp_timeout"), "45");
     // The table size is global: the kernel refuses it inside a namespace, which is a warning, not a failure.
     if stderr.contains("nf_conntrack_max") {
-        assert!(
-            stderr.contains("WARN") && stderr.contains("leaving it as it is"),
-            "{stderr}"
-        );
+        assert!(stderr.contains("WARN") && stderr.contains("leaving it as it is"), "{stderr}");
     }
 }
 
@@ -349,26 +198,15 @@ fn conntrack_flags_set_the_namespaces_conntrack_sysctls() {
 fn oom_score_adj_is_applied_to_the_process() {
     testkit::netns::require_kernel();
     let ns = Netns::new("oomscore").unwrap();
-    let oom_score_adj = |proxy: &Proxy| {
-        std::fs::read_to_string(format!("/proc/{}/oom_score_adj", proxy.pid()))
-            .unwrap()
-            .trim()
-            .to_string()
-    };
+    let oom_score_adj = |proxy: &Proxy| std::fs::read_to_string(format!("/proc/{}/oom_score_adj", proxy.pid())).unwrap().trim().to_string();
     // Lowering the score needs CAP_SYS_RESOURCE, which a container may lack:
     // then the proxy says so and goes on, as upstream.
     let mut proxy = Proxy::start_in(&ns, &args(&example()));
     proxy.wait_for("synced iptables rules");
     let refused = proxy.logged("cannot apply oomScoreAdj; going on value=-999");
-    assert!(
-        oom_score_adj(&proxy) == "-999" || refused,
-        "upstream's default -999 neither applied nor refused with a warning"
-    );
+    assert!(oom_score_adj(&proxy) == "-999" || refused, "upstream's default -999 neither applied nor refused with a warning");
     proxy.stop();
-    let mut proxy = Proxy::start_in(
-        &ns,
-        &[args(&example()), vec!["--oom-score-adj=250".to_string()]].concat(),
-    );
+    let mut proxy = Proxy::start_in(&ns, &[args(&example()), vec!["--oom-score-adj=250".to_string()]].concat());
     proxy.wait_for("synced iptables rules");
     assert_eq!(oom_score_adj(&proxy), "250");
     proxy.stop();

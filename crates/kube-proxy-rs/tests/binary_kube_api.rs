@@ -31,10 +31,8 @@ fn service() -> Value {
 }
 
 fn slice(ips: &[&str]) -> Value {
-    let endpoints: Vec<Value> = ips
-        .iter()
-        .map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": "node-b"}))
-        .collect();
+    let endpoints: Vec<Value> =
+        ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": "node-b"})).collect();
     json!({
         "metadata": {"namespace": "shop", "name": "web-1", "labels": {"kubernetes.io/service-name": "web"}},
         "addressType": "IPv4",
@@ -52,10 +50,7 @@ fn node(name: &str, ip: &str) -> Value {
 }
 
 fn saved_table(table: &str) -> String {
-    let out = std::process::Command::new("iptables-legacy-save")
-        .args(["-t", table])
-        .output()
-        .unwrap();
+    let out = std::process::Command::new("iptables-legacy-save").args(["-t", table]).output().unwrap();
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -64,21 +59,14 @@ fn nat_rules() -> String {
 }
 
 fn endpoint_chains(rules: &str) -> usize {
-    rules
-        .lines()
-        .filter(|l| l.starts_with(":KUBE-SEP-"))
-        .count()
+    rules.lines().filter(|l| l.starts_with(":KUBE-SEP-")).count()
 }
 
 /// Waits until `nat_rules()` has `want` endpoint chains, with syncs between.
 async fn wait_for_endpoint_chains(log: &mut Proxy, want: usize) {
     let start = Instant::now();
     while endpoint_chains(&nat_rules()) != want {
-        assert!(
-            start.elapsed() < PATIENCE,
-            "want {want} KUBE-SEP chains, have:\n{}",
-            nat_rules()
-        );
+        assert!(start.elapsed() < PATIENCE, "want {want} KUBE-SEP chains, have:\n{}", nat_rules());
         log.wait_for_async(SYNCED).await;
     }
 }
@@ -93,74 +81,29 @@ async fn scenario(ns_name: String) {
 
     let mut command = std::process::Command::new(BINARY);
     command
-        .args([
-            "--master",
-            &api.url(),
-            "--hostname-override",
-            "node-a",
-            "--cluster-cidr",
-            "10.244.0.0/16",
-        ])
-        .args([
-            "--iptables-backend",
-            "legacy",
-            "--iptables-sync-period",
-            "1s",
-            "--iptables-min-sync-period",
-            "0s",
-        ])
-        .args([
-            "--healthz-bind-address",
-            "127.0.0.1:10256",
-            "--metrics-bind-address",
-            "127.0.0.1:10249",
-        ]);
+        .args(["--master", &api.url(), "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16"])
+        .args(["--iptables-backend", "legacy", "--iptables-sync-period", "1s", "--iptables-min-sync-period", "0s"])
+        .args(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"]);
     let mut log = Proxy::start(command);
 
     // Services listed, EndpointSlices held: no sync, no rule.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let early: Vec<String> = log
-        .drain()
-        .into_iter()
-        .filter(|l| l.contains(SYNCED))
-        .collect();
-    assert!(
-        early.is_empty(),
-        "synced before the EndpointSlice list arrived: {early:?}"
-    );
-    assert!(
-        !nat_rules().contains("KUBE-SERVICES"),
-        "rules before the first list in {ns_name}:\n{}",
-        nat_rules()
-    );
+    let early: Vec<String> = log.drain().into_iter().filter(|l| l.contains(SYNCED)).collect();
+    assert!(early.is_empty(), "synced before the EndpointSlice list arrived: {early:?}");
+    assert!(!nat_rules().contains("KUBE-SERVICES"), "rules before the first list in {ns_name}:\n{}", nat_rules());
 
     api.release_lists(Kind::EndpointSlices);
     log.wait_for_async(SYNCED).await;
     let rules = nat_rules();
-    assert!(
-        rules.contains("shop/web:http"),
-        "no rules for shop/web:\n{rules}"
-    );
+    assert!(rules.contains("shop/web:http"), "no rules for shop/web:\n{rules}");
     assert_eq!(endpoint_chains(&rules), 1, "{rules}");
     for kind in [Kind::Services, Kind::EndpointSlices] {
         // One streaming list from the watch cache, no plain list.
-        assert_eq!(
-            (api.streaming_lists(kind), api.lists(kind)),
-            (1, 0),
-            "{kind:?}: {:?}",
-            api.log()
-        );
+        assert_eq!((api.streaming_lists(kind), api.lists(kind)), (1, 0), "{kind:?}: {:?}", api.log());
     }
-    let nodes: Vec<_> = api
-        .log()
-        .into_iter()
-        .filter(|l| l.kind == Kind::Nodes)
-        .collect();
+    let nodes: Vec<_> = api.log().into_iter().filter(|l| l.kind == Kind::Nodes).collect();
     assert!(
-        nodes
-            .iter()
-            .all(|l| l.query.get("fieldSelector").map(String::as_str)
-                == Some("metadata.name=node-a")),
+        nodes.iter().all(|l| l.query.get("fieldSelector").map(String::as_str) == Some("metadata.name=node-a")),
         "the node is not watched by its name: {nodes:?}"
     );
 
@@ -170,21 +113,12 @@ async fn scenario(ns_name: String) {
     api.stop();
     log.wait_for_async(SYNCED).await;
     log.wait_for_async(SYNCED).await;
-    assert_eq!(
-        endpoint_chains(&nat_rules()),
-        2,
-        "rules changed while the API server was down:\n{}",
-        nat_rules()
-    );
+    assert_eq!(endpoint_chains(&nat_rules()), 2, "rules changed while the API server was down:\n{}", nat_rules());
 
     api.start().await;
     api.delete(Kind::EndpointSlices, "shop", "web-1");
     wait_for_endpoint_chains(&mut log, 0).await;
-    assert!(
-        saved_table("filter").contains("shop/web:http has no endpoints"),
-        "no REJECT:\n{}",
-        saved_table("filter")
-    );
+    assert!(saved_table("filter").contains("shop/web:http has no endpoints"), "no REJECT:\n{}", saved_table("filter"));
 
     log.stop();
 }
@@ -197,11 +131,7 @@ fn the_binary_follows_the_api_server() {
     // Everything below runs in the namespace: the fake server binds its
     // loopback, and the proxy (a child of this thread) inherits it.
     ns.run(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(scenario(name));
     })
     .unwrap();
@@ -216,42 +146,16 @@ async fn gate_off_scenario() {
     api.apply(Kind::EndpointSlices, slice(&["10.244.2.5"]));
     let mut command = std::process::Command::new(BINARY);
     command
-        .args([
-            "--master",
-            &api.url(),
-            "--hostname-override",
-            "node-a",
-            "--cluster-cidr",
-            "10.244.0.0/16",
-        ])
-        .args([
-            "--iptables-backend",
-            "legacy",
-            "--feature-gates",
-            "WatchListClient=false",
-        ])
-        .args([
-            "--healthz-bind-address",
-            "127.0.0.1:10256",
-            "--metrics-bind-address",
-            "127.0.0.1:10249",
-        ]);
+        .args(["--master", &api.url(), "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16"])
+        .args(["--iptables-backend", "legacy", "--feature-gates", "WatchListClient=false"])
+        .args(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"]);
     let mut log = Proxy::start(command);
     log.wait_for_async(SYNCED).await;
     assert_eq!(endpoint_chains(&nat_rules()), 1, "{}", nat_rules());
     for kind in [Kind::Services, Kind::EndpointSlices] {
-        assert_eq!(
-            (api.streaming_lists(kind), api.lists(kind)),
-            (0, 1),
-            "{kind:?}: {:?}",
-            api.log()
-        );
+        assert_eq!((api.streaming_lists(kind), api.lists(kind)), (0, 1), "{kind:?}: {:?}", api.log());
         let list = api.log().into_iter().find(|l| l.kind == kind).unwrap();
-        assert_eq!(
-            list.query.get("resourceVersion").map(String::as_str),
-            Some("0"),
-            "{list:?}"
-        );
+        assert_eq!(list.query.get("resourceVersion").map(String::as_str), Some("0"), "{list:?}");
     }
     log.stop();
 }
@@ -261,11 +165,7 @@ fn the_watch_list_client_gate_off_lists_without_streaming() {
     testkit::netns::require_kernel();
     let ns = Netns::new("kubeapigate").unwrap();
     ns.run(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(gate_off_scenario());
     })
     .unwrap();

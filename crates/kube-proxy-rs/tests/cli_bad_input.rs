@@ -115,16 +115,9 @@ fn min_above_max() {
         ],
     );
     expect(
-        &[
-            "--proxy-mode=ipvs",
-            "--ipvs-min-sync-period=2h22m",
-            "--ipvs-sync-period=1m",
-        ],
+        &["--proxy-mode=ipvs", "--ipvs-min-sync-period=2h22m", "--ipvs-sync-period=1m"],
         1,
-        &[
-            "--ipvs-min-sync-period",
-            "must be less than or equal to --ipvs-sync-period (1m0s)",
-        ],
+        &["--ipvs-min-sync-period", "must be less than or equal to --ipvs-sync-period (1m0s)"],
     );
     let (_d, path) = config_file("iptables:\n  syncPeriod: 10s\n  minSyncPeriod: 1m\n");
     expect(

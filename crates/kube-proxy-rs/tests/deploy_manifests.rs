@@ -38,10 +38,7 @@ fn deploy_documents() -> Vec<(PathBuf, String)> {
     let mut docs = vec![];
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
-        for doc in text.split("\n---\n").filter(|d| {
-            d.lines()
-                .any(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        }) {
+        for doc in text.split("\n---\n").filter(|d| d.lines().any(|l| !l.trim().is_empty() && !l.starts_with('#'))) {
             docs.push((file.clone(), doc.to_string()));
         }
     }
@@ -50,25 +47,16 @@ fn deploy_documents() -> Vec<(PathBuf, String)> {
 
 fn kind_of(doc: &str) -> String {
     let value: serde_json::Value = serde_saphyr::from_str(doc).unwrap();
-    value["kind"]
-        .as_str()
-        .expect("a document without kind")
-        .to_string()
+    value["kind"].as_str().expect("a document without kind").to_string()
 }
 
 /// Decodes `doc` as `T` and checks that encoding it again gives the same
 /// JSON: a field `T` does not know would be dropped and fail here.
 fn decode_exactly<T: DeserializeOwned + Serialize>(file: &Path, doc: &str) -> T {
-    let typed: T =
-        serde_saphyr::from_str(doc).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let typed: T = serde_saphyr::from_str(doc).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let generic: serde_json::Value = serde_saphyr::from_str(doc).unwrap();
     let again = serde_json::to_value(&typed).unwrap();
-    assert_eq!(
-        again,
-        generic,
-        "{}: a field its API type does not have (misspelt?)",
-        file.display()
-    );
+    assert_eq!(again, generic, "{}: a field its API type does not have (misspelt?)", file.display());
     typed
 }
 
@@ -88,9 +76,7 @@ fn deploy() -> Deploy {
             "ServiceAccount" => out.accounts.push(decode_exactly(&file, &doc)),
             "ClusterRole" => out.roles.push(decode_exactly(&file, &doc)),
             "ClusterRoleBinding" => out.bindings.push(decode_exactly(&file, &doc)),
-            "ConfigMap" => out
-                .config_maps
-                .push((file.clone(), decode_exactly(&file, &doc))),
+            "ConfigMap" => out.config_maps.push((file.clone(), decode_exactly(&file, &doc))),
             "DaemonSet" => out.daemon_sets.push(decode_exactly(&file, &doc)),
             other => panic!("{}: unexpected kind {other}", file.display()),
         }
@@ -104,24 +90,15 @@ fn node_proxier() -> ClusterRole {
 }
 
 fn grants(rule: &PolicyRule, group: &str, resource: &str, verb: &str) -> bool {
-    let has = |list: &Option<Vec<String>>, want: &str| {
-        list.as_ref()
-            .is_some_and(|l| l.iter().any(|v| v == want || v == "*"))
-    };
-    has(&rule.api_groups, group)
-        && has(&rule.resources, resource)
-        && rule.verbs.iter().any(|v| v == verb || v == "*")
+    let has = |list: &Option<Vec<String>>, want: &str| list.as_ref().is_some_and(|l| l.iter().any(|v| v == want || v == "*"));
+    has(&rule.api_groups, group) && has(&rule.resources, resource) && rule.verbs.iter().any(|v| v == verb || v == "*")
 }
 
 #[test]
 fn every_manifest_decodes_as_its_api_type() {
     let d = deploy();
     assert_eq!((d.accounts.len(), d.daemon_sets.len()), (1, 1));
-    assert_eq!(
-        d.config_maps.len(),
-        3,
-        "the main ConfigMap and one per other mode"
-    );
+    assert_eq!(d.config_maps.len(), 3, "the main ConfigMap and one per other mode");
 }
 
 #[test]
@@ -136,54 +113,28 @@ fn the_bound_roles_grant_every_list_and_watch_the_binary_makes() {
         .iter()
         .filter(|b| {
             b.subjects.iter().flatten().any(|s| {
-                s.kind == "ServiceAccount"
-                    && s.name == account
-                    && s.namespace.as_deref() == Some(&namespace)
+                s.kind == "ServiceAccount" && s.name == account && s.namespace.as_deref() == Some(&namespace)
             })
         })
         .map(|b| {
             let name = &b.role_ref.name;
-            known
-                .iter()
-                .find(|r| r.metadata.name.as_deref() == Some(name))
-                .unwrap_or_else(|| panic!("bound role {name} not known"))
+            known.iter().find(|r| r.metadata.name.as_deref() == Some(name)).unwrap_or_else(|| panic!("bound role {name} not known"))
         })
         .collect();
-    assert!(
-        bound
-            .iter()
-            .any(|r| r.metadata.name.as_deref() == Some("system:node-proxier")),
-        "bound to system:node-proxier, as kubeadm"
-    );
+    assert!(bound.iter().any(|r| r.metadata.name.as_deref() == Some("system:node-proxier")), "bound to system:node-proxier, as kubeadm");
     for (group, resource) in source::kube::WATCHED_RESOURCES {
         for verb in ["list", "watch"] {
-            let granted = bound
-                .iter()
-                .flat_map(|r| r.rules.iter().flatten())
-                .any(|rule| grants(rule, group, resource, verb));
-            assert!(
-                granted,
-                "no bound role grants {verb} on {resource} (group {group:?})"
-            );
+            let granted = bound.iter().flat_map(|r| r.rules.iter().flatten()).any(|rule| grants(rule, group, resource, verb));
+            assert!(granted, "no bound role grants {verb} on {resource} (group {group:?})");
         }
     }
 }
 
 #[test]
 fn a_role_missing_a_watched_resource_would_be_caught() {
-    let without_slices = PolicyRule {
-        api_groups: Some(vec!["".into()]),
-        resources: Some(vec!["services".into()]),
-        verbs: vec!["list".into(), "watch".into()],
-        ..PolicyRule::default()
-    };
+    let without_slices = PolicyRule { api_groups: Some(vec!["".into()]), resources: Some(vec!["services".into()]), verbs: vec!["list".into(), "watch".into()], ..PolicyRule::default() };
     assert!(grants(&without_slices, "", "services", "watch"));
-    assert!(!grants(
-        &without_slices,
-        "discovery.k8s.io",
-        "endpointslices",
-        "list"
-    ));
+    assert!(!grants(&without_slices, "discovery.k8s.io", "endpointslices", "list"));
 }
 
 #[test]
@@ -191,19 +142,9 @@ fn every_configuration_passes_the_binarys_validation() {
     let dir = tempfile::tempdir().unwrap();
     for (file, config_map) in deploy().config_maps {
         let data = config_map.data.unwrap_or_default();
-        let config = data
-            .get("config.conf")
-            .unwrap_or_else(|| panic!("{}: no config.conf", file.display()));
-        assert!(
-            data.contains_key("kubeconfig.conf"),
-            "{}: no kubeconfig.conf",
-            file.display()
-        );
-        assert!(
-            config.contains("kubeconfig: /var/lib/kube-proxy/kubeconfig.conf"),
-            "{}: the kubeconfig is not the mounted one",
-            file.display()
-        );
+        let config = data.get("config.conf").unwrap_or_else(|| panic!("{}: no config.conf", file.display()));
+        assert!(data.contains_key("kubeconfig.conf"), "{}: no kubeconfig.conf", file.display());
+        assert!(config.contains("kubeconfig: /var/lib/kube-proxy/kubeconfig.conf"), "{}: the kubeconfig is not the mounted one", file.display());
         let path = dir.path().join("config.conf");
         std::fs::write(&path, config).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_kube-proxy-rs"))
@@ -213,104 +154,46 @@ fn every_configuration_passes_the_binarys_validation() {
             .arg(dir.path().join("effective.yaml"))
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}: --config refused it: {}",
-            file.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}: --config refused it: {}", file.display(), String::from_utf8_lossy(&out.stderr));
     }
 }
 
 #[test]
 fn the_daemon_set_has_kubeadms_shape() {
     let ds = deploy().daemon_sets.remove(0);
-    assert_eq!(
-        (
-            ds.metadata.name.as_deref(),
-            ds.metadata.namespace.as_deref()
-        ),
-        (Some("kube-proxy"), Some("kube-system"))
-    );
+    assert_eq!((ds.metadata.name.as_deref(), ds.metadata.namespace.as_deref()), (Some("kube-proxy"), Some("kube-system")));
     let pod = ds.spec.template.spec.unwrap();
     assert_eq!(pod.host_network, Some(true));
-    assert_eq!(
-        pod.priority_class_name.as_deref(),
-        Some("system-node-critical")
-    );
+    assert_eq!(pod.priority_class_name.as_deref(), Some("system-node-critical"));
     assert_eq!(pod.service_account_name.as_deref(), Some("kube-proxy"));
-    assert!(
-        pod.tolerations
-            .iter()
-            .flatten()
-            .any(|t| t.operator.as_deref() == Some("Exists") && t.key.is_none())
-    );
+    assert!(pod.tolerations.iter().flatten().any(|t| t.operator.as_deref() == Some("Exists") && t.key.is_none()));
     let container = &pod.containers[0];
     let command = container.command.clone().unwrap();
     assert_eq!(
         command,
-        [
-            "/usr/local/bin/kube-proxy",
-            "--config=/var/lib/kube-proxy/config.conf",
-            "--hostname-override=$(NODE_NAME)"
-        ],
+        ["/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf", "--hostname-override=$(NODE_NAME)"],
         "kubeadm's command line"
     );
-    assert_eq!(
-        container
-            .security_context
-            .as_ref()
-            .and_then(|s| s.privileged),
-        Some(true)
-    );
-    let mounts: Vec<(&str, &str)> = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .map(|m| (m.name.as_str(), m.mount_path.as_str()))
-        .collect();
-    for want in [
-        ("kube-proxy", "/var/lib/kube-proxy"),
-        ("xtables-lock", "/run/xtables.lock"),
-        ("lib-modules", "/lib/modules"),
-    ] {
+    assert_eq!(container.security_context.as_ref().and_then(|s| s.privileged), Some(true));
+    let mounts: Vec<(&str, &str)> =
+        container.volume_mounts.iter().flatten().map(|m| (m.name.as_str(), m.mount_path.as_str())).collect();
+    for want in [("kube-proxy", "/var/lib/kube-proxy"), ("xtables-lock", "/run/xtables.lock"), ("lib-modules", "/lib/modules")] {
         assert!(mounts.contains(&want), "mount {want:?} missing: {mounts:?}");
     }
     let volumes = pod.volumes.unwrap();
-    let config = volumes
-        .iter()
-        .find(|v| v.name == "kube-proxy")
-        .and_then(|v| v.config_map.as_ref())
-        .unwrap();
+    let config = volumes.iter().find(|v| v.name == "kube-proxy").and_then(|v| v.config_map.as_ref()).unwrap();
     assert_eq!(config.name, "kube-proxy");
-    let lock = volumes
-        .iter()
-        .find(|v| v.name == "xtables-lock")
-        .and_then(|v| v.host_path.as_ref())
-        .unwrap();
-    assert_eq!(
-        (lock.path.as_str(), lock.type_.as_deref()),
-        ("/run/xtables.lock", Some("FileOrCreate"))
-    );
+    let lock = volumes.iter().find(|v| v.name == "xtables-lock").and_then(|v| v.host_path.as_ref()).unwrap();
+    assert_eq!((lock.path.as_str(), lock.type_.as_deref()), ("/run/xtables.lock", Some("FileOrCreate")));
 }
 
 #[test]
 fn version_names_the_crate_version_and_the_commit() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-proxy-rs"))
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-proxy-rs")).arg("--version").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let prefix = format!("kube-proxy-rs {} (git ", env!("CARGO_PKG_VERSION"));
-    let commit = text
-        .trim()
-        .strip_prefix(&prefix)
-        .and_then(|rest| rest.strip_suffix(')'))
-        .unwrap_or_else(|| panic!("{text}"));
+    let commit = text.trim().strip_prefix(&prefix).and_then(|rest| rest.strip_suffix(')')).unwrap_or_else(|| panic!("{text}"));
     let hash = commit.strip_suffix("-dirty").unwrap_or(commit);
-    assert!(
-        hash == "unknown" || (hash.len() == 12 && hash.chars().all(|c| c.is_ascii_hexdigit())),
-        "{text}"
-    );
+    assert!(hash == "unknown" || (hash.len() == 12 && hash.chars().all(|c| c.is_ascii_hexdigit())), "{text}");
 }

@@ -54,21 +54,9 @@ const EXTRA_TOOLS: [&str; 1] = ["/usr/bin/setpriv"];
 fn e2e_ipvs_in_a_vm() {
     if std::env::var_os("IPVS_VM").is_some() {
         prepare_vm().unwrap_or_else(|why| panic!("the VM cannot run the suite: {why}"));
-        let cases = std::env::var("IPVS_VM_SHARE")
-            .ok()
-            .and_then(|dir| std::fs::read_to_string(Path::new(&dir).join(CASES_FILE)).ok());
-        let only: Option<Vec<&str>> = cases.as_deref().map(|c| {
-            c.split(',')
-                .map(str::trim)
-                .filter(|c| !c.is_empty())
-                .collect()
-        });
-        suite::run(
-            Path::new(VM_BINARY),
-            Mode::Ipvs,
-            VM_SLOWDOWN,
-            only.as_deref(),
-        );
+        let cases = std::env::var("IPVS_VM_SHARE").ok().and_then(|dir| std::fs::read_to_string(Path::new(&dir).join(CASES_FILE)).ok());
+        let only: Option<Vec<&str>> = cases.as_deref().map(|c| c.split(',').map(str::trim).filter(|c| !c.is_empty()).collect());
+        suite::run(Path::new(VM_BINARY), Mode::Ipvs, VM_SLOWDOWN, only.as_deref());
         println!("{PASSED}");
         return;
     }
@@ -80,54 +68,27 @@ fn e2e_ipvs_in_a_vm() {
 /// with the guest console unless the suite passed there.
 fn boot_vm() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-    assert!(
-        script.exists(),
-        "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository",
-        script.display()
-    );
+    assert!(script.exists(), "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository", script.display());
     let exe = std::env::current_exe().unwrap();
     let log = std::env::temp_dir().join(format!("kprs-e2e-ipvs-vm-{}.log", std::process::id()));
-    let share = tempfile::Builder::new()
-        .prefix("kprs-e2e-vm-")
-        .tempdir()
-        .unwrap();
+    let share = tempfile::Builder::new().prefix("kprs-e2e-vm-").tempdir().unwrap();
     let cases = std::env::var(CASES_VAR).unwrap_or_else(|_| "all".to_string());
     if cases != "all" {
         println!("cases run in the VM: {cases}");
         std::fs::write(share.path().join(CASES_FILE), cases).unwrap();
     }
     let mut cmd = Command::new("bash");
-    cmd.arg(&script).args([
-        "-q",
-        "--smp",
-        VM_CPUS,
-        "--no-selftest",
-        "--timeout",
-        VM_TIMEOUT_SECS,
-        "--add",
-        env!("CARGO_BIN_EXE_kube-proxy-rs"),
-    ]);
+    cmd.arg(&script).args(["-q", "--smp", VM_CPUS, "--no-selftest", "--timeout", VM_TIMEOUT_SECS, "--add", env!("CARGO_BIN_EXE_kube-proxy-rs")]);
     cmd.arg("--share").arg(share.path());
     for tool in EXTRA_TOOLS {
         cmd.args(["--add", tool]);
     }
-    cmd.arg("--").arg(&exe).args([
-        "--exact",
-        "e2e_ipvs_in_a_vm",
-        "--nocapture",
-        "--test-threads=1",
-    ]);
+    cmd.arg("--").arg(&exe).args(["--exact", "e2e_ipvs_in_a_vm", "--nocapture", "--test-threads=1"]);
     let started = Instant::now();
-    let out = cmd
-        .env("IPVS_VM_KEEP_LOG", &log)
-        .output()
-        .expect("run ipvs-vm.sh");
+    let out = cmd.env("IPVS_VM_KEEP_LOG", &log).output().expect("run ipvs-vm.sh");
     let console = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
-    println!(
-        "ipvs-vm.sh (e2e suite, IPVS mode) finished in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    println!("ipvs-vm.sh (e2e suite, IPVS mode) finished in {:.1} s", started.elapsed().as_secs_f64());
     if !out.status.success() || !console.contains(PASSED) {
         panic!(
             "the e2e suite failed in the VM ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{}",
@@ -137,10 +98,7 @@ fn boot_vm() {
         );
     }
     let shown = ["ok ", "FAIL", "== ", "cluster built", "proxy under test"];
-    for line in console
-        .lines()
-        .filter(|l| shown.iter().any(|s| l.starts_with(s)) || l.contains(" checks, "))
-    {
+    for line in console.lines().filter(|l| shown.iter().any(|s| l.starts_with(s)) || l.contains(" checks, ")) {
         println!("{line}");
     }
 }
@@ -150,8 +108,7 @@ fn boot_vm() {
 fn prepare_vm() -> Result<(), String> {
     if !Path::new("/var/run").exists() {
         std::fs::create_dir_all("/var").map_err(|e| format!("mkdir /var: {e}"))?;
-        std::os::unix::fs::symlink("/run", "/var/run")
-            .map_err(|e| format!("symlink /var/run -> /run: {e}"))?;
+        std::os::unix::fs::symlink("/run", "/var/run").map_err(|e| format!("symlink /var/run -> /run: {e}"))?;
     }
     let tools: [(&str, &[&str]); 9] = [
         ("ip", &["netns", "list"]),
@@ -165,16 +122,9 @@ fn prepare_vm() -> Result<(), String> {
         ("nft", &["list", "ruleset"]),
     ];
     for (tool, args) in tools {
-        let out = Command::new(tool)
-            .args(args)
-            .output()
-            .map_err(|e| format!("`{tool}` not found: {e}"))?;
+        let out = Command::new(tool).args(args).output().map_err(|e| format!("`{tool}` not found: {e}"))?;
         if !out.status.success() {
-            return Err(format!(
-                "`{tool} {}` failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            return Err(format!("`{tool} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
         }
     }
     Ok(())

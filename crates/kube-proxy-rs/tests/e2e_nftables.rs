@@ -23,8 +23,6 @@ const BINARY_OVERRIDE: &str = "KPRS_E2E_BINARY";
 fn e2e_nftables() {
     testkit::netns::require_kernel();
     let override_ = std::env::var_os(BINARY_OVERRIDE);
-    let binary = override_
-        .as_deref()
-        .map_or(Path::new(env!("CARGO_BIN_EXE_kube-proxy-rs")), Path::new);
+    let binary = override_.as_deref().map_or(Path::new(env!("CARGO_BIN_EXE_kube-proxy-rs")), Path::new);
     suite::run(binary, Mode::Nftables, 1, None);
 }

@@ -440,16 +440,14 @@ fn validate_ipvs(s: &Settings, ipvs_mode: bool, namer: &Namer, errs: &mut Errors
     let errs = if ipvs_mode { errs } else { &mut sink };
     let ipvs = &s.ipvs;
     let scheduler_text = ipvs.scheduler.clone().unwrap_or_default();
-    let scheduler = scheduler_text
-        .parse::<IpvsScheduler>()
-        .unwrap_or_else(|err| {
-            errs.push(
-                namer.name("--ipvs-scheduler", "ipvs.scheduler"),
-                &scheduler_text,
-                format!("must be one of {} (blank means rr)", err.valid),
-            );
-            IpvsScheduler::RoundRobin
-        });
+    let scheduler = scheduler_text.parse::<IpvsScheduler>().unwrap_or_else(|err| {
+        errs.push(
+            namer.name("--ipvs-scheduler", "ipvs.scheduler"),
+            &scheduler_text,
+            format!("must be one of {} (blank means rr)", err.valid),
+        );
+        IpvsScheduler::RoundRobin
+    });
     let mut exclude_cidrs = Vec::new();
     for (i, item) in ipvs.exclude_cidrs.iter().flatten().enumerate() {
         match IpNet::from_str(item) {

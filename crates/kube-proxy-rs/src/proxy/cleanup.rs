@@ -20,10 +20,6 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
             }
         }
     }
-    anyhow::ensure!(
-        failed.is_empty(),
-        "cleanup failed for: {}",
-        failed.join(", ")
-    );
+    anyhow::ensure!(failed.is_empty(), "cleanup failed for: {}", failed.join(", "));
     Ok(())
 }

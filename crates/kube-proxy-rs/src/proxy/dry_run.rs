@@ -18,18 +18,12 @@ use std::sync::{Mutex, PoisonError};
 
 /// Prints the rules for the manifests file to stdout.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
-    let path = config
-        .manifests
-        .as_ref()
-        .context("--dry-run needs --manifests FILE")?;
+    let path = config.manifests.as_ref().context("--dry-run needs --manifests FILE")?;
     let checked = source::manifests::read(path)?;
     let tracker = Mutex::new(tracker::Tracker::new(node_name::resolve(config)?));
     source::manifests::Held::default().replace(&checked, &tracker);
     drop(checked);
-    let (snapshot, _) = tracker
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner)
-        .snapshot();
+    let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
     if config.mode == ProxyMode::Nftables {
         print!("{}", nftables_text(config, &snapshot).await?);
         return Ok(());
@@ -39,50 +33,31 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
         ..mode_options::iptables_render_options(config, IpFamily::V4)
     };
     let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
-    print!(
-        "{}{}",
-        builtin_jumps_as_comments(&ruleset),
-        ruleset.to_restore()
-    );
+    print!("{}{}", builtin_jumps_as_comments(&ruleset), ruleset.to_restore());
     Ok(())
 }
 
 /// nftables mode's table for `snapshot` on this node, as `nft -f` text.
 async fn nftables_text(config: &Config, snapshot: &model::Snapshot) -> anyhow::Result<String> {
-    let facts = plan::NodeFacts {
-        local_addresses: host::read_local_addresses().await?,
-    };
+    let facts = plan::NodeFacts { local_addresses: host::read_local_addresses().await? };
     let opts = nftables::render::RenderOptions {
         service_cidrs: snapshot.service_cidrs.clone(),
         ..mode_options::nftables_render_options(config, IpFamily::V4)
     };
-    Ok(nftables::render::render(snapshot, &opts, &facts)
-        .ruleset
-        .to_nft_text())
+    Ok(nftables::render::render(snapshot, &opts, &facts).ruleset.to_nft_text())
 }
 
 fn builtin_jumps_as_comments(ruleset: &iptables::Ruleset) -> String {
-    let mut out =
-        String::from("# Jumps from built-in chains, ensured one by one (iptables -C / -I / -A):\n");
+    let mut out = String::from("# Jumps from built-in chains, ensured one by one (iptables -C / -I / -A):\n");
     for jump in &ruleset.builtin_jumps {
         let verb = if jump.prepend { "-I" } else { "-A" };
         let args: Vec<String> = jump.args.iter().map(|a| quote(a)).collect();
-        let _ = writeln!(
-            out,
-            "#   -t {} {verb} {} {}",
-            jump.table,
-            jump.chain,
-            args.join(" ")
-        );
+        let _ = writeln!(out, "#   -t {} {verb} {} {}", jump.table, jump.chain, args.join(" "));
     }
     out
 }
 
 /// Quotes an argument with spaces the way iptables-save prints it.
 fn quote(arg: &str) -> String {
-    if arg.contains(' ') {
-        format!("\"{arg}\"")
-    } else {
-        arg.to_string()
-    }
+    if arg.contains(' ') { format!("\"{arg}\"") } else { arg.to_string() }
 }

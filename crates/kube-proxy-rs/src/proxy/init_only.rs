@@ -3,8 +3,8 @@
 //! (the proxy can then run with only CAP_NET_ADMIN). No rule is written
 //! and no server started.
 
-use super::mode::ipvs_if_configured;
 use super::mode_options::wants_route_localnet;
+use super::mode::ipvs_if_configured;
 use crate::config::{Config, ProxyMode};
 use iptables::proxier::IptablesProxier;
 use model::IpFamily;

@@ -10,8 +10,8 @@ use super::mode_options;
 use crate::config::{Config, ProxyMode};
 use iptables::proxier::IptablesProxier;
 use ipvs::proxier::{IpvsCleanup, IpvsProxier};
-use model::IpFamily;
 use nftables::proxier::{NftablesCleanup, NftablesProxier};
+use model::IpFamily;
 use proxier::{Cleanup, Proxier};
 
 /// Sets up the configured mode for `family`.
@@ -23,23 +23,13 @@ pub async fn choose(config: &Config, family: IpFamily) -> anyhow::Result<Box<dyn
     if let Some(proxier) = ipvs_if_configured(config, family).await? {
         return Ok(Box::new(proxier));
     }
-    IpvsCleanup {
-        opts: mode_options::ipvs_apply_options(config),
-    }
-    .remove_leftovers()
-    .await;
-    Ok(Box::new(
-        IptablesProxier::new(mode_options::iptables(config, family)).await?,
-    ))
+    IpvsCleanup { opts: mode_options::ipvs_apply_options(config) }.remove_leftovers().await;
+    Ok(Box::new(IptablesProxier::new(mode_options::iptables(config, family)).await?))
 }
 
 /// nftables mode for `family`, once the other modes' leftovers are gone.
 async fn nftables(config: &Config, family: IpFamily) -> anyhow::Result<NftablesProxier> {
-    IpvsCleanup {
-        opts: mode_options::ipvs_apply_options(config),
-    }
-    .remove_leftovers()
-    .await;
+    IpvsCleanup { opts: mode_options::ipvs_apply_options(config) }.remove_leftovers().await;
     remove_iptables_leftovers().await;
     let proxier = NftablesProxier::new(mode_options::nftables(config, family))?;
     tracing::info!(family = ?proxier.family(), "using nftables mode");
@@ -53,12 +43,8 @@ async fn nftables(config: &Config, family: IpFamily) -> anyhow::Result<NftablesP
 async fn remove_iptables_leftovers() {
     for cleaned in iptables::proxier::IptablesCleanup.clean_up().await {
         match cleaned.result {
-            Ok(removed) => {
-                tracing::debug!(what = %cleaned.what, %removed, "removed what iptables mode left behind")
-            }
-            Err(err) => {
-                tracing::debug!(what = %cleaned.what, %err, "cannot remove iptables leftovers")
-            }
+            Ok(removed) => tracing::debug!(what = %cleaned.what, %removed, "removed what iptables mode left behind"),
+            Err(err) => tracing::debug!(what = %cleaned.what, %err, "cannot remove iptables leftovers"),
         }
     }
 }
@@ -67,9 +53,7 @@ async fn remove_iptables_leftovers() {
 pub fn cleanups(config: &Config) -> Vec<Box<dyn Cleanup>> {
     vec![
         Box::new(iptables::proxier::IptablesCleanup),
-        Box::new(IpvsCleanup {
-            opts: mode_options::ipvs_apply_options(config),
-        }),
+        Box::new(IpvsCleanup { opts: mode_options::ipvs_apply_options(config) }),
         Box::new(NftablesCleanup),
     ]
 }
@@ -85,10 +69,7 @@ pub fn metrics_mode(mode: proxier::Mode) -> health::ProxyMode {
 
 /// The IPVS proxier when IPVS mode is configured and the kernel has IPVS;
 /// `None` (with one warning when IPVS was asked for) means iptables mode.
-pub async fn ipvs_if_configured(
-    config: &Config,
-    family: IpFamily,
-) -> Result<Option<IpvsProxier>, ipvs::Error> {
+pub async fn ipvs_if_configured(config: &Config, family: IpFamily) -> Result<Option<IpvsProxier>, ipvs::Error> {
     if config.mode != ProxyMode::Ipvs {
         return Ok(None);
     }

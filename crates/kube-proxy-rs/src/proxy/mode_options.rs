@@ -3,9 +3,9 @@
 //! backend, cluster CIDR, NodePort addresses — mapped once).
 
 use crate::config::{Config, DetectLocal, IptablesBackend, NodePortAddresses};
+use xtables::apply::{Backend, BackendChoice};
 use model::IpFamily;
 use std::time::Duration;
-use xtables::apply::{Backend, BackendChoice};
 
 /// iptables mode's options for `family`.
 pub fn iptables(config: &Config, family: IpFamily) -> iptables::proxier::ProxierOptions {
@@ -24,22 +24,14 @@ pub fn iptables(config: &Config, family: IpFamily) -> iptables::proxier::Proxier
 pub fn nftables(config: &Config, family: IpFamily) -> nftables::proxier::ProxierOptions {
     nftables::proxier::ProxierOptions {
         render: nftables_render_options(config, family),
-        max_anonymous_sets_per_transaction: Some(
-            nftables::proxier::MAX_ANONYMOUS_SETS_PER_TRANSACTION,
-        ),
+        max_anonymous_sets_per_transaction: Some(nftables::proxier::MAX_ANONYMOUS_SETS_PER_TRANSACTION),
     }
 }
 
 /// nftables mode's render options from the configuration.
-pub fn nftables_render_options(
-    config: &Config,
-    family: IpFamily,
-) -> nftables::render::RenderOptions {
+pub fn nftables_render_options(config: &Config, family: IpFamily) -> nftables::render::RenderOptions {
     nftables::render::RenderOptions {
-        common: plan::Options {
-            localhost_nodeports: false,
-            ..plan_options(config, family)
-        },
+        common: plan::Options { localhost_nodeports: false, ..plan_options(config, family) },
         service_cidrs: Vec::new(),
     }
 }
@@ -49,10 +41,7 @@ pub fn ipvs(config: &Config, family: IpFamily) -> ipvs::proxier::ProxierOptions 
     ipvs::proxier::ProxierOptions {
         backend: backend_choice(config.iptables_backend),
         apply: ipvs_apply_options(config),
-        setup: ipvs::apply::KernelSetup {
-            strict_arp: config.ipvs.strict_arp,
-            timeouts: ipvs_timeouts(config),
-        },
+        setup: ipvs::apply::KernelSetup { strict_arp: config.ipvs.strict_arp, timeouts: ipvs_timeouts(config) },
         render: ipvs::render::RenderOptions {
             common: plan_options(config, family),
             scheduler: config.ipvs.scheduler,
@@ -63,22 +52,13 @@ pub fn ipvs(config: &Config, family: IpFamily) -> ipvs::proxier::ProxierOptions 
 
 /// The IPVS applier's options (`--ipvs-exclude-cidrs`), also for cleanups.
 pub fn ipvs_apply_options(config: &Config) -> ipvs::apply::ApplyOptions {
-    ipvs::apply::ApplyOptions {
-        exclude_cidrs: config.ipvs.exclude_cidrs.clone(),
-        ..Default::default()
-    }
+    ipvs::apply::ApplyOptions { exclude_cidrs: config.ipvs.exclude_cidrs.clone(), ..Default::default() }
 }
 
 /// iptables mode's render options from the configuration; the kernel
 /// facts in them are left at their defaults (the proxier reads them).
-pub fn iptables_render_options(
-    config: &Config,
-    family: IpFamily,
-) -> iptables::render::RenderOptions {
-    iptables::render::RenderOptions {
-        common: plan_options(config, family),
-        ..iptables::render::RenderOptions::default()
-    }
+pub fn iptables_render_options(config: &Config, family: IpFamily) -> iptables::render::RenderOptions {
+    iptables::render::RenderOptions { common: plan_options(config, family), ..iptables::render::RenderOptions::default() }
 }
 
 /// Upstream sets `route_localnet` when localhost NodePorts are on (IPv4).
@@ -92,9 +72,7 @@ fn plan_options(config: &Config, family: IpFamily) -> plan::Options {
         DetectLocal::ClusterCidr(cidrs) => plan::LocalDetection::ClusterCidr(cidrs.clone()),
         DetectLocal::NodeCidr => plan::LocalDetection::NodeCidr,
         DetectLocal::BridgeInterface(name) => plan::LocalDetection::BridgeInterface(name.clone()),
-        DetectLocal::InterfaceNamePrefix(prefix) => {
-            plan::LocalDetection::InterfaceNamePrefix(prefix.clone())
-        }
+        DetectLocal::InterfaceNamePrefix(prefix) => plan::LocalDetection::InterfaceNamePrefix(prefix.clone()),
     };
     let node_port_addresses = match &config.node_port_addresses {
         NodePortAddresses::All => plan::NodePortAddresses::All,
@@ -122,8 +100,7 @@ fn backend_choice(flag: IptablesBackend) -> BackendChoice {
 
 /// The IPVS timeouts in seconds; 0 leaves the kernel's value.
 fn ipvs_timeouts(config: &Config) -> ipvs::Timeouts {
-    let secs =
-        |d: Option<Duration>| d.map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX));
+    let secs = |d: Option<Duration>| d.map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX));
     ipvs::Timeouts {
         tcp: secs(config.ipvs.tcp_timeout),
         tcp_fin: secs(config.ipvs.tcp_fin_timeout),
@@ -138,45 +115,24 @@ mod tests {
     use crate::flags::Flags;
 
     fn config(args: &[&str]) -> Config {
-        let all: Vec<&str> = std::iter::once("kube-proxy-rs")
-            .chain(args.iter().copied())
-            .collect();
-        crate::config::load(&Flags::parse_from_args(all).unwrap())
-            .unwrap()
-            .config
+        let all: Vec<&str> = std::iter::once("kube-proxy-rs").chain(args.iter().copied()).collect();
+        crate::config::load(&Flags::parse_from_args(all).unwrap()).unwrap().config
     }
 
     #[test]
     fn nftables_mode_serves_nodeports_on_primary_ips_and_never_on_localhost() {
-        let config = config(&[
-            "--proxy-mode=nftables",
-            "--iptables-localhost-nodeports=true",
-            "--masquerade-all",
-        ]);
+        let config = config(&["--proxy-mode=nftables", "--iptables-localhost-nodeports=true", "--masquerade-all"]);
         let opts = nftables_render_options(&config, IpFamily::V4);
-        assert_eq!(
-            opts.common.node_port_addresses,
-            plan::NodePortAddresses::Primary
-        );
-        assert!(
-            !opts.common.localhost_nodeports,
-            "upstream's nftables mode has no localhost NodePorts"
-        );
+        assert_eq!(opts.common.node_port_addresses, plan::NodePortAddresses::Primary);
+        assert!(!opts.common.localhost_nodeports, "upstream's nftables mode has no localhost NodePorts");
         assert!(opts.common.masquerade_all);
         assert!(opts.service_cidrs.is_empty());
-        assert_eq!(
-            nftables(&config, IpFamily::V4).max_anonymous_sets_per_transaction,
-            Some(1000)
-        );
+        assert_eq!(nftables(&config, IpFamily::V4).max_anonymous_sets_per_transaction, Some(1000));
     }
 
     #[test]
     fn nftables_mode_keeps_explicit_nodeport_addresses_and_uses_its_own_masquerade_bit() {
-        let config = config(&[
-            "--proxy-mode=nftables",
-            "--nodeport-addresses=192.168.0.0/16",
-            "--iptables-masquerade-bit=3",
-        ]);
+        let config = config(&["--proxy-mode=nftables", "--nodeport-addresses=192.168.0.0/16", "--iptables-masquerade-bit=3"]);
         let opts = nftables_render_options(&config, IpFamily::V4);
         let cidrs = plan::NodePortAddresses::Cidrs(vec!["192.168.0.0/16".parse().unwrap()]);
         assert_eq!(opts.common.node_port_addresses, cidrs);

@@ -7,9 +7,9 @@
 use super::sources::{Changes, Source, take_snapshot};
 use super::{mode, nfacct_metrics, node_name, shutdown, stale_flows};
 use crate::config::{Config, NodePortAddresses};
+use proxier::{Failure, Mode, Proxier, SyncError, SyncReport};
 use health::{IpFamily, Metrics, ProxyHealth, ServiceHealthServers, SyncKind, TrafficPolicy};
 use model::{ChangeSet, Snapshot};
-use proxier::{Failure, Mode, Proxier, SyncError, SyncReport};
 use runner::{FullSyncPolicy, Periods, Runner, SyncScope, Trigger};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
@@ -57,14 +57,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let state = Arc::clone(&state);
         async move { state.lock().await.sync(trigger).await }
     });
-    let feed = source.start(
-        tracker,
-        Changes {
-            health,
-            handle: handle.clone(),
-            metrics,
-        },
-    );
+    let feed = source.start(tracker, Changes { health, handle: handle.clone(), metrics });
     // The sync loop runs on this task (IPVS mode's netlink futures are not
     // Send), finishing the sync in progress when told to stop.
     let syncs = runner.run_loop();
@@ -86,11 +79,7 @@ impl SyncState {
         self.pending.absorb(changes);
         let synced = self.sync_proxier(trigger, &snapshot).await;
         crate::memory::release_freed();
-        self.policy.record(
-            synced.is_ok(),
-            synced.as_ref().is_ok_and(|r| !r.partial),
-            tokio::time::Instant::now(),
-        );
+        self.policy.record(synced.is_ok(), synced.as_ref().is_ok_and(|r| !r.partial), tokio::time::Instant::now());
         let report = match synced {
             Ok(report) => report,
             Err(err) => {
@@ -108,25 +97,13 @@ impl SyncState {
     }
 
     /// Asks the policy how much to write, then syncs the proxier.
-    async fn sync_proxier(
-        &mut self,
-        trigger: Trigger,
-        snapshot: &Snapshot,
-    ) -> Result<SyncReport, SyncError> {
+    async fn sync_proxier(&mut self, trigger: Trigger, snapshot: &Snapshot) -> Result<SyncReport, SyncError> {
         let proxier = &mut self.proxier;
-        let scope = self
-            .policy
-            .decide(trigger, tokio::time::Instant::now(), || {
-                proxier.state_unknown()
-            })
-            .await?;
+        let scope = self.policy.decide(trigger, tokio::time::Instant::now(), || proxier.state_unknown()).await?;
         if let SyncScope::Full(reason) = scope {
             tracing::debug!(%reason, "full sync");
         }
-        let synced = self
-            .proxier
-            .sync(snapshot, &self.pending, scope.is_full())
-            .await;
+        let synced = self.proxier.sync(snapshot, &self.pending, scope.is_full()).await;
         // The proxier saw these (a failed sync makes its next one render everything).
         self.pending = ChangeSet::default();
         synced
@@ -134,37 +111,19 @@ impl SyncState {
 
     async fn sync_health_servers(&mut self, snapshot: &Snapshot) {
         // Port problems are logged by the health crate; the other servers keep working.
-        let _ = self
-            .service_health
-            .sync_services(health::health_check_ports(snapshot))
-            .await;
-        self.service_health
-            .sync_endpoints(health::local_ready_endpoints(snapshot));
+        let _ = self.service_health.sync_services(health::health_check_ports(snapshot)).await;
+        self.service_health.sync_endpoints(health::local_ready_endpoints(snapshot));
     }
 
     fn record(&self, report: &SyncReport) {
         let family = IpFamily::V4;
-        let kind = if report.partial {
-            SyncKind::Partial
-        } else {
-            SyncKind::Full
-        };
-        self.metrics
-            .record_sync(family, kind, report.render + report.apply);
+        let kind = if report.partial { SyncKind::Partial } else { SyncKind::Full };
+        self.metrics.record_sync(family, kind, report.render + report.apply);
         for table in &report.rule_tables {
-            self.metrics
-                .set_iptables_rules(family, table.table, table.rules, table.written);
+            self.metrics.set_iptables_rules(family, table.table, table.rules, table.written);
         }
-        self.metrics.set_no_local_endpoints(
-            family,
-            TrafficPolicy::Internal,
-            report.no_local_internal,
-        );
-        self.metrics.set_no_local_endpoints(
-            family,
-            TrafficPolicy::External,
-            report.no_local_external,
-        );
+        self.metrics.set_no_local_endpoints(family, TrafficPolicy::Internal, report.no_local_internal);
+        self.metrics.set_no_local_endpoints(family, TrafficPolicy::External, report.no_local_external);
     }
 }
 
@@ -189,35 +148,18 @@ fn count_failure(metrics: &Metrics, err: &SyncError) {
 fn log_sync(mode: Mode, trigger: Trigger, report: &SyncReport, snapshot: &Snapshot) {
     let table = |name: &str| report.table(name).copied().unwrap_or_default();
     let (nat, filter) = (table("nat"), table("filter"));
-    let (render_ms, apply_ms) = (
-        report.render.as_secs_f64() * 1e3,
-        report.apply.as_secs_f64() * 1e3,
-    );
+    let (render_ms, apply_ms) = (report.render.as_secs_f64() * 1e3, report.apply.as_secs_f64() * 1e3);
     let (nat_rules, nat_chains, filter_rules) = (nat.rules, nat.chains, filter.rules);
     let services = snapshot.services.len();
     let partial = report.partial;
     match mode {
         Mode::Iptables => tracing::info!(
-            ?trigger,
-            partial,
-            services,
-            render_ms,
-            apply_ms,
-            nat_rules,
-            nat_chains,
-            filter_rules,
-            written_chains = report.written_chains.unwrap_or_default(),
-            "synced iptables rules"
+            ?trigger, partial, services, render_ms, apply_ms, nat_rules, nat_chains, filter_rules,
+            written_chains = report.written_chains.unwrap_or_default(), "synced iptables rules"
         ),
         Mode::Ipvs => tracing::info!(
-            ?trigger,
-            services,
-            virtual_servers = report.virtual_servers.unwrap_or_default(),
-            render_ms,
-            apply_ms,
-            nat_rules,
-            filter_rules,
-            "synced IPVS rules"
+            ?trigger, services, virtual_servers = report.virtual_servers.unwrap_or_default(), render_ms, apply_ms,
+            nat_rules, filter_rules, "synced IPVS rules"
         ),
         Mode::Nftables => log_nftables_sync(trigger, report, services),
     }
@@ -232,23 +174,10 @@ fn log_nftables_sync(trigger: Trigger, report: &SyncReport, services: usize) {
     let kernel_ms = ms(report.kernel.unwrap_or_default());
     let read_back_ms = ms(figures.read_back);
     tracing::info!(
-        ?trigger,
-        partial = report.partial,
-        services,
-        render_ms,
-        apply_ms,
-        kernel_ms,
-        read_back_ms,
-        chains = figures.chains,
-        rules = figures.rules,
-        sets = figures.sets,
-        elements = figures.elements,
-        changes = figures.changes,
-        chains_written = figures.chains_written,
-        rules_written = figures.rules_written,
-        elements_written = figures.elements_written,
-        deleted = figures.objects_deleted,
-        "synced nftables rules"
+        ?trigger, partial = report.partial, services, render_ms, apply_ms, kernel_ms, read_back_ms,
+        chains = figures.chains, rules = figures.rules, sets = figures.sets, elements = figures.elements,
+        changes = figures.changes, chains_written = figures.chains_written, rules_written = figures.rules_written,
+        elements_written = figures.elements_written, deleted = figures.objects_deleted, "synced nftables rules"
     );
 }
 
@@ -275,9 +204,7 @@ async fn start_servers(config: &Config, health: &ProxyHealth, metrics: &Metrics)
 /// is not known before the first sync).
 async fn health_addresses(config: &Config) -> Vec<IpAddr> {
     let wildcard = vec![IpAddr::V4(Ipv4Addr::UNSPECIFIED)];
-    let NodePortAddresses::Cidrs(cidrs) = &config.node_port_addresses else {
-        return wildcard;
-    };
+    let NodePortAddresses::Cidrs(cidrs) = &config.node_port_addresses else { return wildcard };
     let local = match host::read_local_addresses().await {
         Ok(local) => local,
         Err(err) => {
@@ -285,15 +212,10 @@ async fn health_addresses(config: &Config) -> Vec<IpAddr> {
             return wildcard;
         }
     };
-    let chosen: Vec<IpAddr> = local
-        .into_iter()
-        .filter(|ip| ip.is_ipv4() && cidrs.iter().any(|net| net.contains(ip)))
-        .collect();
+    let chosen: Vec<IpAddr> =
+        local.into_iter().filter(|ip| ip.is_ipv4() && cidrs.iter().any(|net| net.contains(ip))).collect();
     if chosen.is_empty() {
-        tracing::warn!(
-            ?cidrs,
-            "no IPv4 address of the node is in nodePortAddresses; health check servers listen on all"
-        );
+        tracing::warn!(?cidrs, "no IPv4 address of the node is in nodePortAddresses; health check servers listen on all");
         return wildcard;
     }
     chosen
@@ -307,12 +229,8 @@ mod tests {
     /// The value of `name{ip_family="IPv4"}` in a scrape (0 when absent).
     fn value(metrics: &Metrics, name: &str) -> f64 {
         let text = metrics.render();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'));
-        line.and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
+        let line = text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'));
+        line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
     }
 
     const RESTORE: &str = "kubeproxy_sync_proxy_rules_iptables_restore_failures_total";
@@ -321,33 +239,12 @@ mod tests {
     #[test]
     fn only_iptables_restore_failures_count_as_such() {
         let metrics = Metrics::new(health::ProxyMode::Iptables);
-        count_failure(
-            &metrics,
-            &SyncError::new(Failure::Other, "add virtual server: EINVAL"),
-        );
-        assert_eq!(
-            (value(&metrics, RESTORE), value(&metrics, PARTIAL)),
-            (0.0, 0.0)
-        );
-        count_failure(
-            &metrics,
-            &SyncError::new(
-                Failure::IptablesRestore { partial: false },
-                "restore failed",
-            ),
-        );
-        assert_eq!(
-            (value(&metrics, RESTORE), value(&metrics, PARTIAL)),
-            (1.0, 0.0)
-        );
-        count_failure(
-            &metrics,
-            &SyncError::new(Failure::IptablesRestore { partial: true }, "restore failed"),
-        );
-        assert_eq!(
-            (value(&metrics, RESTORE), value(&metrics, PARTIAL)),
-            (2.0, 1.0)
-        );
+        count_failure(&metrics, &SyncError::new(Failure::Other, "add virtual server: EINVAL"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (0.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::IptablesRestore { partial: false }, "restore failed"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (1.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::IptablesRestore { partial: true }, "restore failed"));
+        assert_eq!((value(&metrics, RESTORE), value(&metrics, PARTIAL)), (2.0, 1.0));
     }
 
     const NFT_SYNC: &str = "kubeproxy_sync_proxy_rules_nftables_sync_failures_total";
@@ -356,30 +253,12 @@ mod tests {
     #[test]
     fn nftables_failures_count_in_nftables_counters_only() {
         let metrics = Metrics::new(health::ProxyMode::Nftables);
-        count_failure(
-            &metrics,
-            &SyncError::new(Failure::Other, "cannot read addresses"),
-        );
-        assert_eq!(
-            (value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)),
-            (0.0, 0.0)
-        );
-        count_failure(
-            &metrics,
-            &SyncError::new(Failure::NftablesSync, "transaction refused"),
-        );
-        assert_eq!(
-            (value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)),
-            (1.0, 0.0)
-        );
-        count_failure(
-            &metrics,
-            &SyncError::new(Failure::NftablesCleanup, "delete chain: EBUSY"),
-        );
-        assert_eq!(
-            (value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)),
-            (1.0, 1.0)
-        );
+        count_failure(&metrics, &SyncError::new(Failure::Other, "cannot read addresses"));
+        assert_eq!((value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)), (0.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::NftablesSync, "transaction refused"));
+        assert_eq!((value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)), (1.0, 0.0));
+        count_failure(&metrics, &SyncError::new(Failure::NftablesCleanup, "delete chain: EBUSY"));
+        assert_eq!((value(&metrics, NFT_SYNC), value(&metrics, NFT_CLEANUP)), (1.0, 1.0));
         assert!(!metrics.render().contains("iptables_restore_failures"));
     }
 }

@@ -4,10 +4,7 @@
 /// Resolves when the process is asked to stop.
 pub async fn signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
         tracing::warn!("cannot listen for signals; stop the process with SIGKILL");
         return std::future::pending().await;
     };

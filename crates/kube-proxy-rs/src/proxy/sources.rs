@@ -60,14 +60,8 @@ impl Source {
     /// does (`--kubeconfig`, `--master`, `KUBECONFIG`, in-cluster).
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
         match &config.manifests {
-            Some(path) => Ok(Source::Manifests(source::manifests::watch(
-                path,
-                source::manifests::DEFAULT_POLL,
-            )?)),
-            None => Ok(Source::Kube(
-                source::kube::client(&client_settings(config)).await?,
-                watch_options(config),
-            )),
+            Some(path) => Ok(Source::Manifests(source::manifests::watch(path, source::manifests::DEFAULT_POLL)?)),
+            None => Ok(Source::Kube(source::kube::client(&client_settings(config)).await?, watch_options(config))),
         }
     }
 
@@ -75,15 +69,11 @@ impl Source {
     /// once the initial state is in.
     pub fn start(self, tracker: Arc<Mutex<Tracker>>, changes: Changes) -> JoinHandle<()> {
         match self {
-            Source::Manifests(watch) => tokio::spawn(source::manifests::run(
-                watch,
-                Arc::clone(&tracker),
-                move |event| {
-                    changes.tell(event, &tracker);
-                    // A read of the file leaves its text and decoding scratch freed: give it back.
-                    crate::memory::release_freed();
-                },
-            )),
+            Source::Manifests(watch) => tokio::spawn(source::manifests::run(watch, Arc::clone(&tracker), move |event| {
+                changes.tell(event, &tracker);
+                // A read of the file leaves its text and decoding scratch freed: give it back.
+                crate::memory::release_freed();
+            })),
             Source::Kube(client, options) => tokio::spawn(source::kube::run(
                 client,
                 Arc::clone(&tracker),
@@ -98,11 +88,7 @@ impl Source {
 /// gate, on by default since v1.35).
 fn watch_options(config: &Config) -> WatchOptions {
     WatchOptions {
-        streaming_list: config
-            .feature_gates
-            .get("WatchListClient")
-            .copied()
-            .unwrap_or(true),
+        streaming_list: config.feature_gates.get("WatchListClient").copied().unwrap_or(true),
         ..WatchOptions::default()
     }
 }

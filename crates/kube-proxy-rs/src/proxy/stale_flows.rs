@@ -32,24 +32,12 @@ pub async fn reconcile_stale_udp_flows(snapshot: &Snapshot, metrics: &Metrics) {
 /// when the cleanup failed.
 pub async fn clean_stale_udp_flows(snapshot: &Snapshot) -> Option<Reconciled> {
     let start = Instant::now();
-    match conntrack::apply::apply_stale_flow_cleanup(
-        snapshot,
-        &snapshot.node.addresses,
-        IpFamily::V4,
-    )
-    .await
-    {
+    match conntrack::apply::apply_stale_flow_cleanup(snapshot, &snapshot.node.addresses, IpFamily::V4).await {
         Ok(deleted) => {
             if !deleted.is_empty() {
-                tracing::info!(
-                    entries = deleted.len(),
-                    "deleted stale UDP conntrack entries"
-                );
+                tracing::info!(entries = deleted.len(), "deleted stale UDP conntrack entries");
             }
-            Some(Reconciled {
-                took: start.elapsed(),
-                deleted: deleted.len() as u64,
-            })
+            Some(Reconciled { took: start.elapsed(), deleted: deleted.len() as u64 })
         }
         Err(err) => {
             tracing::warn!(%err, "cannot clean stale UDP conntrack entries");

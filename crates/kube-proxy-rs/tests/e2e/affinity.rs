@@ -20,9 +20,9 @@
 //! `timeoutSeconds`.
 
 use super::Env;
-use super::flow::{From, Source, reach_any, tcp};
 use super::kernel_state::persistence_timeout;
 use super::scenario::Mode;
+use super::flow::{From, Source, reach_any, tcp};
 use super::scenario::addr::at;
 use super::scenario::{AFFINITY_TIMEOUT_SECS, ca_sources};
 use std::time::Duration;
@@ -37,21 +37,12 @@ const VIRTUAL_SERVER: &str = "10.96.10.20:7000";
 pub fn run(env: &Env) -> Result<String, String> {
     let mut first = Vec::new();
     for src in ca_sources() {
-        let flow = tcp(
-            From::PodAs("ca", src),
-            at([10, 96, 10, 20], 7000),
-            reach_any(&ENDPOINTS, 8080, Source::Kept),
-        )
-        .times(STICKY_CONNECTIONS);
+        let flow = tcp(From::PodAs("ca", src), at([10, 96, 10, 20], 7000), reach_any(&ENDPOINTS, 8080, Source::Kept)).times(STICKY_CONNECTIONS);
         let attempts = flow.probe(env.cluster)?;
         let seen = flow.check(env.cluster, &attempts)?;
         let eps = endpoints(&attempts);
         if eps.iter().any(|ep| *ep != eps[0]) {
-            return Err(format!(
-                "{}\n    expected: all {STICKY_CONNECTIONS} connections on one endpoint (ClientIP affinity)\n    saw:      {}",
-                flow.describe(),
-                seen.replace('\n', "\n              ")
-            ));
+            return Err(format!("{}\n    expected: all {STICKY_CONNECTIONS} connections on one endpoint (ClientIP affinity)\n    saw:      {}", flow.describe(), seen.replace('\n', "\n              ")));
         }
         first.push((src, eps[0].clone()));
     }
@@ -62,12 +53,7 @@ pub fn run(env: &Env) -> Result<String, String> {
     let mut moved = 0;
     let mut lines = Vec::new();
     for (src, before) in &first {
-        let flow = tcp(
-            From::PodAs("ca", *src),
-            at([10, 96, 10, 20], 7000),
-            reach_any(&ENDPOINTS, 8080, Source::Kept),
-        )
-        .times(1);
+        let flow = tcp(From::PodAs("ca", *src), at([10, 96, 10, 20], 7000), reach_any(&ENDPOINTS, 8080, Source::Kept)).times(1);
         let attempts = flow.probe(env.cluster)?;
         flow.check(env.cluster, &attempts)?;
         let after = endpoints(&attempts).remove(0);
@@ -80,13 +66,7 @@ pub fn run(env: &Env) -> Result<String, String> {
         AFFINITY_TIMEOUT_SECS + 2,
         lines.join(", ")
     );
-    if moved > 0 {
-        Ok(text)
-    } else {
-        Err(format!(
-            "{text}\n    problem:  affinity never expired (by chance: 4^-12)"
-        ))
-    }
+    if moved > 0 { Ok(text) } else { Err(format!("{text}\n    problem:  affinity never expired (by chance: 4^-12)")) }
 }
 
 /// IPVS mode: node-a (where `ca` is) has `sticky`'s virtual server
@@ -94,17 +74,11 @@ pub fn run(env: &Env) -> Result<String, String> {
 fn check_persistence(env: &Env, clients: usize) -> Result<String, String> {
     let node = env.cluster.node("node-a").ok_or("no node-a")?;
     let seen = persistence_timeout(node.ns(), VIRTUAL_SERVER);
-    let sticky = format!(
-        "{clients} clients each stuck to one endpoint over {STICKY_CONNECTIONS} connections"
-    );
+    let sticky = format!("{clients} clients each stuck to one endpoint over {STICKY_CONNECTIONS} connections");
     if seen == Some(AFFINITY_TIMEOUT_SECS) {
-        Ok(format!(
-            "{sticky}; node-a: {VIRTUAL_SERVER} persistent {AFFINITY_TIMEOUT_SECS} (expiry not observable in IPVS mode)"
-        ))
+        Ok(format!("{sticky}; node-a: {VIRTUAL_SERVER} persistent {AFFINITY_TIMEOUT_SECS} (expiry not observable in IPVS mode)"))
     } else {
-        Err(format!(
-            "{sticky}, but\n    expected: node-a {VIRTUAL_SERVER} persistent {AFFINITY_TIMEOUT_SECS}\n    saw:      {seen:?}"
-        ))
+        Err(format!("{sticky}, but\n    expected: node-a {VIRTUAL_SERVER} persistent {AFFINITY_TIMEOUT_SECS}\n    saw:      {seen:?}"))
     }
 }
 

@@ -27,12 +27,7 @@ const FALSE_FAILURE: f64 = 1e-6;
 
 /// Runs the case; `Ok(counts and bound)` or `Err(failure text)`.
 pub fn run(env: &Env) -> Result<String, String> {
-    let flow = tcp(
-        From::Pod("ca"),
-        at([10, 96, 10, 10], 80),
-        reach_any(&ENDPOINTS, 8080, Source::Kept),
-    )
-    .times(CONNECTIONS as usize);
+    let flow = tcp(From::Pod("ca"), at([10, 96, 10, 10], 80), reach_any(&ENDPOINTS, 8080, Source::Kept)).times(CONNECTIONS as usize);
     let attempts = flow.probe(env.cluster)?;
     flow.check(env.cluster, &attempts)?;
     let mut counts: BTreeMap<&str, u32> = ENDPOINTS.iter().map(|ep| (*ep, 0)).collect();
@@ -51,11 +46,5 @@ pub fn run(env: &Env) -> Result<String, String> {
         flow.describe(),
         shown.join(", ")
     );
-    if counts.values().all(|n| (lo..=hi).contains(n)) {
-        Ok(text)
-    } else {
-        Err(format!(
-            "{text}\n    problem:  a count is outside the accepted interval"
-        ))
-    }
+    if counts.values().all(|n| (lo..=hi).contains(n)) { Ok(text) } else { Err(format!("{text}\n    problem:  a count is outside the accepted interval")) }
 }

@@ -1,12 +1,10 @@
 //! The table of flow cases: each a name, what it checks, and its flows.
 //! Addresses and pods are those of `cluster.yaml` / `scenario.rs`.
 
-use super::flow::{
-    Expect::Dropped, Expect::Known, Expect::Refused, Flow, From, Source, reach, tcp, udp,
-};
+use super::flow::{Expect::Dropped, Expect::Known, Expect::Refused, Flow, From, Source, reach, tcp, udp};
 use super::scenario::Mode;
-use super::scenario::addr::{CLIENT_IN, CLIENT_OUT, GW_A, NODE_A, NODE_B, at, on};
 use std::time::Duration;
+use super::scenario::addr::{CLIENT_IN, CLIENT_OUT, GW_A, NODE_A, NODE_B, at, on};
 
 /// A named group of flows.
 pub struct FlowCase {
@@ -29,29 +27,18 @@ const FIRST_HAIRPIN: &str = "IPVS mode: the first hairpin connection on a node g
 fn hairpin(mode: Mode) -> Vec<Flow> {
     use From::Pod;
     use Source::Is;
-    let flow = || {
-        tcp(
-            Pod("a1"),
-            at([10, 96, 10, 11], 80),
-            reach(&["a1"], 8080, Is(GW_A)),
-        )
-    };
+    let flow = || tcp(Pod("a1"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Is(GW_A)));
     match mode {
         Mode::Iptables | Mode::Nftables => vec![flow()],
         Mode::Ipvs => vec![
-            tcp(Pod("a1"), at([10, 96, 10, 11], 80), Known(FIRST_HAIRPIN))
-                .waiting(Duration::from_millis(2500)),
+            tcp(Pod("a1"), at([10, 96, 10, 11], 80), Known(FIRST_HAIRPIN)).waiting(Duration::from_millis(2500)),
             flow(),
         ],
     }
 }
 
 fn case(name: &'static str, checks: &'static str, flows: Vec<Flow>) -> FlowCase {
-    FlowCase {
-        name,
-        checks,
-        flows,
-    }
+    FlowCase { name, checks, flows }
 }
 
 /// Every flow case, in the order they run, with `mode`'s expectations.
@@ -77,36 +64,12 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
             "clusterip",
             "pod -> ClusterIP: endpoint on the same / other node, with and without port remap; the endpoint sees the client pod's IP",
             vec![
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 11], 80),
-                    reach(&["a1"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 12], 8080),
-                    reach(&["a1"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 13], 80),
-                    reach(&["b1"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 14], 8080),
-                    reach(&["b1"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 11], 80),
-                    reach(&["a1"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 13], 80),
-                    reach(&["b1"], 8080, Kept),
-                ),
+                tcp(Pod("ca"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 12], 8080), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 13], 80), reach(&["b1"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 14], 8080), reach(&["b1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 13], 80), reach(&["b1"], 8080, Kept)),
             ],
         ),
         case(
@@ -117,103 +80,47 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
         case(
             "clusterip-from-node",
             "node -> ClusterIP reaches every endpoint on both nodes, masqueraded",
-            vec![tcp(
-                Node("node-a"),
-                at([10, 96, 10, 10], 80),
-                reach(&["a1", "a2", "b1", "b2"], 8080, MasqBy("node-a")),
-            )],
+            vec![tcp(Node("node-a"), at([10, 96, 10, 10], 80), reach(&["a1", "a2", "b1", "b2"], 8080, MasqBy("node-a")))],
         ),
         case(
             "nodeport-cluster",
             "NodePort, externalTrafficPolicy Cluster: client, pod and node -> own and other node reach every endpoint, masqueraded by the node hit",
             vec![
-                tcp(
-                    Client(CLIENT_IN),
-                    on(NODE_A, 30080),
-                    reach(&["a1", "b1"], 8080, MasqBy("node-a")),
-                ),
-                tcp(
-                    Client(CLIENT_IN),
-                    on(NODE_B, 30080),
-                    reach(&["a1", "b1"], 8080, MasqBy("node-b")),
-                ),
-                tcp(
-                    Pod("ca"),
-                    on(NODE_A, 30080),
-                    reach(&["a1", "b1"], 8080, MasqBy("node-a")),
-                ),
-                tcp(
-                    Pod("ca"),
-                    on(NODE_B, 30080),
-                    reach(&["a1", "b1"], 8080, MasqBy("node-b")),
-                ),
-                tcp(
-                    Node("node-a"),
-                    on(NODE_A, 30080),
-                    reach(&["a1", "b1"], 8080, MasqBy("node-a")),
-                ),
-                tcp(
-                    Node("node-a"),
-                    on(NODE_B, 30080),
-                    reach(&["a1", "b1"], 8080, MasqBy("node-b")),
-                ),
+                tcp(Client(CLIENT_IN), on(NODE_A, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Client(CLIENT_IN), on(NODE_B, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+                tcp(Pod("ca"), on(NODE_A, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Pod("ca"), on(NODE_B, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
+                tcp(Node("node-a"), on(NODE_A, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Node("node-a"), on(NODE_B, 30080), reach(&["a1", "b1"], 8080, MasqBy("node-b"))),
             ],
         ),
         case(
             "nodeport-local",
             "NodePort, externalTrafficPolicy Local (endpoint on node-a only): client IP preserved; node-b drops outside traffic; pods and nodes still reach it",
             vec![
-                tcp(
-                    Client(CLIENT_IN),
-                    on(NODE_A, 30040),
-                    reach(&["a2"], 8080, Kept),
-                ),
+                tcp(Client(CLIENT_IN), on(NODE_A, 30040), reach(&["a2"], 8080, Kept)),
                 tcp(Client(CLIENT_IN), on(NODE_B, 30040), Dropped),
                 tcp(Pod("ca"), on(NODE_A, 30040), reach(&["a2"], 8080, Kept)),
                 tcp(Pod("cb"), on(NODE_A, 30040), reach(&["a2"], 8080, Kept)),
                 tcp(Pod("cb"), on(NODE_B, 30040), reach(&["a2"], 8080, Kept)),
-                tcp(
-                    Node("node-a"),
-                    on(NODE_A, 30040),
-                    reach(&["a2"], 8080, MasqBy("node-a")),
-                ),
-                tcp(
-                    Node("node-b"),
-                    on(NODE_B, 30040),
-                    reach(&["a2"], 8080, MasqBy("node-b")),
-                ),
+                tcp(Node("node-a"), on(NODE_A, 30040), reach(&["a2"], 8080, MasqBy("node-a"))),
+                tcp(Node("node-b"), on(NODE_B, 30040), reach(&["a2"], 8080, MasqBy("node-b"))),
             ],
         ),
         case(
             "loadbalancer",
             "LB ingress IP from the client; loadBalancerSourceRanges admit 172.20.0.10 and drop 172.20.0.66 (its NodePort stays open); ETP Local LB keeps the client IP",
             vec![
-                tcp(
-                    Client(CLIENT_IN),
-                    at([192, 0, 2, 10], 443),
-                    reach(&["a1", "b1"], 8443, MasqBy("node-a")),
-                ),
+                tcp(Client(CLIENT_IN), at([192, 0, 2, 10], 443), reach(&["a1", "b1"], 8443, MasqBy("node-a"))),
                 tcp(Client(CLIENT_OUT), at([192, 0, 2, 10], 443), Dropped),
-                tcp(
-                    Client(CLIENT_OUT),
-                    on(NODE_A, 30443),
-                    reach(&["a1", "b1"], 8443, MasqBy("node-a")),
-                ),
-                tcp(
-                    Client(CLIENT_IN),
-                    at([192, 0, 2, 20], 80),
-                    reach(&["a2"], 8080, Kept),
-                ),
+                tcp(Client(CLIENT_OUT), on(NODE_A, 30443), reach(&["a1", "b1"], 8443, MasqBy("node-a"))),
+                tcp(Client(CLIENT_IN), at([192, 0, 2, 20], 80), reach(&["a2"], 8080, Kept)),
             ],
         ),
         case(
             "external-ip",
             "externalIPs: the client reaches the service on 192.0.2.50:8000 (endpoint on node-b), masqueraded",
-            vec![tcp(
-                Client(CLIENT_IN),
-                at([192, 0, 2, 50], 8000),
-                reach(&["b1"], 8080, MasqBy("node-a")),
-            )],
+            vec![tcp(Client(CLIENT_IN), at([192, 0, 2, 50], 8000), reach(&["b1"], 8080, MasqBy("node-a")))],
         ),
         case(
             "no-endpoints",
@@ -229,144 +136,57 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
             "internal-local",
             "internalTrafficPolicy Local: a pod only reaches endpoints on its own node; none there -> dropped (IPVS: refused)",
             vec![
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 110], 80),
-                    reach(&["a1"], 8080, Kept),
-                )
-                .times(ONLY_LOCAL),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 110], 80),
-                    reach(&["b1"], 8080, Kept),
-                )
-                .times(ONLY_LOCAL),
+                tcp(Pod("ca"), at([10, 96, 10, 110], 80), reach(&["a1"], 8080, Kept)).times(ONLY_LOCAL),
+                tcp(Pod("cb"), at([10, 96, 10, 110], 80), reach(&["b1"], 8080, Kept)).times(ONLY_LOCAL),
                 tcp(Pod("ca"), at([10, 96, 10, 111], 80), no_local_internal),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 111], 80),
-                    reach(&["b1"], 8080, Kept),
-                ),
+                tcp(Pod("cb"), at([10, 96, 10, 111], 80), reach(&["b1"], 8080, Kept)),
             ],
         ),
         case(
             "udp-dns",
             "DNS-like service: 53/UDP and 53/TCP -> 5353 on both nodes, from pods (source kept) and a node",
             vec![
-                udp(
-                    Pod("ca"),
-                    at([10, 96, 10, 120], 53),
-                    reach(&["a1", "b2"], 5353, Kept),
-                ),
-                udp(
-                    Pod("cb"),
-                    at([10, 96, 10, 120], 53),
-                    reach(&["a1", "b2"], 5353, Kept),
-                ),
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 120], 53),
-                    reach(&["a1", "b2"], 5353, Kept),
-                ),
-                udp(
-                    Node("node-a"),
-                    at([10, 96, 10, 120], 53),
-                    reach(&["a1", "b2"], 5353, MasqBy("node-a")),
-                ),
+                udp(Pod("ca"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
+                udp(Pod("cb"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, Kept)),
+                udp(Node("node-a"), at([10, 96, 10, 120], 53), reach(&["a1", "b2"], 5353, MasqBy("node-a"))),
             ],
         ),
         case(
             "topology-zone",
             "zone hints: a pod (and a node) reaches only the endpoints hinted for its node's zone, on either node; internalTrafficPolicy Local wins over hints",
             vec![
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 130], 80),
-                    reach(&["a1", "b1"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 130], 80),
-                    reach(&["a2", "b2"], 8080, Kept),
-                ),
-                tcp(
-                    Node("node-a"),
-                    at([10, 96, 10, 130], 80),
-                    reach(&["a1", "b1"], 8080, MasqBy("node-a")),
-                ),
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 134], 80),
-                    reach(&["a1"], 8080, Kept),
-                )
-                .times(ONLY_LOCAL),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 134], 80),
-                    reach(&["b1"], 8080, Kept),
-                )
-                .times(ONLY_LOCAL),
+                tcp(Pod("ca"), at([10, 96, 10, 130], 80), reach(&["a1", "b1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 130], 80), reach(&["a2", "b2"], 8080, Kept)),
+                tcp(Node("node-a"), at([10, 96, 10, 130], 80), reach(&["a1", "b1"], 8080, MasqBy("node-a"))),
+                tcp(Pod("ca"), at([10, 96, 10, 134], 80), reach(&["a1"], 8080, Kept)).times(ONLY_LOCAL),
+                tcp(Pod("cb"), at([10, 96, 10, 134], 80), reach(&["b1"], 8080, Kept)).times(ONLY_LOCAL),
             ],
         ),
         case(
             "topology-node",
             "PreferSameNode (node hints): a pod reaches only the endpoints hinted for its own node",
             vec![
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 131], 80),
-                    reach(&["a1"], 8080, Kept),
-                )
-                .times(ONLY_LOCAL),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 131], 80),
-                    reach(&["b1", "b2"], 8080, Kept),
-                )
-                .times(TWO_OF_THREE),
+                tcp(Pod("ca"), at([10, 96, 10, 131], 80), reach(&["a1"], 8080, Kept)).times(ONLY_LOCAL),
+                tcp(Pod("cb"), at([10, 96, 10, 131], 80), reach(&["b1", "b2"], 8080, Kept)).times(TWO_OF_THREE),
             ],
         ),
         case(
             "topology-fallback",
             "no endpoint hinted for the node's zone, or one ready endpoint without hints: every endpoint is used",
             vec![
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 132], 80),
-                    reach(&["a1", "a2", "b1"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 132], 80),
-                    reach(&["a1", "b1"], 8080, Kept),
-                )
-                .times(TWO_OF_THREE),
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 133], 80),
-                    reach(&["a1", "b1", "b2"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("cb"),
-                    at([10, 96, 10, 133], 80),
-                    reach(&["a1", "b1", "b2"], 8080, Kept),
-                ),
+                tcp(Pod("ca"), at([10, 96, 10, 132], 80), reach(&["a1", "a2", "b1"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 132], 80), reach(&["a1", "b1"], 8080, Kept)).times(TWO_OF_THREE),
+                tcp(Pod("ca"), at([10, 96, 10, 133], 80), reach(&["a1", "b1", "b2"], 8080, Kept)),
+                tcp(Pod("cb"), at([10, 96, 10, 133], 80), reach(&["a1", "b1", "b2"], 8080, Kept)),
             ],
         ),
         case(
             "multi-port",
             "one service, two ports: 80 -> 8080 and 443 -> 8443, each to both endpoints",
             vec![
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 121], 80),
-                    reach(&["a2", "b2"], 8080, Kept),
-                ),
-                tcp(
-                    Pod("ca"),
-                    at([10, 96, 10, 121], 443),
-                    reach(&["a2", "b2"], 8443, Kept),
-                ),
+                tcp(Pod("ca"), at([10, 96, 10, 121], 80), reach(&["a2", "b2"], 8080, Kept)),
+                tcp(Pod("ca"), at([10, 96, 10, 121], 443), reach(&["a2", "b2"], 8443, Kept)),
             ],
         ),
     ]

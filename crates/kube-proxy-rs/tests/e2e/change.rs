@@ -20,81 +20,37 @@ const POLL_BATCH: usize = 4;
 /// Runs the case; `Ok(how long each change took)` or `Err(failure text)`.
 pub fn run(env: &Env) -> Result<String, String> {
     let dst = on(DYN, 80);
-    tcp(From::Pod("ca"), dst, reach(&["a1"], 8080, Source::Kept))
-        .run(env.cluster)
-        .map_err(|e| format!("before any change: {e}"))?;
+    tcp(From::Pod("ca"), dst, reach(&["a1"], 8080, Source::Kept)).run(env.cluster).map_err(|e| format!("before any change: {e}"))?;
 
     write(env, Some(&["a1", "a3"]))?;
-    let poll = tcp(
-        From::Pod("ca"),
-        dst,
-        reach_any(&["a1", "a3"], 8080, Source::Kept),
-    )
-    .times(POLL_BATCH);
-    let added = wait_until(
-        env,
-        "endpoint a3 added: a new connection reaches a3",
-        || {
-            let attempts = poll.probe(env.cluster)?;
-            poll.check(env.cluster, &attempts)?;
-            Ok((answered_by(&attempts, "a3"), attempts))
-        },
-    )?;
-    tcp(
-        From::Pod("ca"),
-        dst,
-        reach(&["a1", "a3"], 8080, Source::Kept),
-    )
-    .run(env.cluster)
-    .map_err(|e| format!("after adding a3: {e}"))?;
+    let poll = tcp(From::Pod("ca"), dst, reach_any(&["a1", "a3"], 8080, Source::Kept)).times(POLL_BATCH);
+    let added = wait_until(env, "endpoint a3 added: a new connection reaches a3", || {
+        let attempts = poll.probe(env.cluster)?;
+        poll.check(env.cluster, &attempts)?;
+        Ok((answered_by(&attempts, "a3"), attempts))
+    })?;
+    tcp(From::Pod("ca"), dst, reach(&["a1", "a3"], 8080, Source::Kept)).run(env.cluster).map_err(|e| format!("after adding a3: {e}"))?;
 
     write(env, Some(&["a3"]))?;
-    let poll = tcp(
-        From::Pod("ca"),
-        dst,
-        reach_any(&["a1", "a3"], 8080, Source::Kept),
-    )
-    .times(10);
-    let removed = wait_until(
-        env,
-        "endpoint a1 removed: 10 new connections in a row reach only a3",
-        || {
-            let attempts = poll.probe(env.cluster)?;
-            poll.check(env.cluster, &attempts)?;
-            Ok((!answered_by(&attempts, "a1"), attempts))
-        },
-    )?;
-    tcp(From::Pod("ca"), dst, reach(&["a3"], 8080, Source::Kept))
-        .times(30)
-        .run(env.cluster)
-        .map_err(|e| format!("after removing a1: {e}"))?;
+    let poll = tcp(From::Pod("ca"), dst, reach_any(&["a1", "a3"], 8080, Source::Kept)).times(10);
+    let removed = wait_until(env, "endpoint a1 removed: 10 new connections in a row reach only a3", || {
+        let attempts = poll.probe(env.cluster)?;
+        poll.check(env.cluster, &attempts)?;
+        Ok((!answered_by(&attempts, "a1"), attempts))
+    })?;
+    tcp(From::Pod("ca"), dst, reach(&["a3"], 8080, Source::Kept)).times(30).run(env.cluster).map_err(|e| format!("after removing a1: {e}"))?;
 
     write(env, None)?;
     // Three in a row: in the emulated VM a lone attempt can go unanswered
     // while the service is still there.
     let poll = tcp(From::Pod("ca"), dst, reach_any(&["a3"], 8080, Source::Kept)).times(3);
-    let gone = wait_until(
-        env,
-        "service dyn deleted: 3 new connections in a row get no answer",
-        || {
-            let attempts = poll.probe(env.cluster)?;
-            Ok((
-                attempts
-                    .iter()
-                    .all(|a| matches!(a.outcome, Outcome::TimedOut | Outcome::Refused)),
-                attempts,
-            ))
-        },
-    )?;
+    let gone = wait_until(env, "service dyn deleted: 3 new connections in a row get no answer", || {
+        let attempts = poll.probe(env.cluster)?;
+        Ok((attempts.iter().all(|a| matches!(a.outcome, Outcome::TimedOut | Outcome::Refused)), attempts))
+    })?;
     let after = poll.times(3).probe(env.cluster)?;
-    if after
-        .iter()
-        .any(|a| matches!(a.outcome, Outcome::Answered(_)))
-    {
-        return Err(format!(
-            "service dyn deleted: traffic came back\n    saw:      {}",
-            summarize(&after)
-        ));
+    if after.iter().any(|a| matches!(a.outcome, Outcome::Answered(_))) {
+        return Err(format!("service dyn deleted: traffic came back\n    saw:      {}", summarize(&after)));
     }
     Ok(format!(
         "pod ca -> tcp {dst}: a3 added, followed after {}; a1 removed, followed after {}; service deleted, traffic stopped after {} (deadline {:?} each; a dropped attempt costs {TIMEOUT:?})",
@@ -106,18 +62,12 @@ pub fn run(env: &Env) -> Result<String, String> {
 }
 
 fn write(env: &Env, dyn_endpoints: Option<&[&str]>) -> Result<(), String> {
-    env.cluster
-        .write_manifests(&manifests(dyn_endpoints, HC_HOME))
-        .map_err(|e| format!("rewrite manifests: {e:#}"))
+    env.cluster.write_manifests(&manifests(dyn_endpoints, HC_HOME)).map_err(|e| format!("rewrite manifests: {e:#}"))
 }
 
 /// Polls `step` until it reports success; fails with the last attempts seen
 /// once [`DEADLINE`] has passed. Returns how long it took.
-fn wait_until(
-    env: &Env,
-    what: &str,
-    mut step: impl FnMut() -> Result<(bool, Vec<Attempt>), String>,
-) -> Result<Duration, String> {
+fn wait_until(env: &Env, what: &str, mut step: impl FnMut() -> Result<(bool, Vec<Attempt>), String>) -> Result<Duration, String> {
     let (start, written) = (Instant::now(), super::utc_now());
     let deadline = env.deadline(DEADLINE);
     loop {
@@ -140,9 +90,7 @@ fn wait_until(
 }
 
 fn answered_by(attempts: &[Attempt], ep: &str) -> bool {
-    attempts
-        .iter()
-        .any(|a| matches!(&a.outcome, Outcome::Answered(ans) if ans.ep == ep))
+    attempts.iter().any(|a| matches!(&a.outcome, Outcome::Answered(ans) if ans.ep == ep))
 }
 
 fn secs(d: Duration) -> String {

@@ -6,9 +6,9 @@
 //! node-b serves no more services afterwards.
 
 use super::Env;
-use super::flow::{Expect, From, Source, reach, tcp};
 use super::kernel_state::ipvs_leftovers;
 use super::scenario::Mode;
+use super::flow::{Expect, From, Source, reach, tcp};
 use super::scenario::addr::at;
 use super::scenario::proxy_args;
 use testkit::cluster::dump_rules;
@@ -44,43 +44,22 @@ pub fn run(env: &Env) -> Result<String, String> {
         .map_err(|e| format!("run {} --cleanup: {e}", env.binary.display()))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        return Err(format!(
-            "kube-proxy-rs --cleanup in node-b exited {}\n    stderr:   {}",
-            out.status,
-            stderr.trim()
-        ));
+        return Err(format!("kube-proxy-rs --cleanup in node-b exited {}\n    stderr:   {}", out.status, stderr.trim()));
     }
     let rules = dump_rules(node.ns());
-    let mut left: Vec<String> = LEFTOVERS
-        .iter()
-        .filter(|m| rules.contains(*m))
-        .map(|m| m.to_string())
-        .collect();
+    let mut left: Vec<String> = LEFTOVERS.iter().filter(|m| rules.contains(*m)).map(|m| m.to_string()).collect();
     if env.mode == Mode::Ipvs {
         left.extend(ipvs_leftovers(node.ns()));
     }
     if !left.is_empty() {
-        return Err(format!(
-            "after --cleanup node-b still has {}\n{rules}",
-            left.join(", ")
-        ));
+        return Err(format!("after --cleanup node-b still has {}\n{rules}", left.join(", ")));
     }
     tcp(From::Pod("cb"), at([10, 96, 10, 10], 80), Expect::Dropped)
         .run(env.cluster)
         .map_err(|e| format!("after --cleanup in node-b: {e}\n{rules}"))?;
-    tcp(
-        From::Pod("ca"),
-        at([10, 96, 10, 11], 80),
-        reach(&["a1"], 8080, Source::Kept),
-    )
-    .run(env.cluster)
-    .map_err(|e| format!("node-a after --cleanup in node-b: {e}"))?;
-    let ipvs = if env.mode == Mode::Ipvs {
-        ", no virtual servers, KUBE- ipsets or kube-ipvs0"
-    } else {
-        ""
-    };
-    Ok(format!(
-        "node-b: --cleanup exited 0, no kube-proxy chains left{ipvs}, pod cb -> 10.96.10.10:80 no longer answered; node-a still serves"
-    ))
+    tcp(From::Pod("ca"), at([10, 96, 10, 11], 80), reach(&["a1"], 8080, Source::Kept))
+        .run(env.cluster)
+        .map_err(|e| format!("node-a after --cleanup in node-b: {e}"))?;
+    let ipvs = if env.mode == Mode::Ipvs { ", no virtual servers, KUBE- ipsets or kube-ipvs0" } else { "" };
+    Ok(format!("node-b: --cleanup exited 0, no kube-proxy chains left{ipvs}, pod cb -> 10.96.10.10:80 no longer answered; node-a still serves"))
 }

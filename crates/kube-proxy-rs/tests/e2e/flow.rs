@@ -63,12 +63,7 @@ pub enum Source {
 pub enum Expect {
     /// Every attempt answered by one of `eps` on `port`, with the source
     /// `seen`; if `all`, every one of `eps` answered at least once.
-    Reach {
-        eps: &'static [&'static str],
-        port: u16,
-        seen: Source,
-        all: bool,
-    },
+    Reach { eps: &'static [&'static str], port: u16, seen: Source, all: bool },
     /// Refused (REJECT: ICMP port-unreachable or RST), within [`REFUSED_WITHIN`].
     Refused,
     /// No answer at all within [`TIMEOUT`] (DROP).
@@ -97,48 +92,24 @@ pub struct Flow {
 
 /// A TCP flow.
 pub fn tcp(from: From, dst: SocketAddr, expect: Expect) -> Flow {
-    Flow {
-        from,
-        proto: Proto::Tcp,
-        dst,
-        expect,
-        attempts: None,
-        timeout: None,
-    }
+    Flow { from, proto: Proto::Tcp, dst, expect, attempts: None, timeout: None }
 }
 
 /// A UDP flow.
 pub fn udp(from: From, dst: SocketAddr, expect: Expect) -> Flow {
-    Flow {
-        from,
-        proto: Proto::Udp,
-        dst,
-        expect,
-        attempts: None,
-        timeout: None,
-    }
+    Flow { from, proto: Proto::Udp, dst, expect, attempts: None, timeout: None }
 }
 
 /// Reach `eps` on `port` (every one of them, if several), seeing `seen`
 /// as the source.
 pub fn reach(eps: &'static [&'static str], port: u16, seen: Source) -> Expect {
-    Expect::Reach {
-        eps,
-        port,
-        seen,
-        all: eps.len() > 1,
-    }
+    Expect::Reach { eps, port, seen, all: eps.len() > 1 }
 }
 
 /// Reach any of `eps` on `port`, seeing `seen` as the source (the cases
 /// that look at which endpoint answered themselves).
 pub fn reach_any(eps: &'static [&'static str], port: u16, seen: Source) -> Expect {
-    Expect::Reach {
-        eps,
-        port,
-        seen,
-        all: false,
-    }
+    Expect::Reach { eps, port, seen, all: false }
 }
 
 impl Flow {
@@ -187,14 +158,8 @@ impl Flow {
     /// Makes the flow's attempts.
     pub fn probe(&self, cluster: &Cluster) -> Result<Vec<Attempt>, String> {
         let ns = self.namespace(cluster)?;
-        let p = Probe {
-            proto: self.proto,
-            dst: self.dst,
-            src: self.bind_source(),
-            timeout: stretched(self.timeout.unwrap_or(TIMEOUT)),
-        };
-        probe(ns, p, self.attempts())
-            .map_err(|e| format!("{}: cannot probe: {e:#}", self.describe()))
+        let p = Probe { proto: self.proto, dst: self.dst, src: self.bind_source(), timeout: stretched(self.timeout.unwrap_or(TIMEOUT)) };
+        probe(ns, p, self.attempts()).map_err(|e| format!("{}: cannot probe: {e:#}", self.describe()))
     }
 
     /// Judges `attempts`: `Ok(summary of what was seen)` or `Err(failure
@@ -202,9 +167,7 @@ impl Flow {
     pub fn check(&self, cluster: &Cluster, attempts: &[Attempt]) -> Result<String, String> {
         let seen = summarize(attempts);
         match self.verdict(cluster, attempts) {
-            None if let Expect::Known(issue) = &self.expect => {
-                Ok(format!("{seen} [not judged, known issue: {issue}]"))
-            }
+            None if let Expect::Known(issue) = &self.expect => Ok(format!("{seen} [not judged, known issue: {issue}]")),
             None => Ok(seen),
             Some(problem) => Err(format!(
                 "{}\n    expected: {}\n    problem:  {problem}\n    saw:      {}",
@@ -217,13 +180,8 @@ impl Flow {
 
     fn namespace<'c>(&self, cluster: &'c Cluster) -> Result<&'c Netns, String> {
         match self.from {
-            From::Pod(p) | From::PodAs(p, _) => {
-                cluster.pod(p).map(|p| p.ns()).ok_or(format!("no pod {p}"))
-            }
-            From::Node(n) => cluster
-                .node(n)
-                .map(|n| n.ns())
-                .ok_or(format!("no node {n}")),
+            From::Pod(p) | From::PodAs(p, _) => cluster.pod(p).map(|p| p.ns()).ok_or(format!("no pod {p}")),
+            From::Node(n) => cluster.node(n).map(|n| n.ns()).ok_or(format!("no node {n}")),
             From::Client(_) => Ok(cluster.client().ns()),
         }
     }
@@ -247,10 +205,7 @@ impl Flow {
     fn allowed_sources(&self, cluster: &Cluster, seen: Source) -> Vec<IpAddr> {
         match seen {
             Source::Kept => self.own_source().into_iter().collect(),
-            Source::MasqBy(node) => cluster
-                .node(node)
-                .map(|n| n.addresses().to_vec())
-                .unwrap_or_default(),
+            Source::MasqBy(node) => cluster.node(node).map(|n| n.addresses().to_vec()).unwrap_or_default(),
             Source::Is(ip) => vec![IpAddr::V4(ip)],
         }
     }
@@ -258,34 +213,18 @@ impl Flow {
     fn expected(&self, cluster: &Cluster) -> String {
         let n = self.attempts();
         match &self.expect {
-            Expect::Reach {
-                eps,
-                port,
-                seen,
-                all,
-            } => {
-                let sources: Vec<String> = self
-                    .allowed_sources(cluster, *seen)
-                    .iter()
-                    .map(IpAddr::to_string)
-                    .collect();
+            Expect::Reach { eps, port, seen, all } => {
+                let sources: Vec<String> = self.allowed_sources(cluster, *seen).iter().map(IpAddr::to_string).collect();
                 let how = match seen {
                     Source::Kept => "source kept",
                     Source::MasqBy(_) => "masqueraded",
                     Source::Is(_) => "source",
                 };
                 let all = if *all { ", every one of them seen" } else { "" };
-                format!(
-                    "{n}/{n} answered by {{{}}}{all} on port {port}; endpoint sees {how} {{{}}}",
-                    eps.join(", "),
-                    sources.join(", ")
-                )
+                format!("{n}/{n} answered by {{{}}}{all} on port {port}; endpoint sees {how} {{{}}}", eps.join(", "), sources.join(", "))
             }
             Expect::Refused => format!("refused (REJECT) within {:?}", stretched(REFUSED_WITHIN)),
-            Expect::Dropped => format!(
-                "no answer within {:?} (DROP)",
-                stretched(self.timeout.unwrap_or(TIMEOUT))
-            ),
+            Expect::Dropped => format!("no answer within {:?} (DROP)", stretched(self.timeout.unwrap_or(TIMEOUT))),
             Expect::Known(issue) => format!("anything (not judged: {issue})"),
         }
     }
@@ -293,38 +232,22 @@ impl Flow {
     /// What is wrong with `attempts`, or `None` if they are as expected.
     fn verdict(&self, cluster: &Cluster, attempts: &[Attempt]) -> Option<String> {
         match &self.expect {
-            Expect::Reach {
-                eps,
-                port,
-                seen,
-                all,
-            } => {
+            Expect::Reach { eps, port, seen, all } => {
                 let sources = self.allowed_sources(cluster, *seen);
                 for a in attempts {
-                    let Outcome::Answered(ans) = &a.outcome else {
-                        return Some(format!("an attempt was {}", a.outcome));
-                    };
+                    let Outcome::Answered(ans) = &a.outcome else { return Some(format!("an attempt was {}", a.outcome)) };
                     if !eps.contains(&ans.ep.as_str()) {
                         return Some(format!("answered by {}, not an allowed endpoint", ans.ep));
                     }
                     if ans.local.port() != *port {
-                        return Some(format!(
-                            "{} reached on port {}, not {port}",
-                            ans.ep,
-                            ans.local.port()
-                        ));
+                        return Some(format!("{} reached on port {}, not {port}", ans.ep, ans.local.port()));
                     }
                     if !sources.contains(&ans.peer.ip()) {
                         return Some(format!("{} saw source {}", ans.ep, ans.peer.ip()));
                     }
                 }
-                let missing: Vec<&str> = eps
-                    .iter()
-                    .copied()
-                    .filter(|ep| !answered_by(attempts, ep))
-                    .collect();
-                (*all && !missing.is_empty())
-                    .then(|| format!("never answered by {}", missing.join(", ")))
+                let missing: Vec<&str> = eps.iter().copied().filter(|ep| !answered_by(attempts, ep)).collect();
+                (*all && !missing.is_empty()).then(|| format!("never answered by {}", missing.join(", ")))
             }
             Expect::Refused => attempts.iter().find_map(|a| match a.outcome {
                 Outcome::Refused if a.took <= stretched(REFUSED_WITHIN) => None,
@@ -341,9 +264,7 @@ impl Flow {
 }
 
 fn answered_by(attempts: &[Attempt], ep: &str) -> bool {
-    attempts
-        .iter()
-        .any(|a| matches!(&a.outcome, Outcome::Answered(ans) if ans.ep == ep))
+    attempts.iter().any(|a| matches!(&a.outcome, Outcome::Answered(ans) if ans.ep == ep))
 }
 
 /// "answered by a1 (reached 10.244.0.11:8080, endpoint saw 10.244.0.200) x12;
@@ -352,12 +273,7 @@ pub fn summarize(attempts: &[Attempt]) -> String {
     let mut groups: BTreeMap<String, usize> = BTreeMap::new();
     for a in attempts {
         let key = match &a.outcome {
-            Outcome::Answered(ans) => format!(
-                "answered by {} (reached {}, endpoint saw {})",
-                ans.ep,
-                ans.local,
-                ans.peer.ip()
-            ),
+            Outcome::Answered(ans) => format!("answered by {} (reached {}, endpoint saw {})", ans.ep, ans.local, ans.peer.ip()),
             Outcome::Refused => format!("refused (after {} ms)", a.took.as_millis()),
             other => other.to_string(),
         };

@@ -74,9 +74,7 @@ fn mismatches(env: &Env, endpoint: &str) -> Vec<String> {
 }
 
 fn write(env: &Env, hc_endpoint: &str) -> Result<(), String> {
-    env.cluster
-        .write_manifests(&manifests(Some(DYN_START), hc_endpoint))
-        .map_err(|e| format!("rewrite manifests: {e:#}"))
+    env.cluster.write_manifests(&manifests(Some(DYN_START), hc_endpoint)).map_err(|e| format!("rewrite manifests: {e:#}"))
 }
 
 fn secs(d: Duration) -> String {

@@ -14,22 +14,14 @@ const TIMEOUT: Duration = Duration::from_millis(1500);
 /// headers with CRLF, body), or what went wrong.
 pub fn get(ns: &Netns, addr: SocketAddr, path: &str) -> Result<String, String> {
     let path = path.to_string();
-    ns.run(move || fetch(addr, &path))
-        .map_err(|e| format!("enter {}: {e:#}", ns.name()))?
+    ns.run(move || fetch(addr, &path)).map_err(|e| format!("enter {}: {e:#}", ns.name()))?
 }
 
 fn fetch(addr: SocketAddr, path: &str) -> Result<String, String> {
-    let mut stream =
-        TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect {addr}: {e}"))?;
-    stream
-        .set_read_timeout(Some(TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n"
-    );
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|e| format!("send to {addr}: {e}"))?;
+    let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect {addr}: {e}"))?;
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n");
+    stream.write_all(request.as_bytes()).map_err(|e| format!("send to {addr}: {e}"))?;
     read_answer(&mut stream).map_err(|e| format!("read from {addr}: {e}"))
 }
 

@@ -35,27 +35,14 @@ pub fn check_mode(cluster: &Cluster, mode: Mode) -> Result<(), String> {
 /// chains are not.
 fn check_nftables(cluster: &Cluster) -> Result<(), String> {
     for node in cluster.nodes() {
-        let table = node
-            .ns()
-            .exec("nft", &["list", "table", "ip", "kube-proxy"]);
-        let table = table.map_err(|e| {
-            format!(
-                "{}: no table ip kube-proxy: is the proxy running nftables mode? ({e:#})",
-                node.name()
-            )
-        })?;
+        let table = node.ns().exec("nft", &["list", "table", "ip", "kube-proxy"]);
+        let table = table.map_err(|e| format!("{}: no table ip kube-proxy: is the proxy running nftables mode? ({e:#})", node.name()))?;
         if !table.contains("chain services") {
-            return Err(format!(
-                "{}: table ip kube-proxy has no services chain:\n{table}",
-                node.name()
-            ));
+            return Err(format!("{}: table ip kube-proxy has no services chain:\n{table}", node.name()));
         }
         let saved = run(node.ns(), "iptables-legacy-save", &[]);
         if saved.contains(":KUBE-SERVICES") {
-            return Err(format!(
-                "{}: iptables mode's chains in nftables mode:\n{saved}",
-                node.name()
-            ));
+            return Err(format!("{}: iptables mode's chains in nftables mode:\n{saved}", node.name()));
         }
     }
     Ok(())
@@ -65,19 +52,11 @@ fn check_nftables(cluster: &Cluster) -> Result<(), String> {
 /// interface (one text each; empty when clean).
 pub fn ipvs_leftovers(ns: &Netns) -> Vec<String> {
     let mut left = Vec::new();
-    let servers: Vec<String> = run(ns, "ipvsadm", &["-Ln"])
-        .lines()
-        .filter(|l| l.starts_with("TCP") || l.starts_with("UDP"))
-        .map(String::from)
-        .collect();
+    let servers: Vec<String> = run(ns, "ipvsadm", &["-Ln"]).lines().filter(|l| l.starts_with("TCP") || l.starts_with("UDP")).map(String::from).collect();
     if !servers.is_empty() {
         left.push(format!("IPVS virtual servers: {}", servers.join("; ")));
     }
-    let sets: Vec<String> = run(ns, "ipset", &["list", "-n"])
-        .lines()
-        .filter(|l| l.starts_with("KUBE-"))
-        .map(String::from)
-        .collect();
+    let sets: Vec<String> = run(ns, "ipset", &["list", "-n"]).lines().filter(|l| l.starts_with("KUBE-")).map(String::from).collect();
     if !sets.is_empty() {
         left.push(format!("ipsets: {}", sets.join(", ")));
     }
@@ -102,15 +81,8 @@ pub fn ipvs_dumps(cluster: &Cluster) -> String {
     let mut text = String::new();
     for node in cluster.nodes() {
         let ns = node.ns();
-        text.push_str(&format!(
-            "=== {} IPVS ===\n# ipvsadm -Ln\n{}",
-            node.name(),
-            run(ns, "ipvsadm", &["-Ln"])
-        ));
-        text.push_str(&format!(
-            "# ip -br addr show {DUMMY}\n{}",
-            run(ns, "ip", &["-br", "addr", "show", DUMMY])
-        ));
+        text.push_str(&format!("=== {} IPVS ===\n# ipvsadm -Ln\n{}", node.name(), run(ns, "ipvsadm", &["-Ln"])));
+        text.push_str(&format!("# ip -br addr show {DUMMY}\n{}", run(ns, "ip", &["-br", "addr", "show", DUMMY])));
         text.push_str(&format!("# ipset list\n{}", run(ns, "ipset", &["list"])));
     }
     text
@@ -118,6 +90,5 @@ pub fn ipvs_dumps(cluster: &Cluster) -> String {
 
 /// The output of `program args` in `ns`, or a line saying why there is none.
 fn run(ns: &Netns, program: &str, args: &[&str]) -> String {
-    ns.exec(program, args)
-        .unwrap_or_else(|e| format!("({program} failed: {e:#})\n"))
+    ns.exec(program, args).unwrap_or_else(|e| format!("({program} failed: {e:#})\n"))
 }

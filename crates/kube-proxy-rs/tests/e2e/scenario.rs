@@ -76,10 +76,7 @@ pub const PODS: [(&str, &str, [u8; 4]); 7] = [
 
 /// The address of pod `name`.
 pub fn pod_ip(name: &str) -> Ipv4Addr {
-    PODS.iter()
-        .find(|p| p.0 == name)
-        .map(|p| Ipv4Addr::from(p.2))
-        .unwrap_or(Ipv4Addr::UNSPECIFIED)
+    PODS.iter().find(|p| p.0 == name).map(|p| Ipv4Addr::from(p.2)).unwrap_or(Ipv4Addr::UNSPECIFIED)
 }
 
 /// The node of pod `name`.
@@ -89,9 +86,7 @@ pub fn pod_node(name: &str) -> &'static str {
 
 /// The extra source addresses of `ca`.
 pub fn ca_sources() -> Vec<Ipv4Addr> {
-    (1..=CA_EXTRA_SOURCES)
-        .map(|i| Ipv4Addr::new(10, 244, 0, 200 + i))
-        .collect()
+    (1..=CA_EXTRA_SOURCES).map(|i| Ipv4Addr::new(10, 244, 0, 200 + i)).collect()
 }
 
 /// The cluster to build: node-a/node-b, the pods, and the client routing
@@ -104,11 +99,7 @@ pub fn plan() -> Plan {
             name: name.into(),
             node: node.into(),
             ip: Ipv4Addr::from(ip),
-            extra_ips: if name == "ca" {
-                ca_sources()
-            } else {
-                Vec::new()
-            },
+            extra_ips: if name == "ca" { ca_sources() } else { Vec::new() },
             tcp_ports: TCP_PORTS.to_vec(),
             udp_ports: UDP_PORTS.to_vec(),
         })
@@ -157,11 +148,7 @@ fn dyn_service(eps: &[&str]) -> String {
         "---\n# dyn: changed at run time by the test\napiVersion: v1\nkind: Service\nmetadata:\n  name: dyn\n  namespace: e2e\nspec:\n  type: ClusterIP\n  clusterIP: {}\n  ports:\n  - name: http\n    protocol: TCP\n    port: 80\n    targetPort: 8080\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: dyn-1\n  namespace: e2e\n  labels:\n    kubernetes.io/service-name: dyn\naddressType: IPv4\n",
         addr::DYN
     );
-    yaml.push_str(if eps.is_empty() {
-        "endpoints: []\n"
-    } else {
-        "endpoints:\n"
-    });
+    yaml.push_str(if eps.is_empty() { "endpoints: []\n" } else { "endpoints:\n" });
     for name in eps {
         let node = PODS.iter().find(|p| p.0 == *name).map_or("node-a", |p| p.1);
         yaml.push_str(&format!(
@@ -189,9 +176,7 @@ pub enum Mode {
 impl Mode {
     /// The mode called `name` (a `--proxy-mode` value).
     pub fn parse(name: &str) -> Option<Self> {
-        [Mode::Iptables, Mode::Ipvs, Mode::Nftables]
-            .into_iter()
-            .find(|m| m.name() == name)
+        [Mode::Iptables, Mode::Ipvs, Mode::Nftables].into_iter().find(|m| m.name() == name)
     }
 
     /// The `--proxy-mode` value.
@@ -217,30 +202,12 @@ impl Mode {
 /// periodic resync: changes sync at once.
 pub fn proxy_args(mode: Mode) -> Vec<String> {
     let periods = match mode {
-        Mode::Iptables | Mode::Nftables => [
-            "--iptables-min-sync-period",
-            "0s",
-            "--iptables-sync-period",
-            "1s",
-        ],
+        Mode::Iptables | Mode::Nftables => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
         Mode::Ipvs => ["--ipvs-min-sync-period", "0s", "--ipvs-sync-period", "30s"],
     };
-    let mut args = vec![
-        "--proxy-mode",
-        mode.name(),
-        "--cluster-cidr",
-        "10.244.0.0/16",
-        "--iptables-backend",
-        "legacy",
-    ];
+    let mut args = vec!["--proxy-mode", mode.name(), "--cluster-cidr", "10.244.0.0/16", "--iptables-backend", "legacy"];
     args.extend(periods);
-    args.extend([
-        "--healthz-bind-address",
-        "127.0.0.1:10256",
-        "--metrics-bind-address",
-        "127.0.0.1:10249",
-        "--v=2",
-    ]);
+    args.extend(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249", "--v=2"]);
     args.iter().map(|s| s.to_string()).collect()
 }
 

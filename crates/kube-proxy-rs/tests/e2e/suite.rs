@@ -59,16 +59,9 @@ impl Env<'_> {
 /// The wall-clock time of day (UTC, as the proxies log it), to line up a
 /// failure with the proxy logs.
 pub fn utc_now() -> String {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let (secs, millis) = (since.as_secs() % 86_400, since.subsec_millis());
-    format!(
-        "{:02}:{:02}:{:02}.{millis:03}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    format!("{:02}:{:02}:{:02}.{millis:03}Z", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// How long the proxies get to program their first rules.
@@ -93,17 +86,8 @@ const CASES_VAR: &str = "KPRS_E2E_CASES";
 
 /// The cases [`CASES_VAR`] names, if it names some.
 fn cases_from_env() -> Option<Vec<String>> {
-    let value = std::env::var(CASES_VAR)
-        .ok()
-        .filter(|v| v.trim() != "all")?;
-    Some(
-        value
-            .split(',')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(str::to_string)
-            .collect(),
-    )
+    let value = std::env::var(CASES_VAR).ok().filter(|v| v.trim() != "all")?;
+    Some(value.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect())
 }
 
 /// Builds the cluster, runs `binary` in `mode` on both nodes, runs every
@@ -113,40 +97,21 @@ fn cases_from_env() -> Option<Vec<String>> {
 /// the first one and at the end.
 pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
     let from_env = cases_from_env();
-    let from_env: Option<Vec<&str>> = from_env
-        .as_ref()
-        .map(|names| names.iter().map(String::as_str).collect());
+    let from_env: Option<Vec<&str>> = from_env.as_ref().map(|names| names.iter().map(String::as_str).collect());
     let only = only.or(from_env.as_deref());
     if let Some(names) = only {
         let unknown: Vec<&&str> = names.iter().filter(|n| !case_names().contains(n)).collect();
-        assert!(
-            unknown.is_empty(),
-            "{CASES_VAR}: unknown cases {unknown:?}; known: {}",
-            case_names().join(", ")
-        );
+        assert!(unknown.is_empty(), "{CASES_VAR}: unknown cases {unknown:?}; known: {}", case_names().join(", "));
         println!("cases: {}", names.join(", "));
     }
     let started = Instant::now();
     flow::set_slowdown(slowdown);
-    println!(
-        "proxy under test: {} (mode {})",
-        binary.display(),
-        mode.name()
-    );
+    println!("proxy under test: {} (mode {})", binary.display(), mode.name());
     let cluster = Cluster::build(&scenario::plan()).expect("build the cluster");
-    cluster
-        .write_manifests(&scenario::manifests(
-            Some(scenario::DYN_START),
-            scenario::HC_HOME,
-        ))
-        .expect("write manifests");
-    cluster
-        .start_proxies(binary, &scenario::proxy_args(mode))
-        .expect("start kube-proxy-rs");
+    cluster.write_manifests(&scenario::manifests(Some(scenario::DYN_START), scenario::HC_HOME)).expect("write manifests");
+    cluster.start_proxies(binary, &scenario::proxy_args(mode)).expect("start kube-proxy-rs");
     let built = started.elapsed();
-    match wait_ready(&cluster)
-        .and_then(|took| kernel_state::check_mode(&cluster, mode).map(|()| took))
-    {
+    match wait_ready(&cluster).and_then(|took| kernel_state::check_mode(&cluster, mode).map(|()| took)) {
         Ok(took) => println!(
             "cluster built in {:.1} s; both proxies (mode {}) ready {:.1} s later",
             built.as_secs_f64(),
@@ -155,23 +120,14 @@ pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
         ),
         Err(why) => panic!("{why}\n\n{}", diagnostics(&cluster, mode)),
     }
-    let env = Env {
-        cluster: &cluster,
-        binary,
-        mode,
-    };
+    let env = Env { cluster: &cluster, binary, mode };
     let selected = |name: &str| only.is_none_or(|names| names.contains(&name));
     let mut report = Report::default();
-    for case in cases::flow_cases(mode)
-        .into_iter()
-        .filter(|c| selected(c.name))
-    {
+    for case in cases::flow_cases(mode).into_iter().filter(|c| selected(c.name)) {
         println!("== {}: {}", case.name, case.checks);
         for flow in &case.flows {
             let start = Instant::now();
-            let result = flow
-                .run(&cluster)
-                .map(|seen| format!("{}: {}", flow.describe(), seen.replace('\n', "; ")));
+            let result = flow.run(&cluster).map(|seen| format!("{}: {}", flow.describe(), seen.replace('\n', "; ")));
             report.record(&env, case.name, start.elapsed(), result);
         }
     }
@@ -188,11 +144,7 @@ pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
 
 /// Every case name, flow cases first, in the order they run.
 pub fn case_names() -> Vec<&'static str> {
-    cases::flow_cases(Mode::Iptables)
-        .iter()
-        .map(|c| c.name)
-        .chain(STATEFUL_CASES.iter().map(|c| c.0))
-        .collect()
+    cases::flow_cases(Mode::Iptables).iter().map(|c| c.name).chain(STATEFUL_CASES.iter().map(|c| c.0)).collect()
 }
 
 /// Per node: its rules (and IPVS state in IPVS mode) and its proxy's log.
@@ -223,23 +175,14 @@ impl Report {
                 println!("FAIL {case:<20} {}", failure.replace('\n', "\n     "));
                 self.failures.push(format!("FAIL {case}: {failure}"));
                 if self.diagnostics.is_none() {
-                    self.diagnostics = Some(format!(
-                        "state at the first failure ({case}):\n{}",
-                        diagnostics(env.cluster, env.mode)
-                    ));
+                    self.diagnostics = Some(format!("state at the first failure ({case}):\n{}", diagnostics(env.cluster, env.mode)));
                 }
             }
         }
     }
 
     fn finish(self, mode: Mode, took: Duration) {
-        println!(
-            "{} checks, {} failed, in {:.1} s (mode {})",
-            self.checks,
-            self.failures.len(),
-            took.as_secs_f64(),
-            mode.name()
-        );
+        println!("{} checks, {} failed, in {:.1} s (mode {})", self.checks, self.failures.len(), took.as_secs_f64(), mode.name());
         if !self.failures.is_empty() {
             panic!(
                 "{} of {} end-to-end checks failed (mode {}):\n\n{}\n\n{}\n\nstate at the end:\n{}",
@@ -259,27 +202,17 @@ impl Report {
 /// proxy exits.
 fn wait_ready(cluster: &Cluster) -> Result<Duration, String> {
     let start = Instant::now();
-    let target = Probe {
-        proto: Proto::Tcp,
-        dst: SocketAddr::from(([10, 96, 10, 11], 80)),
-        src: None,
-        timeout: Duration::from_millis(300),
-    };
+    let target = Probe { proto: Proto::Tcp, dst: SocketAddr::from(([10, 96, 10, 11], 80)), src: None, timeout: Duration::from_millis(300) };
     let mut last = Vec::new();
     while start.elapsed() < READY_WITHIN {
         if let Some((node, status)) = cluster.exited_proxy() {
-            return Err(format!(
-                "kube-proxy-rs on {node} exited ({status}) before programming its rules"
-            ));
+            return Err(format!("kube-proxy-rs on {node} exited ({status}) before programming its rules"));
         }
         last.clear();
         let mut ready = true;
         for pod in ["ca", "cb"] {
             let ns = cluster.pod(pod).expect("client pod").ns();
-            let outcome = probe(ns, target, 1)
-                .map_err(|e| format!("{e:#}"))?
-                .remove(0)
-                .outcome;
+            let outcome = probe(ns, target, 1).map_err(|e| format!("{e:#}"))?.remove(0).outcome;
             ready &= matches!(&outcome, Outcome::Answered(a) if a.ep == "a1");
             last.push(format!("pod {pod}: {outcome}"));
         }
@@ -288,10 +221,7 @@ fn wait_ready(cluster: &Cluster) -> Result<Duration, String> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Err(format!(
-        "proxies not ready after {READY_WITHIN:?}: pods -> 10.96.10.11:80 still: {}",
-        last.join("; ")
-    ))
+    Err(format!("proxies not ready after {READY_WITHIN:?}: pods -> 10.96.10.11:80 still: {}", last.join("; ")))
 }
 
 /// The case table at the top of `e2e_traffic.rs` names every case the
@@ -300,9 +230,6 @@ fn wait_ready(cluster: &Cluster) -> Result<Duration, String> {
 fn case_table_documents_every_case() {
     let doc = include_str!("../e2e_traffic.rs");
     for name in case_names() {
-        assert!(
-            doc.contains(&format!("//! | {name} | ")),
-            "case {name} is missing from the table at the top of e2e_traffic.rs"
-        );
+        assert!(doc.contains(&format!("//! | {name} | ")), "case {name} is missing from the table at the top of e2e_traffic.rs");
     }
 }

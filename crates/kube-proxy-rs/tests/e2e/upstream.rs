@@ -6,35 +6,13 @@
 
 /// Upstream's captures: (file, namespace, name, local endpoints).
 pub const SERVICE_CAPTURES: [(&str, &str, &str, usize); 3] = [
-    (
-        include_str!(
-            "../../../health/tests/fixtures/upstream-v1.36/iptables/hcnp-32070-storefront-api.txt"
-        ),
-        "storefront",
-        "api",
-        2,
-    ),
-    (
-        include_str!(
-            "../../../health/tests/fixtures/upstream-v1.36/iptables/hcnp-32052-storefront-search.txt"
-        ),
-        "storefront",
-        "search",
-        0,
-    ),
-    (
-        include_str!(
-            "../../../health/tests/fixtures/upstream-v1.36/iptables/hcnp-32170-storefront-gateway.txt"
-        ),
-        "storefront",
-        "gateway",
-        0,
-    ),
+    (include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/hcnp-32070-storefront-api.txt"), "storefront", "api", 2),
+    (include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/hcnp-32052-storefront-search.txt"), "storefront", "search", 0),
+    (include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/hcnp-32170-storefront-gateway.txt"), "storefront", "gateway", 0),
 ];
 
 /// Upstream's node `/healthz` answer.
-pub const NODE_HEALTHZ: &str =
-    include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/node-healthz.txt");
+pub const NODE_HEALTHZ: &str = include_str!("../../../health/tests/fixtures/upstream-v1.36/iptables/node-healthz.txt");
 
 /// What stands in for a blanked value.
 const BLANK: &str = "<varies>";
@@ -46,11 +24,7 @@ pub fn service_answer(namespace: &str, name: &str, local: usize) -> String {
     let body = format!(
         "{{\n\t\"service\": {{\n\t\t\"namespace\": \"{namespace}\",\n\t\t\"name\": \"{name}\"\n\t}},\n\t\"localEndpoints\": {local},\n\t\"serviceProxyHealthy\": true\n}}"
     );
-    let status = if local > 0 {
-        "200 OK"
-    } else {
-        "503 Service Unavailable"
-    };
+    let status = if local > 0 { "200 OK" } else { "503 Service Unavailable" };
     format!(
         "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nX-Load-Balancing-Endpoint-Weight: {local}\r\nDate: {BLANK}\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -62,10 +36,7 @@ pub fn service_answer(namespace: &str, name: &str, local: usize) -> String {
 /// families; kube-proxy-rs runs IPv4 only).
 pub fn node_healthz() -> String {
     let blanked = blank_node_health(NODE_HEALTHZ);
-    blanked.replace(
-        &format!(",\"IPv6\":{{\"lastUpdated\":\"{BLANK}\",\"healthy\":true}}"),
-        "",
-    )
+    blanked.replace(&format!(",\"IPv6\":{{\"lastUpdated\":\"{BLANK}\",\"healthy\":true}}"), "")
 }
 
 /// `answer` with its `Date` header value blanked.
@@ -86,16 +57,8 @@ pub fn blank_node_health(answer: &str) -> String {
 fn blank_header(answer: &str, name: &str) -> String {
     let prefix = format!("{name}: ");
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((answer, ""));
-    let head: Vec<String> = head
-        .split("\r\n")
-        .map(|l| {
-            if l.starts_with(&prefix) {
-                format!("{prefix}{BLANK}")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
+    let head: Vec<String> =
+        head.split("\r\n").map(|l| if l.starts_with(&prefix) { format!("{prefix}{BLANK}") } else { l.to_string() }).collect();
     format!("{}\r\n\r\n{body}", head.join("\r\n"))
 }
 
@@ -120,14 +83,8 @@ fn blank_values_after(text: &str, key: &str) -> String {
 #[test]
 fn service_answer_matches_upstream_captures() {
     for (capture, namespace, name, local) in SERVICE_CAPTURES {
-        assert_eq!(
-            service_answer(namespace, name, local),
-            blank_date(capture),
-            "{namespace}/{name}"
-        );
+        assert_eq!(service_answer(namespace, name, local), blank_date(capture), "{namespace}/{name}");
     }
-    assert!(
-        node_healthz().contains("\"nodeEligible\":true,\"healthy\":true,\"status\":{\"IPv4\":{")
-    );
+    assert!(node_healthz().contains("\"nodeEligible\":true,\"healthy\":true,\"status\":{\"IPv4\":{"));
     assert!(!node_healthz().contains("IPv6"));
 }

@@ -37,11 +37,7 @@ impl Proxy {
     /// Starts `command` (the binary, maybe behind `ip netns exec`) with
     /// info logs on a pipe.
     pub fn start(mut command: Command) -> Self {
-        let mut child = command
-            .env("RUST_LOG", "info")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = command.env("RUST_LOG", "info").stderr(Stdio::piped()).spawn().unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -51,11 +47,7 @@ impl Proxy {
                 }
             }
         });
-        Self {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
+        Self { child, lines, seen: Vec::new() }
     }
 
     /// Whether any line logged so far contains `needle`.
@@ -98,17 +90,12 @@ impl Proxy {
     }
 
     fn give_up(&self, needle: &str) -> ! {
-        panic!(
-            "no log line with {needle:?} within {PATIENCE:?}; log so far:\n{}",
-            self.seen.join("\n")
-        )
+        panic!("no log line with {needle:?} within {PATIENCE:?}; log so far:\n{}", self.seen.join("\n"))
     }
 
     /// SIGTERM; the proxy must exit 0.
     pub fn stop(mut self) {
-        let _ = Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
         let status = self.child.wait().unwrap();
         assert!(status.success(), "kube-proxy-rs exited {status} on SIGTERM");
     }

@@ -16,8 +16,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::flows::{
-    Expected, FlowCase, Replayed, Seen, check_hits, check_paths, count_all, replay_all, summary,
-    trace_all,
+    Expected, FlowCase, Replayed, Seen, check_hits, check_paths, count_all, replay_all, summary, trace_all,
 };
 use testkit::netns::Netns;
 use testkit::reference_node::{ReferenceNode, Responder};
@@ -67,8 +66,7 @@ impl ProxyMode {
             ProxyMode::Nftables => ("nft", &["list", "ruleset"]),
             ProxyMode::Iptables => ("iptables-legacy-save", &["-c"]),
         };
-        ns.exec(program, args)
-            .unwrap_or_else(|e| format!("({program} failed: {e:#})"))
+        ns.exec(program, args).unwrap_or_else(|e| format!("({program} failed: {e:#})"))
     }
 }
 
@@ -80,8 +78,7 @@ fn reference_file(relative: &str) -> PathBuf {
 /// of its EndpointSlices (so a flow DNATed where upstream did not still
 /// finds someone to answer), plus any endpoint the flows expect.
 pub fn reference_responders(flows: &[FlowCase]) -> Vec<Responder> {
-    let parsed = source::manifests::load(reference_file("cluster.yaml"))
-        .expect("parse the reference cluster.yaml");
+    let parsed = source::manifests::load(reference_file("cluster.yaml")).expect("parse the reference cluster.yaml");
     let mut by_ip: BTreeMap<Ipv4Addr, Responder> = BTreeMap::new();
     let mut add = |ip: Ipv4Addr, protocol: &str, port: u16| {
         let r = by_ip.entry(ip).or_insert_with(|| Responder {
@@ -98,14 +95,9 @@ pub fn reference_responders(flows: &[FlowCase]) -> Vec<Responder> {
     for slice in &parsed.objects.endpoint_slices {
         for endpoint in slice.endpoints.iter().flatten() {
             for address in &endpoint.addresses {
-                let ip = address
-                    .parse()
-                    .unwrap_or_else(|e| panic!("endpoint address {address}: {e}"));
+                let ip = address.parse().unwrap_or_else(|e| panic!("endpoint address {address}: {e}"));
                 for port in slice.ports.iter().flatten() {
-                    let number = port
-                        .port
-                        .and_then(|p| u16::try_from(p).ok())
-                        .expect("an EndpointSlice port number");
+                    let number = port.port.and_then(|p| u16::try_from(p).ok()).expect("an EndpointSlice port number");
                     add(ip, port.protocol.as_deref().unwrap_or("TCP"), number);
                 }
             }
@@ -114,14 +106,8 @@ pub fn reference_responders(flows: &[FlowCase]) -> Vec<Responder> {
     for flow in flows {
         if let Expected::Dnat { endpoints, .. } = &flow.expected {
             for ep in endpoints {
-                let SocketAddr::V4(ep) = ep else {
-                    panic!("{}: IPv6 endpoint {ep}", flow.id)
-                };
-                add(
-                    *ep.ip(),
-                    &flow.protocol.to_string().to_uppercase(),
-                    ep.port(),
-                );
+                let SocketAddr::V4(ep) = ep else { panic!("{}: IPv6 endpoint {ep}", flow.id) };
+                add(*ep.ip(), &flow.protocol.to_string().to_uppercase(), ep.port());
             }
         }
     }
@@ -142,22 +128,13 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
     let mut failures = Vec::new();
     for (flow, replayed) in flows.iter().zip(&replays) {
         match replayed {
-            Ok(r) if r.mismatch.is_none() => eprintln!(
-                "{}: as upstream: {}{}",
-                flow.id,
-                summary(&r.seen),
-                through(r)
-            ),
+            Ok(r) if r.mismatch.is_none() => eprintln!("{}: as upstream: {}{}", flow.id, summary(&r.seen), through(r)),
             Ok(r) => failures.push(r.report(flow)),
-            Err(e) => failures.push(format!(
-                "{}\n    could not be replayed: {e:#}",
-                flow.label()
-            )),
+            Err(e) => failures.push(format!("{}\n    could not be replayed: {e:#}", flow.label())),
         }
     }
     if mode == ProxyMode::Nftables {
-        let (traced, complaints) =
-            trace_all(&node, flows, TRACE_TIMEOUT).expect("trace the flows in node-a");
+        let (traced, complaints) = trace_all(&node, flows, TRACE_TIMEOUT).expect("trace the flows in node-a");
         let before = failures.len();
         for flow in flows {
             let ours = traced.get(&flow.id).cloned().unwrap_or_default();
@@ -175,16 +152,12 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
         );
     }
     if mode == ProxyMode::Iptables {
-        let counted =
-            count_all(&node, flows, TRACE_TIMEOUT).expect("count the flows' rule hits in node-a");
+        let counted = count_all(&node, flows, TRACE_TIMEOUT).expect("count the flows' rule hits in node-a");
         let before = failures.len();
         for flow in flows {
             let ours = counted.get(&flow.id).cloned().unwrap_or_default();
             if let Err(e) = check_hits(flow, &ours) {
-                failures.push(format!(
-                    "{}\n    iptables counters differ: {e}",
-                    flow.label()
-                ));
+                failures.push(format!("{}\n    iptables counters differ: {e}", flow.label()));
             }
         }
         eprintln!(
@@ -219,10 +192,7 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
 fn through(r: &Replayed) -> String {
     match r.passage {
         Some(p) if r.seen.iter().all(|s| *s == Seen::TimedOut) => {
-            format!(
-                " (node-a: {} packet(s) entered, {} got through)",
-                p.entered, p.through
-            )
+            format!(" (node-a: {} packet(s) entered, {} got through)", p.entered, p.through)
         }
         _ => String::new(),
     }
@@ -242,12 +212,7 @@ impl RunningProxy {
         require_files(&[&config, &manifests]);
         let mut command = ns.command("setpriv");
         command
-            .args([
-                "--pdeathsig",
-                "KILL",
-                "--",
-                env!("CARGO_BIN_EXE_kube-proxy-rs"),
-            ])
+            .args(["--pdeathsig", "KILL", "--", env!("CARGO_BIN_EXE_kube-proxy-rs")])
             .arg("--config")
             .arg(&config)
             .arg("--manifests")
@@ -273,27 +238,15 @@ impl RunningProxy {
     fn wait_for(&mut self, needle: &str) {
         let deadline = Instant::now() + PATIENCE;
         while Instant::now() < deadline {
-            if self
-                .log
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .any(|l| l.contains(needle))
-            {
+            if self.log.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|l| l.contains(needle)) {
                 return;
             }
             if let Some(status) = self.exited() {
-                panic!(
-                    "kube-proxy-rs exited ({status}) before {needle:?}:\n{}",
-                    self.log_tail()
-                );
+                panic!("kube-proxy-rs exited ({status}) before {needle:?}:\n{}", self.log_tail());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!(
-            "no log line with {needle:?} within {PATIENCE:?}:\n{}",
-            self.log_tail()
-        );
+        panic!("no log line with {needle:?} within {PATIENCE:?}:\n{}", self.log_tail());
     }
 
     fn exited(&mut self) -> Option<std::process::ExitStatus> {

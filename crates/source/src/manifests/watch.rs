@@ -10,7 +10,7 @@
 //! touched), so a half-written file never wipes the rules.
 
 use super::Checked;
-use super::replace::{Held, Known, Replaced};
+use super::replace::{Held, Replaced};
 use crate::{Error, SourceEvent};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
@@ -82,7 +82,7 @@ where
     ticker.tick().await;
     loop {
         ticker.tick().await;
-        let Some(checked) = check_once(&path, &mut seen, held.known()).await else {
+        let Some(checked) = check_once(&path, &mut seen, &held).await else {
             continue;
         };
         let replaced;
@@ -187,7 +187,8 @@ fn read_state(path: &Path) -> Result<(Checked, Seen), Error> {
 }
 
 /// One poll: the new content if it changed and passes the check.
-async fn check_once(path: &Path, seen: &mut Seen, known: Known) -> Option<Checked> {
+/// Only the documents `held` does not hold yet are checked.
+async fn check_once(path: &Path, seen: &mut Seen, held: &Held) -> Option<Checked> {
     let stamp = match tokio::fs::metadata(path).await {
         Ok(meta) => Stamp::of(&meta),
         Err(err) => return read_failed(seen, path, err),
@@ -208,6 +209,7 @@ async fn check_once(path: &Path, seen: &mut Seen, known: Known) -> Option<Checke
     }
     seen.hash = hash;
     let origin = path.display().to_string();
+    let known = held.known();
     match tokio::task::spawn_blocking(move || Checked::new_after(origin, text, &known)).await {
         Ok(Ok(checked)) => Some(checked),
         Ok(Err(err)) => {
