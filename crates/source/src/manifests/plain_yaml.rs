@@ -13,13 +13,17 @@ use serde_json::{Map, Number, Value};
 /// One content line: its indentation and its text after it.
 type Line<'a> = (usize, &'a str);
 
+/// Deeper nesting than Kubernetes objects have is left to the full parser
+/// (and its limits).
+const MAX_DEPTH: usize = 32;
+
 /// `text` as a value, or `None` when it uses more of YAML than this reader
 /// knows (or is not a mapping or sequence at all).
 pub(super) fn parse(text: &str) -> Option<Value> {
     let mut lines = content_lines(text)?;
     let first = lines.first()?.0;
     let mut at = 0;
-    let value = node(&mut lines, &mut at, first)?;
+    let value = node(&mut lines, &mut at, first, 0)?;
     (at == lines.len()).then_some(value)
 }
 
@@ -44,15 +48,18 @@ fn is_item(body: &str) -> bool {
 }
 
 /// The block (mapping or sequence) starting at line `at`, indented `indent`.
-fn node(lines: &mut [Line<'_>], at: &mut usize, indent: usize) -> Option<Value> {
+fn node(lines: &mut [Line<'_>], at: &mut usize, indent: usize, depth: usize) -> Option<Value> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
     if is_item(lines.get(*at)?.1) {
-        sequence(lines, at, indent)
+        sequence(lines, at, indent, depth)
     } else {
-        mapping(lines, at, indent)
+        mapping(lines, at, indent, depth)
     }
 }
 
-fn sequence(lines: &mut [Line<'_>], at: &mut usize, indent: usize) -> Option<Value> {
+fn sequence(lines: &mut [Line<'_>], at: &mut usize, indent: usize, depth: usize) -> Option<Value> {
     let mut items = Vec::new();
     while let Some(&(ind, body)) = lines.get(*at) {
         if ind < indent || (ind == indent && !is_item(body)) {
@@ -65,11 +72,11 @@ fn sequence(lines: &mut [Line<'_>], at: &mut usize, indent: usize) -> Option<Val
         let trimmed = rest.trim_start_matches(' ');
         if trimmed.is_empty() {
             *at += 1;
-            items.push(nested(lines, at, indent, false)?);
+            items.push(nested(lines, at, indent, false, depth)?);
         } else if split_key(trimmed).is_some() {
             let inner = indent + 1 + rest.len() - trimmed.len();
             lines[*at] = (inner, trimmed);
-            items.push(mapping(lines, at, inner)?);
+            items.push(mapping(lines, at, inner, depth + 1)?);
         } else {
             items.push(scalar(trimmed)?);
             *at += 1;
@@ -78,7 +85,7 @@ fn sequence(lines: &mut [Line<'_>], at: &mut usize, indent: usize) -> Option<Val
     Some(Value::Array(items))
 }
 
-fn mapping(lines: &mut [Line<'_>], at: &mut usize, indent: usize) -> Option<Value> {
+fn mapping(lines: &mut [Line<'_>], at: &mut usize, indent: usize, depth: usize) -> Option<Value> {
     let mut map = Map::new();
     while let Some(&(ind, body)) = lines.get(*at) {
         if ind < indent || (ind == indent && is_item(body)) {
@@ -90,7 +97,7 @@ fn mapping(lines: &mut [Line<'_>], at: &mut usize, indent: usize) -> Option<Valu
         let (key, value) = split_key(body)?;
         *at += 1;
         let value = if value.is_empty() {
-            nested(lines, at, indent, true)?
+            nested(lines, at, indent, true, depth)?
         } else {
             scalar(value)?
         };
@@ -108,11 +115,12 @@ fn nested(
     at: &mut usize,
     indent: usize,
     same_level_items: bool,
+    depth: usize,
 ) -> Option<Value> {
     match lines.get(*at) {
-        Some(&(ind, _)) if ind > indent => node(lines, at, ind),
+        Some(&(ind, _)) if ind > indent => node(lines, at, ind, depth + 1),
         Some(&(ind, body)) if ind == indent && same_level_items && is_item(body) => {
-            sequence(lines, at, indent)
+            sequence(lines, at, indent, depth + 1)
         }
         _ => Some(Value::Null),
     }
@@ -187,7 +195,7 @@ fn flow_mapping(inner: &str) -> Option<Value> {
 }
 
 fn plain(text: &str) -> Option<Value> {
-    if text.contains(": ") || text.contains(" #") || text.ends_with(':') {
+    if is_item(text) || text.contains(": ") || text.contains(" #") || text.ends_with(':') {
         return None;
     }
     match text {

@@ -61,6 +61,8 @@ ports:
 fn gives_up_on_what_it_does_not_know() {
     for text in [
         "a: {b: {c: 1}}\n",
+        "- - a\n",
+        "a: - b\n",
         "a: [1, [2]]\n",
         "a: [\"x\"]\n",
         "a: [fd00::1]\n",
@@ -114,4 +116,16 @@ fn scalars_are_typed_as_the_full_parser_types_them() {
     ] {
         assert!(agrees(text), "{text:?}");
     }
+}
+
+#[test]
+fn deep_nesting_is_left_to_the_full_parser() {
+    let deep: String = (0..40)
+        .map(|d| format!("{}k{d}:\n", " ".repeat(d)))
+        .collect();
+    assert!(parse(&deep).is_none());
+    let shallow: String = (0..10)
+        .map(|d| format!("{}k{d}:\n", " ".repeat(d)))
+        .collect();
+    assert!(agrees(&shallow));
 }
