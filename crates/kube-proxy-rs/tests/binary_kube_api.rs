@@ -97,6 +97,10 @@ async fn scenario(ns_name: String) {
     let rules = nat_rules();
     assert!(rules.contains("shop/web:http"), "no rules for shop/web:\n{rules}");
     assert_eq!(endpoint_chains(&rules), 1, "{rules}");
+    for kind in [Kind::Services, Kind::EndpointSlices] {
+        // One streaming list from the watch cache, no plain list.
+        assert_eq!((api.streaming_lists(kind), api.lists(kind)), (1, 0), "{kind:?}: {:?}", api.log());
+    }
     let nodes: Vec<_> = api.log().into_iter().filter(|l| l.kind == Kind::Nodes).collect();
     assert!(
         nodes.iter().all(|l| l.query.get("fieldSelector").map(String::as_str) == Some("metadata.name=node-a")),
@@ -129,6 +133,40 @@ fn the_binary_follows_the_api_server() {
     ns.run(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         runtime.block_on(scenario(name));
+    })
+    .unwrap();
+}
+
+/// `--feature-gates WatchListClient=false`: plain lists (from the watch
+/// cache, at resourceVersion 0), no streaming list, as upstream with the gate off.
+async fn gate_off_scenario() {
+    let api = FakeApi::start_new().await;
+    api.apply(Kind::Nodes, node("node-a", "192.168.0.2"));
+    api.apply(Kind::Services, service());
+    api.apply(Kind::EndpointSlices, slice(&["10.244.2.5"]));
+    let mut command = std::process::Command::new(BINARY);
+    command
+        .args(["--master", &api.url(), "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16"])
+        .args(["--iptables-backend", "legacy", "--feature-gates", "WatchListClient=false"])
+        .args(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"]);
+    let mut log = Proxy::start(command);
+    log.wait_for_async(SYNCED).await;
+    assert_eq!(endpoint_chains(&nat_rules()), 1, "{}", nat_rules());
+    for kind in [Kind::Services, Kind::EndpointSlices] {
+        assert_eq!((api.streaming_lists(kind), api.lists(kind)), (0, 1), "{kind:?}: {:?}", api.log());
+        let list = api.log().into_iter().find(|l| l.kind == kind).unwrap();
+        assert_eq!(list.query.get("resourceVersion").map(String::as_str), Some("0"), "{list:?}");
+    }
+    log.stop();
+}
+
+#[test]
+fn the_watch_list_client_gate_off_lists_without_streaming() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("kubeapigate").unwrap();
+    ns.run(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(gate_off_scenario());
     })
     .unwrap();
 }

@@ -21,8 +21,10 @@
 //!
 //! Memory: no reflector store and no buffered list. Each object goes into
 //! the tracker (which keeps only what the proxy needs) as it arrives and
-//! is dropped; the source keeps one `namespace/name` key per object, to
-//! find what a re-list no longer shows.
+//! is dropped (a streaming list sends one object per event; only the
+//! fallback list at resourceVersion 0 comes in one response); the source
+//! keeps one `namespace/name` key per object, to find what a re-list no
+//! longer shows.
 //!
 //! Not supported: protobuf (`clientConnection.contentType` other than JSON
 //! is logged and JSON is used), `acceptContentTypes`, client-side
@@ -33,11 +35,13 @@ mod connection;
 mod error;
 pub(crate) mod kinds;
 mod rate_limit;
+mod reflector;
 mod relist;
 mod watch;
 
+pub use crate::SourceEvent;
 pub use backoff::Backoff;
 pub use connection::{ClientSettings, client, client_from_config, config};
 pub use error::Error;
-pub use crate::SourceEvent;
+pub use reflector::INITIAL_EVENTS_END;
 pub use watch::{LABEL_SELECTOR, WATCHED_RESOURCES, WatchOptions, run};

@@ -13,9 +13,15 @@
 //! one at a time and handed to the tracker as they come ([`Held`], driven
 //! by [`run`]), so a read costs the file's text and one object. [`parse`]
 //! and [`load`] collect every object instead: for tests and small files.
+//!
+//! Speed: a re-read checks and decodes only the documents whose text is
+//! new (each document is hashed; [`Held`] keeps, per hash, the keys of
+//! the objects it gave); the objects of unchanged documents are not fed
+//! to the tracker again.
 
 mod decode;
 mod object;
+mod plain_yaml;
 mod replace;
 mod split;
 mod watch;
@@ -26,7 +32,7 @@ use std::path::Path;
 use tracker::{ObjectKind, Objects};
 
 pub use object::Object;
-pub use replace::{Held, Replaced};
+pub use replace::{Held, Known, Replaced};
 pub use watch::{DEFAULT_POLL, Watch, run, watch};
 
 /// One state read from a manifests file.
@@ -67,19 +73,44 @@ impl fmt::Display for Warning {
 /// Manifests text known to be a YAML stream of mappings: decoding it can
 /// no longer fail as a whole (a document of our kinds that does not decode
 /// is still skipped with its warning), so handing its objects on one at a
-/// time changes nothing when the file is bad.
+/// time changes nothing when the file is bad. It carries a hash of each
+/// document, so a re-read decodes only the documents that changed.
 #[derive(Debug, Clone)]
 pub struct Checked {
     origin: String,
     text: String,
+    hashes: Vec<u64>,
 }
 
 impl Checked {
     /// Checks `text` read from `origin` (a path, or `<manifests>`).
     pub fn new(origin: impl Into<String>, text: String) -> Result<Self, Error> {
+        Self::new_after(origin, text, &Known::default())
+    }
+
+    /// Checks `text` read from `origin`, skipping the documents of an
+    /// earlier read that passed ([`Held::known`]): they are the same text.
+    pub fn new_after(
+        origin: impl Into<String>,
+        text: String,
+        known: &Known,
+    ) -> Result<Self, Error> {
         let origin = origin.into();
-        decode::check(&origin, &text)?;
-        Ok(Self { origin, text })
+        let hashes = split::split_documents(&text)
+            .iter()
+            .map(|doc| {
+                let hash = split::hash_document(doc);
+                if !known.contains(hash) {
+                    decode::check_document(&origin, doc)?;
+                }
+                Ok(hash)
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(Self {
+            origin,
+            text,
+            hashes,
+        })
     }
 
     /// Where the text came from.
@@ -96,6 +127,13 @@ impl Checked {
     /// hands each to `emit`, in file order; returns the documents skipped.
     pub fn for_each_object(&self, mut emit: impl FnMut(Object)) -> Vec<Warning> {
         decode::decode_each(&self.origin, &self.text, &mut emit)
+    }
+
+    /// The documents with their hashes, in file order.
+    fn documents(&self) -> impl Iterator<Item = (split::Document<'_>, u64)> {
+        split::split_documents(&self.text)
+            .into_iter()
+            .zip(self.hashes.iter().copied())
     }
 }
 

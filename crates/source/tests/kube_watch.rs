@@ -1,5 +1,6 @@
 //! The API server source against a fake API server speaking the list and
-//! watch protocol: initial list, add/update/delete, the start-up gate,
+//! watch protocol: initial (streaming) list and its fallback, lists cut
+//! short, add/update/delete, the start-up gate,
 //! bookmarks and resumed watches, 410 Gone re-lists, an API server
 //! that goes away and comes back, ServiceCIDRs (and an API server without
 //! them).
@@ -81,16 +82,25 @@ async fn initial_list_fills_the_tracker_with_upstreams_selectors() {
         .wait_for("our node's address", |s| s.node.addresses == vec![ours])
         .await;
 
+    // One request per kind: a streaming list from the watch cache, whose
+    // stream then carries the changes.
     for kind in [Kind::Services, Kind::EndpointSlices] {
-        let list = api
-            .log()
-            .into_iter()
-            .find(|l| l.kind == kind && !l.watch)
-            .unwrap();
+        let log: Vec<_> = api.log().into_iter().filter(|l| l.kind == kind).collect();
+        assert_eq!(log.len(), 1, "{kind:?}: {log:?}");
+        let list = &log[0];
+        assert!(list.watch, "{kind:?}");
         assert_eq!(list.query["labelSelector"], LABEL_SELECTOR, "{kind:?}");
-        // Paged (client-go's page size), so not from the watch cache.
-        assert_eq!(list.query["limit"], "500", "{kind:?}");
+        assert_eq!(list.query["sendInitialEvents"], "true", "{kind:?}");
+        assert_eq!(
+            list.query["resourceVersionMatch"], "NotOlderThan",
+            "{kind:?}"
+        );
+        assert_eq!(list.query["allowWatchBookmarks"], "true", "{kind:?}");
+        // No version: the newest state (a consistent read, from the cache).
         assert!(!list.query.contains_key("resourceVersion"), "{kind:?}");
+        assert!(!list.query.contains_key("limit"), "{kind:?}");
+        let timeout: u64 = list.query["timeoutSeconds"].parse().unwrap();
+        assert!((300..600).contains(&timeout), "{timeout}");
     }
     let node_list = api
         .log()
@@ -101,61 +111,153 @@ async fn initial_list_fills_the_tracker_with_upstreams_selectors() {
         node_list.query["fieldSelector"],
         format!("metadata.name={NODE}")
     );
+    assert_eq!(api.open_watches(Kind::Services), 1);
+
+    // Changes come on the same stream.
+    api.apply(Kind::Services, service("web", "c", "172.30.0.3"));
+    proxy
+        .wait_for("c", |s| services(s).contains(&"web/c:http".to_string()))
+        .await;
+    assert_eq!(api.requests(Kind::Services), 1, "{:?}", api.log());
+}
+
+#[tokio::test]
+async fn a_refused_streaming_list_falls_back_to_a_list_from_the_watch_cache() {
+    let api = small_cluster().await;
+    api.refuse_streaming_lists();
+    let mut proxy = Proxy::start(&api.url());
+    proxy.initial_list().await;
+    assert_eq!(
+        endpoints(&proxy.snapshot()),
+        eps(&[
+            ("web/a:http", &["10.180.0.1", "10.180.0.2"]),
+            ("web/b:http", &["10.180.0.3"]),
+        ])
+    );
     wait_until("services watch open", || {
         api.open_watches(Kind::Services) == 1
     })
     .await;
-    let watch = api
+    let listed_at = api.resource_version().to_string();
+    for kind in [Kind::Services, Kind::EndpointSlices] {
+        let log: Vec<_> = api.log().into_iter().filter(|l| l.kind == kind).collect();
+        // Streaming list (refused, 422), list, watch: three requests.
+        assert_eq!(log.len(), 3, "{kind:?}: {log:?}");
+        assert!(log[0].streaming(), "{kind:?}: {log:?}");
+        let list = &log[1];
+        assert!(!list.watch, "{kind:?}");
+        assert_eq!(list.query["resourceVersion"], "0", "{kind:?}");
+        assert_eq!(list.query["limit"], "500", "{kind:?}");
+        assert_eq!(list.query["labelSelector"], LABEL_SELECTOR, "{kind:?}");
+        let watch = &log[2];
+        assert!(watch.watch && !watch.streaming(), "{kind:?}");
+        assert_eq!(watch.query["resourceVersion"], listed_at, "{kind:?}");
+        assert_eq!(watch.query["allowWatchBookmarks"], "true", "{kind:?}");
+    }
+
+    // A re-list (410 Gone) tries the streaming list again, then lists at
+    // the last version seen (no limit: from the watch cache).
+    api.delete_unannounced(Kind::Services, "web", "b");
+    api.expire_watches();
+    proxy
+        .wait_for("b dropped by the re-list", |s| {
+            services(s) == vec!["web/a:http".to_string()]
+        })
+        .await;
+    let relist: Vec<_> = api
         .log()
         .into_iter()
-        .find(|l| l.kind == Kind::Services && l.watch)
-        .unwrap();
-    assert_eq!(watch.query["allowWatchBookmarks"], "true");
-    assert_eq!(watch.query["labelSelector"], LABEL_SELECTOR);
+        .filter(|l| l.kind == Kind::Services)
+        .skip(3)
+        .take(2)
+        .collect();
+    assert!(relist[0].streaming(), "{relist:?}");
+    assert_eq!(relist[0].query["resourceVersion"], listed_at);
+    assert!(!relist[1].watch, "{relist:?}");
+    assert_eq!(relist[1].query["resourceVersion"], listed_at);
+    assert!(!relist[1].query.contains_key("limit"), "{relist:?}");
 }
 
 #[tokio::test]
-async fn lists_page_by_page_or_whole_from_the_watch_cache() {
+async fn without_a_watch_cache_the_fallback_list_follows_its_pages() {
     let api = FakeApi::start_new().await;
-    for i in 0..5 {
+    for i in 0..1001 {
         api.apply(
             Kind::Services,
-            service("web", &format!("s{i}"), &format!("172.30.0.{}", i + 1)),
+            service(
+                "web",
+                &format!("s{i:04}"),
+                &format!("172.30.{}.{}", i / 200, i % 200 + 1),
+            ),
         );
     }
-    let paged = WatchOptions {
+    api.without_watch_cache();
+    let options = WatchOptions {
         backoff: cluster::FAST,
-        page_size: Some(2),
+        streaming_list: false,
     };
-    let mut proxy = Proxy::start_with(&api.url(), paged);
+    let mut proxy = Proxy::start_with(&api.url(), options);
     proxy.initial_list().await;
-    assert_eq!(proxy.snapshot().services.len(), 5);
-    let pages: Vec<Option<String>> = api
+    assert_eq!(proxy.snapshot().services.len(), 1001);
+    let lists: Vec<(Option<String>, Option<String>)> = api
         .log()
         .into_iter()
         .filter(|l| l.kind == Kind::Services && !l.watch)
-        .map(|l| l.query.get("continue").cloned())
+        .map(|l| {
+            (
+                l.query.get("continue").cloned(),
+                l.query.get("resourceVersion").cloned(),
+            )
+        })
         .collect();
-    assert_eq!(pages, vec![None, Some("2".into()), Some("4".into())]);
-    drop(proxy);
-
-    let whole = WatchOptions {
-        backoff: cluster::FAST,
-        page_size: None,
-    };
-    let mut proxy = Proxy::start_with(&api.url(), whole);
-    proxy.initial_list().await;
-    assert_eq!(proxy.snapshot().services.len(), 5);
-    let last = api
-        .log()
-        .into_iter()
-        .rfind(|l| l.kind == Kind::Services && !l.watch)
-        .unwrap();
-    assert_eq!(last.query["resourceVersion"], "0");
-    assert_eq!(last.query["resourceVersionMatch"], "NotOlderThan");
-    assert!(!last.query.contains_key("limit"));
+    assert_eq!(
+        lists,
+        vec![
+            (None, Some("0".into())),
+            (Some("500".into()), None),
+            (Some("1000".into()), None)
+        ]
+    );
+    assert_eq!(
+        api.streaming_lists(Kind::Services),
+        0,
+        "gate off: no streaming list"
+    );
 }
 
+#[tokio::test]
+async fn a_streaming_list_cut_short_is_never_taken_for_the_whole_state() {
+    let api = small_cluster().await;
+    api.cut_streaming_lists_after(Some(1));
+    let mut proxy = Proxy::start(&api.url());
+    wait_until("several cut streaming lists", || {
+        api.streaming_lists(Kind::Services) >= 3
+    })
+    .await;
+    let early = proxy.events_for(Duration::from_millis(100)).await;
+    assert!(!early.contains(&SourceEvent::InitialListDone), "{early:?}");
+    api.cut_streaming_lists_after(None);
+    proxy.initial_list().await;
+    assert_eq!(services(&proxy.snapshot()), ["web/a:http", "web/b:http"]);
+
+    // Re-lists cut short (only a sent) never delete b, which exists.
+    let before = api.streaming_lists(Kind::Services);
+    api.cut_streaming_lists_after(Some(1));
+    api.expire_watches();
+    wait_until("several cut re-lists", || {
+        api.streaming_lists(Kind::Services) >= before + 3
+    })
+    .await;
+    assert_eq!(services(&proxy.snapshot()), ["web/a:http", "web/b:http"]);
+    // The first whole re-list finds b gone.
+    api.delete_unannounced(Kind::Services, "web", "b");
+    api.cut_streaming_lists_after(None);
+    proxy
+        .wait_for("b dropped by the whole re-list", |s| {
+            services(s) == vec!["web/a:http".to_string()]
+        })
+        .await;
+}
 #[tokio::test]
 async fn adds_updates_and_deletes_reach_the_tracker() {
     let api = small_cluster().await;
@@ -265,7 +367,8 @@ async fn expired_watch_relists_and_drops_what_vanished_meanwhile() {
     let mut proxy = Proxy::start(&api.url());
     proxy.initial_list().await;
     proxy.events_for(Duration::from_millis(100)).await;
-    assert_eq!(api.lists(Kind::Services), 1);
+    assert_eq!(api.streaming_lists(Kind::Services), 1);
+    let listed_at = api.resource_version().to_string();
 
     // b goes away without any watch hearing of it, then the watches
     // expire (410 Gone): only a re-list can tell.
@@ -274,9 +377,18 @@ async fn expired_watch_relists_and_drops_what_vanished_meanwhile() {
     api.expire_watches();
 
     wait_until("both kinds re-listed", || {
-        api.lists(Kind::Services) == 2 && api.lists(Kind::EndpointSlices) == 2
+        api.streaming_lists(Kind::Services) == 2 && api.streaming_lists(Kind::EndpointSlices) == 2
     })
     .await;
+    // The re-list streams from the version last seen (the watch cache
+    // answers with a state at least that new), without a plain list.
+    let relist = api
+        .log()
+        .into_iter()
+        .rfind(|l| l.kind == Kind::Services && l.streaming())
+        .unwrap();
+    assert_eq!(relist.query["resourceVersion"], listed_at);
+    assert_eq!(api.lists(Kind::Services), 0);
     proxy
         .wait_for("b dropped by the re-list", |s| {
             endpoints(s) == eps(&[("web/a:http", &["10.180.0.1", "10.180.0.2"])])
@@ -325,18 +437,17 @@ async fn dropped_watch_resumes_from_the_last_bookmark_without_relisting() {
         })
         .await;
     assert_eq!(
-        api.lists(Kind::Services),
+        api.streaming_lists(Kind::Services),
         1,
         "no re-list after a plain disconnect"
     );
-    let resumed: Vec<String> = api
+    let resumed: Vec<Option<String>> = api
         .log()
         .into_iter()
         .filter(|l| l.kind == Kind::Services && l.watch)
-        .map(|l| l.query["resourceVersion"].clone())
+        .map(|l| l.query.get("resourceVersion").cloned())
         .collect();
-    assert_eq!(resumed.len(), 2, "{resumed:?}");
-    assert_eq!(resumed[1], bookmarked.to_string(), "{resumed:?}");
+    assert_eq!(resumed, [None, Some(bookmarked.to_string())]);
 }
 
 #[tokio::test]
@@ -362,7 +473,7 @@ async fn outage_keeps_the_last_state_then_catches_up() {
         })
         .await;
     assert_eq!(endpoints(&snapshot)["web/a:http"], before["web/a:http"]);
-    assert_eq!(api.lists(Kind::Services), 1);
+    assert_eq!(api.streaming_lists(Kind::Services), 1);
 
     // A longer outage: the history no longer covers the gap, the resumed
     // watch gets 410 Gone and the source re-lists.
@@ -374,7 +485,7 @@ async fn outage_keeps_the_last_state_then_catches_up() {
             services(s) == vec!["web/c:http".to_string()]
         })
         .await;
-    assert_eq!(api.lists(Kind::Services), 2);
+    assert_eq!(api.streaming_lists(Kind::Services), 2);
 }
 
 #[tokio::test]
@@ -417,8 +528,9 @@ async fn service_cidrs_are_listed_and_watched() {
     let list = api
         .log()
         .into_iter()
-        .find(|l| l.kind == Kind::ServiceCidrs && !l.watch)
+        .find(|l| l.kind == Kind::ServiceCidrs)
         .unwrap();
+    assert!(list.streaming());
     assert!(
         !list.query.contains_key("labelSelector"),
         "every ServiceCIDR is listed"

@@ -399,7 +399,8 @@ fn each_read_replaces_the_whole_state() {
             nodes: 0,
             service_cidrs: 0,
             deleted: 0,
-            skipped: 0
+            skipped: 0,
+            decoded: 3
         }
     );
     let snap = tracker.lock().unwrap().snapshot().0;
@@ -417,7 +418,8 @@ fn each_read_replaces_the_whole_state() {
             nodes: 0,
             service_cidrs: 0,
             deleted: 2,
-            skipped: 0
+            skipped: 0,
+            decoded: 1
         }
     );
     let snap = tracker.lock().unwrap().snapshot().0;
@@ -428,6 +430,66 @@ fn each_read_replaces_the_whole_state() {
         .collect();
     assert_eq!(services, ["shop/web:http 10.96.0.20"]);
     assert!(snap.endpoints.is_empty());
+}
+
+#[test]
+fn a_re_read_decodes_and_feeds_only_the_documents_that_changed() {
+    let tracker = Mutex::new(Tracker::new("node-a"));
+    let mut held = Held::default();
+    let api = GOOD_SERVICE
+        .replace("name: web,", "name: api,")
+        .replace("10.96.0.10", "10.96.0.11");
+    let first = Checked::new("<test>", format!("{GOOD_SERVICE}---{GOOD_SLICE}---{api}")).unwrap();
+    held.replace(&first, &tracker);
+    tracker.lock().unwrap().snapshot();
+
+    // Only api changes: one document decoded, only api reported changed.
+    let api2 = api.replace("10.96.0.11", "10.96.0.12");
+    let text = format!("{GOOD_SERVICE}---{GOOD_SLICE}---{api2}");
+    let second = Checked::new_after("<test>", text, &held.known()).unwrap();
+    let replaced = held.replace(&second, &tracker);
+    assert_eq!(
+        (
+            replaced.decoded,
+            replaced.services,
+            replaced.endpoint_slices
+        ),
+        (1, 2, 1)
+    );
+    let (snap, changes) = tracker.lock().unwrap().snapshot();
+    let changed: Vec<&str> = changes.services.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(changed, ["api"]);
+    assert_eq!(snap.services.len(), 2);
+    assert_eq!(snap.endpoints.len(), 1);
+
+    // A broken new document still refuses the whole text.
+    let broken = format!("{GOOD_SERVICE}---\nkind: Service\nmetadata: {{name: [x\n");
+    assert!(Checked::new_after("<test>", broken, &held.known()).is_err());
+}
+
+#[test]
+fn an_unchanged_later_duplicate_still_wins_over_a_changed_earlier_one() {
+    let tracker = Mutex::new(Tracker::new("node-a"));
+    let mut held = Held::default();
+    let first = Checked::new("<test>", GOOD_SERVICE.to_string()).unwrap();
+    held.replace(&first, &tracker);
+    // A new copy of web before the unchanged one: the later (unchanged,
+    // not re-read) one wins, as a full read would have it.
+    let earlier = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.20");
+    let second = Checked::new_after(
+        "<test>",
+        format!("{earlier}---{GOOD_SERVICE}"),
+        &held.known(),
+    )
+    .unwrap();
+    held.replace(&second, &tracker);
+    let snap = tracker.lock().unwrap().snapshot().0;
+    let ips: Vec<String> = snap
+        .services
+        .values()
+        .map(|p| p.cluster_ip.to_string())
+        .collect();
+    assert_eq!(ips, ["10.96.0.10"]);
 }
 
 #[test]
@@ -491,7 +553,13 @@ endpoints:
     assert_eq!(snap.node.zone.as_deref(), Some("zone-a"));
     let eps = snap.endpoints.values().next().unwrap();
     let hints = eps[0].hints.as_deref().expect("hints of 10.244.0.5");
-    assert_eq!((hints.zones().collect::<Vec<_>>(), hints.nodes().collect::<Vec<_>>()), (vec!["zone-a"], vec!["node-a"]));
+    assert_eq!(
+        (
+            hints.zones().collect::<Vec<_>>(),
+            hints.nodes().collect::<Vec<_>>()
+        ),
+        (vec!["zone-a"], vec!["node-a"])
+    );
     let hints = eps[1].hints.as_deref().expect("hints of 10.244.1.5");
     assert!(hints.for_zone("zone-b") && !hints.has_node_hints());
 }

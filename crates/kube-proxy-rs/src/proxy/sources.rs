@@ -22,8 +22,8 @@ use tracker::{ChangeCounts, Tracker};
 pub enum Source {
     /// A manifests file (read and checked), re-read when it changes.
     Manifests(source::manifests::Watch),
-    /// The API server.
-    Kube(kube::Client),
+    /// The API server, and how to list from it.
+    Kube(kube::Client, WatchOptions),
 }
 
 /// What a source tells when the tracker changed.
@@ -73,7 +73,7 @@ impl Source {
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
         match &config.manifests {
             Some(path) => Ok(Source::Manifests(source::manifests::watch(path, source::manifests::DEFAULT_POLL)?)),
-            None => Ok(Source::Kube(source::kube::client(&client_settings(config)).await?)),
+            None => Ok(Source::Kube(source::kube::client(&client_settings(config)).await?, watch_options(config))),
         }
     }
 
@@ -97,10 +97,10 @@ impl Source {
                 // A read of the file leaves its text and decoding scratch freed: give it back.
                 crate::memory::release_freed();
             })),
-            Source::Kube(client) => tokio::spawn(source::kube::run(
+            Source::Kube(client, options) => tokio::spawn(source::kube::run(
                 client,
                 Arc::clone(&tracker),
-                WatchOptions::default(),
+                options,
                 move |event| changes.tell(event, &tracker),
             )),
         }
@@ -141,6 +141,15 @@ async fn kube_node_host_ips(client: &kube::Client, name: &str) -> Vec<IpAddr> {
 
 /// How long start-up waits for the Node to decide the primary family.
 const NODE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Streaming lists unless `--feature-gates WatchListClient=false` (client-go's
+/// gate, on by default since v1.35).
+fn watch_options(config: &Config) -> WatchOptions {
+    WatchOptions {
+        streaming_list: config.feature_gates.get("WatchListClient").copied().unwrap_or(true),
+        ..WatchOptions::default()
+    }
+}
 
 fn client_settings(config: &Config) -> ClientSettings {
     ClientSettings {

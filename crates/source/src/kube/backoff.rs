@@ -61,7 +61,7 @@ impl ::kube::runtime::utils::Backoff for Retry {
 
 /// A number in [0, 1), random enough for jitter (std's per-process hash
 /// keys; no RNG dependency needed).
-fn random_fraction() -> f64 {
+pub(crate) fn random_fraction() -> f64 {
     let bits = RandomState::new().build_hasher().finish() >> 11;
     bits as f64 / (1u64 << 53) as f64
 }

@@ -1,16 +1,16 @@
 //! The watchers: Services, EndpointSlices, this node's Node and the
-//! ServiceCIDRs, each
-//! listed then watched by kube's `watcher` (which resumes from the last
-//! resource version after a dropped connection and re-lists after 410
-//! Gone), feeding the shared tracker.
+//! ServiceCIDRs, each listed and watched by a [`Reflector`] (streaming
+//! list from the API server's watch cache, as client-go's informers; a
+//! resumed watch after a dropped connection, a re-list after 410 Gone),
+//! feeding the shared tracker.
 
 use super::backoff::{Backoff, Retry};
 use super::kinds::Watched;
+use super::reflector::{Failure, Reflector};
 use super::relist::{Known, Step, lock};
 use crate::SourceEvent;
+use ::kube::Client;
 use ::kube::runtime::WatchStreamExt as _;
-use ::kube::runtime::watcher;
-use ::kube::{Api, Client};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -47,20 +47,20 @@ pub struct WatchOptions {
     /// Retry delays after a failed list or watch (client-go's reflector
     /// defaults; tests shorten them).
     pub backoff: Backoff,
-    /// Objects per list page (client-go's pager default: 500). Pages keep
-    /// the memory a list needs small: one page is decoded at a time. kube
-    /// then reads the list from etcd (a paginated list cannot ask for
-    /// resourceVersion 0). `None` lists everything in one response from
-    /// the API server's watch cache (resourceVersion 0, as upstream's
-    /// informers effectively do), holding the whole list in memory at once.
-    pub page_size: Option<u32>,
+    /// Lists by streaming list first (client-go's `WatchListClient`
+    /// feature gate, on by default since v1.35; `--feature-gates
+    /// WatchListClient=false` turns it off): one watch request answered
+    /// from the API server's watch cache, objects decoded one at a time.
+    /// Off, or when the server refuses it, a list at resourceVersion 0
+    /// (also from the watch cache, in one response). See `reflector`.
+    pub streaming_list: bool,
 }
 
 impl Default for WatchOptions {
     fn default() -> Self {
         Self {
             backoff: Backoff::default(),
-            page_size: Some(500),
+            streaming_list: true,
         }
     }
 }
@@ -91,18 +91,26 @@ pub async fn run<F>(
         unlisted: AtomicUsize::new(2),
         backoff: options.backoff,
     };
-    let base = watcher::Config {
-        page_size: options.page_size,
-        ..watcher::Config::default()
-    }
-    .any_semantic();
-    let selected = base.clone().labels(LABEL_SELECTOR);
-    let this_node = base.clone().fields(&format!("metadata.name={node_name}"));
+    let streaming = options.streaming_list;
+    let selected = || Some(LABEL_SELECTOR.to_string());
+    let this_node = Some(format!("metadata.name={node_name}"));
     futures::join!(
-        owner.follow(Api::<Service>::all(client.clone()), selected.clone(), true),
-        owner.follow(Api::<EndpointSlice>::all(client.clone()), selected, true),
-        owner.follow(Api::<Node>::all(client.clone()), this_node, false),
-        owner.follow(Api::<ServiceCIDR>::all(client), base, false),
+        owner.follow(
+            Reflector::<Service>::new(client.clone(), selected(), None, streaming),
+            true
+        ),
+        owner.follow(
+            Reflector::<EndpointSlice>::new(client.clone(), selected(), None, streaming),
+            true
+        ),
+        owner.follow(
+            Reflector::<Node>::new(client.clone(), None, this_node, streaming),
+            false
+        ),
+        owner.follow(
+            Reflector::<ServiceCIDR>::new(client, None, None, streaming),
+            false
+        ),
     );
 }
 
@@ -119,14 +127,10 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
     /// Runs one kind's watcher forever (a kind that [`Watched::MAY_BE_MISSING`]
     /// until the API server says it does not serve it). `gates_first_sync`:
     /// its first complete list counts towards [`SourceEvent::InitialListDone`].
-    async fn follow<K: Watched>(
-        &self,
-        api: Api<K>,
-        config: watcher::Config,
-        gates_first_sync: bool,
-    ) {
+    async fn follow<K: Watched>(&self, reflector: Reflector<K>, gates_first_sync: bool) {
         let mut known = Known::default();
-        let mut events = watcher(api, config)
+        let mut events = reflector
+            .into_stream()
             .backoff(Retry::new(self.backoff))
             .boxed();
         while let Some(event) = events.next().await {
@@ -135,7 +139,7 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
                     let step = known.apply(event, self.tracker);
                     self.report::<K>(step, gates_first_sync);
                 }
-                Err(err) if K::MAY_BE_MISSING && not_served(&err) => {
+                Err(err) if K::MAY_BE_MISSING && err.is_not_found() => {
                     tracing::warn!(
                         kind = K::PLURAL,
                         "the API server does not serve this kind (404); going on without it"
@@ -174,19 +178,12 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
     }
 }
 
-/// The list was answered 404 Not Found: the API server does not serve
-/// the kind at all.
-fn not_served(err: &watcher::Error) -> bool {
-    matches!(err, watcher::Error::InitialListFailed(::kube::Error::Api(status)) if status.code == 404)
-}
-
 /// One line per failure; the retry waits with backoff. An expired watch
 /// (410 Gone) is routine: the watcher re-lists.
-fn log_failure<K: Watched>(err: &watcher::Error) {
-    match err {
-        watcher::Error::WatchError(status) if status.code == 410 => {
-            tracing::info!(kind = K::PLURAL, "watch expired (410 Gone); re-listing");
-        }
-        _ => tracing::warn!(kind = K::PLURAL, error = %err, "list/watch failed; retrying"),
+fn log_failure<K: Watched>(err: &Failure) {
+    if err.is_expired() {
+        tracing::info!(kind = K::PLURAL, "watch expired (410 Gone); re-listing");
+    } else {
+        tracing::warn!(kind = K::PLURAL, error = %err, "list/watch failed; retrying");
     }
 }

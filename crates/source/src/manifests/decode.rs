@@ -1,18 +1,22 @@
 //! Decoding documents into k8s-openapi objects, one at a time so a bad one
 //! costs only itself and only one object is ever held.
 //!
-//! Two passes over the text. [`check`] reads each document untyped
-//! (`serde_json::Value`, dropped at once) and fails on the first one that
+//! Two passes over the text. [`check`] reads each document untyped (by
+//! the `plain_yaml` shortcut when the document is plain block YAML, else
+//! by the full parser; a `serde_json::Value`, dropped at once) and fails on the first one that
 //! is not YAML ([`Error::NotYaml`] with the file's line and column) or not
 //! a mapping: what makes the whole file unusable. [`decode_each`] then
-//! reads each document again, untyped for its kind and name and typed
-//! straight from its YAML text, which keeps YAML's leniency for string
-//! fields (an unquoted `version: 1` label is the string `"1"`, as kubectl
-//! reads it), and hands each object on as soon as it is decoded. Items of
+//! reads each document again untyped, for its kind and name, and types
+//! that value (fast: no second YAML parse); a document whose value does
+//! not type as JSON would (an unquoted `version: 1` label is the number 1
+//! there) is typed from its YAML text instead, which keeps YAML's
+//! leniency for string fields (the string `"1"`, as kubectl reads it).
+//! Each object is handed on as soon as it is decoded. Items of
 //! a `List` are re-read from their JSON form (JSON is YAML), so there an
 //! unquoted `1.10` label becomes `"1.1"`; `kubectl get -o yaml` quotes
 //! such values, so this only touches hand-written lists.
 
+use super::plain_yaml;
 use super::split::{Document, split_documents};
 use super::{Object, Warning};
 use crate::Error;
@@ -23,7 +27,7 @@ use tracker::ObjectKind;
 /// Parser options: YAML 1.2 booleans only (so a label value `yes` stays a
 /// string), no snippets in messages, and limits sized for clusters of tens
 /// of thousands of objects rather than the defaults (1,024 documents).
-fn options() -> serde_saphyr::Options {
+pub(super) fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         strict_booleans: true,
         with_snippet: false,
@@ -42,23 +46,38 @@ fn options() -> serde_saphyr::Options {
 pub(super) fn check(origin: &str, text: &str) -> Result<(), Error> {
     split_documents(text)
         .iter()
-        .try_for_each(|doc| document_value(origin, doc).map(drop))
+        .try_for_each(|doc| check_document(origin, doc))
+}
+
+/// Fails when `doc` is not YAML or not a mapping.
+pub(super) fn check_document(origin: &str, doc: &Document<'_>) -> Result<(), Error> {
+    document_value(origin, doc).map(drop)
 }
 
 /// Hands each Service, EndpointSlice, Node and ServiceCIDR of `text` to `emit`, in file
 /// order; returns the documents of those kinds that were skipped (each
 /// also logged). A document that fails [`check`] is skipped with an error.
 pub(super) fn decode_each(origin: &str, text: &str, emit: &mut dyn FnMut(Object)) -> Vec<Warning> {
+    split_documents(text)
+        .iter()
+        .flat_map(|doc| decode_one(origin, doc, emit))
+        .collect()
+}
+
+/// [`decode_each`] for one document.
+pub(super) fn decode_one(
+    origin: &str,
+    doc: &Document<'_>,
+    emit: &mut dyn FnMut(Object),
+) -> Vec<Warning> {
     let mut out = Decoded {
         emit,
         warnings: Vec::new(),
     };
-    for doc in split_documents(text) {
-        match document_value(origin, &doc) {
-            Ok(Some(value)) => decode_document(&doc, &value, &mut out),
-            Ok(None) => {}
-            Err(err) => tracing::error!("{err}; document skipped"),
-        }
+    match document_value(origin, doc) {
+        Ok(Some(value)) => decode_document(doc, value, &mut out),
+        Ok(None) => {}
+        Err(err) => tracing::error!("{err}; document skipped"),
     }
     out.warnings
 }
@@ -72,11 +91,15 @@ struct Decoded<'a> {
 /// The document read untyped: `None` when it is empty, an error when it
 /// is not YAML or not a mapping.
 fn document_value(origin: &str, doc: &Document<'_>) -> Result<Option<Value>, Error> {
-    let value: Value =
-        serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| Error::NotYaml {
-            origin: origin.to_string(),
-            message: relocated(&e, doc.line),
-        })?;
+    let value = match plain_yaml::parse(doc.text) {
+        Some(value) => value,
+        None => serde_saphyr::from_str_with_options(doc.text, options()).map_err(|e| {
+            Error::NotYaml {
+                origin: origin.to_string(),
+                message: relocated(&e, doc.line),
+            }
+        })?,
+    };
     match value {
         Value::Null => Ok(None),
         Value::Object(_) => Ok(Some(value)),
@@ -145,14 +168,14 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
         .unwrap_or("")
 }
 
-fn decode_document(doc: &Document<'_>, value: &Value, out: &mut Decoded<'_>) {
-    let kind = str_at(value, &["kind"]);
+fn decode_document(doc: &Document<'_>, value: Value, out: &mut Decoded<'_>) {
+    let kind = str_at(&value, &["kind"]).to_string();
     let item_kind = kind
         .strip_suffix("List")
         .filter(|k| k.is_empty() || kind_of(k).is_some());
     match item_kind {
-        Some(item_kind) => decode_list(doc, value, item_kind, out),
-        None => decode_object(doc, value, kind, Source::Document(doc.text), out),
+        Some(item_kind) => decode_list(doc, &value, item_kind, out),
+        None => decode_object(doc, &value, &kind, Source::Document(doc.text, &value), out),
     }
 }
 
@@ -192,8 +215,8 @@ fn with_api_version(item: &Value, kind: &str) -> Value {
 
 /// Where an object's text comes from.
 enum Source<'a> {
-    /// A whole document of the stream.
-    Document(&'a str),
+    /// A whole document of the stream, and its untyped form.
+    Document(&'a str, &'a Value),
     /// Item `n` of a List, as JSON text.
     ListItem(usize, &'a str),
 }
@@ -223,9 +246,9 @@ fn decode_object(
         ))
     } else {
         match source {
-            Source::Document(text) => {
-                decode_typed(object_kind, text, out).map_err(|e| relocated(&e, doc.line))
-            }
+            Source::Document(text, value) => decode_fast(object_kind, value, out)
+                .or_else(|()| decode_typed(object_kind, text, out))
+                .map_err(|e| relocated(&e, doc.line)),
             Source::ListItem(index, text) => decode_typed(object_kind, text, out)
                 .map_err(|e| format!("items[{index}]: {}", split_location(&e).0)),
         }
@@ -254,6 +277,24 @@ fn decode_typed(
         ObjectKind::EndpointSlice => Object::EndpointSlice(decode_as(text)?),
         ObjectKind::Node => Object::Node(decode_as(text)?),
         ObjectKind::ServiceCIDR => Object::ServiceCIDR(decode_as(text)?),
+    };
+    (out.emit)(object);
+    Ok(())
+}
+
+/// Decodes the already-read untyped `value` as a `kind` object and hands
+/// it on; `Err` (nothing handed on) when it does not fit as JSON would
+/// type it (an unquoted number or boolean in a string field, say), and the
+/// document is then decoded from its YAML text, leniency and all.
+fn decode_fast(kind: ObjectKind, value: &Value, out: &mut Decoded<'_>) -> Result<(), ()> {
+    fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, ()> {
+        T::deserialize(value).map_err(drop)
+    }
+    let object = match kind {
+        ObjectKind::Service => Object::Service(typed(value)?),
+        ObjectKind::EndpointSlice => Object::EndpointSlice(typed(value)?),
+        ObjectKind::Node => Object::Node(typed(value)?),
+        ObjectKind::ServiceCIDR => Object::ServiceCIDR(typed(value)?),
     };
     (out.emit)(object);
     Ok(())

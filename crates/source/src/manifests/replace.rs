@@ -1,21 +1,45 @@
 //! Making a read of the file the tracker's whole state, one object at a
-//! time, as a re-list does: each object goes into the tracker as it is
-//! decoded and is dropped; at the end, what the previous read held and
-//! this one no longer shows is deleted. The keys of the objects read are
-//! all that is kept between reads.
+//! time, as a re-list does: each object of a new document goes into the
+//! tracker as it is decoded and is dropped; at the end, what the previous
+//! read held and this one no longer shows is deleted. Between reads only
+//! the keys of each document's objects are kept, by the document's hash:
+//! a document read before (same text) is neither decoded nor fed to the
+//! tracker again.
 
-use super::Checked;
 use super::object::{Object, delete};
+use super::{Checked, decode};
 use crate::kube::kinds::ObjectKey;
-use std::collections::HashSet;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tracker::{ObjectKind, Tracker};
 
-/// The objects of the last read the tracker was given, by kind and
-/// `namespace/name`.
+/// An object of the file: its kind and `namespace/name`.
+type Key = (ObjectKind, ObjectKey);
+
+/// What one document gave, by its hash.
+#[derive(Debug, Clone, Default)]
+struct Document {
+    /// Its objects, in order.
+    keys: Vec<Key>,
+    /// Its objects of our kinds that did not decode.
+    skipped: usize,
+}
+
+/// The documents of the last read the tracker was given.
 #[derive(Debug, Default)]
 pub struct Held {
-    keys: HashSet<(ObjectKind, ObjectKey)>,
+    documents: HashMap<u64, Document>,
+}
+
+/// The hashes of the documents of a read that passed the check, for
+/// [`Checked::new_after`].
+#[derive(Debug, Clone, Default)]
+pub struct Known(Arc<HashSet<u64>>);
+
+impl Known {
+    pub(super) fn contains(&self, hash: u64) -> bool {
+        self.0.contains(&hash)
+    }
 }
 
 /// What one read did to the tracker.
@@ -33,38 +57,138 @@ pub struct Replaced {
     pub deleted: usize,
     /// Documents of our kinds skipped because they did not decode.
     pub skipped: usize,
+    /// Documents decoded (new text); the others were as last read.
+    pub decoded: usize,
+}
+
+/// One read in progress: the documents seen so far and the objects that
+/// went into the tracker.
+struct Read {
+    documents: HashMap<u64, Document>,
+    /// For each object, the position of the last document giving it and
+    /// whether that document is new.
+    last: HashMap<Key, (usize, bool)>,
+    /// Objects fed to the tracker by this read.
+    fed: HashSet<Key>,
 }
 
 impl Held {
+    /// The documents held, for checking the next read.
+    pub fn known(&self) -> Known {
+        Known(Arc::new(self.documents.keys().copied().collect()))
+    }
+
     /// Makes `checked` the whole state of `tracker`. The tracker is locked
     /// per object, never while decoding, so syncs are not held up; a sync
     /// that runs meanwhile sees each object either as it was or as it is
     /// now, as during a re-list.
     pub fn replace(&mut self, checked: &Checked, tracker: &Mutex<Tracker>) -> Replaced {
         let mut replaced = Replaced::default();
-        let mut seen = HashSet::with_capacity(self.keys.len());
-        let skipped = checked.for_each_object(|object| {
-            count(&object, &mut replaced);
-            seen.insert(object.key());
-            object.upsert(&mut lock(tracker));
-        });
-        replaced.skipped = skipped.len();
-        let mut tracker = lock(tracker);
-        for (kind, key) in self.keys.difference(&seen) {
-            delete(*kind, key, &mut tracker);
-            replaced.deleted += 1;
+        let mut read = Read {
+            documents: HashMap::with_capacity(self.documents.len()),
+            last: HashMap::with_capacity(self.documents.len()),
+            fed: HashSet::new(),
+        };
+        for (position, (doc, hash)) in checked.documents().enumerate() {
+            let fresh = !self.documents.contains_key(&hash);
+            let known = self
+                .documents
+                .get(&hash)
+                .or_else(|| read.documents.get(&hash))
+                .cloned();
+            let document = known.unwrap_or_else(|| {
+                replaced.decoded += 1;
+                feed(checked.origin(), &doc, tracker, &mut read.fed)
+            });
+            for key in &document.keys {
+                read.last.insert(key.clone(), (position, fresh));
+            }
+            read.documents.insert(hash, document);
         }
-        self.keys = seen;
+        self.restore_shadowed(checked, tracker, &read);
+        count(&read.documents, checked, &mut replaced);
+        replaced.deleted = self.delete_gone(&read, tracker);
+        self.documents = read.documents;
         replaced
+    }
+
+    /// An object fed from a new document but given again by a later
+    /// document that was not re-read (a duplicate): the later one wins, as
+    /// in a full read, so it is decoded again for that object.
+    fn restore_shadowed(&self, checked: &Checked, tracker: &Mutex<Tracker>, read: &Read) {
+        let shadowed: HashSet<&Key> = read
+            .fed
+            .iter()
+            .filter(|key| read.last.get(*key).is_some_and(|(_, fresh)| !fresh))
+            .collect();
+        let positions: HashSet<usize> = shadowed
+            .iter()
+            .filter_map(|k| read.last.get(*k))
+            .map(|l| l.0)
+            .collect();
+        for (position, (doc, _)) in checked.documents().enumerate() {
+            if !positions.contains(&position) {
+                continue;
+            }
+            decode::decode_one(checked.origin(), &doc, &mut |object| {
+                let key = object.key();
+                if shadowed.contains(&key) && read.last.get(&key).map(|l| l.0) == Some(position) {
+                    object.upsert(&mut lock(tracker));
+                }
+            });
+        }
+    }
+
+    /// Deletes from `tracker` the objects of the last read that `read`
+    /// no longer gives; returns how many.
+    fn delete_gone(&self, read: &Read, tracker: &Mutex<Tracker>) -> usize {
+        let mut tracker = lock(tracker);
+        let mut deleted = 0;
+        let before: HashSet<&Key> = self.documents.values().flat_map(|d| &d.keys).collect();
+        for (kind, key) in before {
+            if !read.last.contains_key(&(*kind, key.clone())) {
+                delete(*kind, key, &mut tracker);
+                deleted += 1;
+            }
+        }
+        deleted
     }
 }
 
-fn count(object: &Object, replaced: &mut Replaced) {
-    match object {
-        Object::Service(_) => replaced.services += 1,
-        Object::EndpointSlice(_) => replaced.endpoint_slices += 1,
-        Object::Node(_) => replaced.nodes += 1,
-        Object::ServiceCIDR(_) => replaced.service_cidrs += 1,
+/// Decodes a new document, feeding its objects to the tracker.
+fn feed(
+    origin: &str,
+    doc: &super::split::Document<'_>,
+    tracker: &Mutex<Tracker>,
+    fed: &mut HashSet<Key>,
+) -> Document {
+    let mut keys = Vec::new();
+    let skipped = decode::decode_one(origin, doc, &mut |object: Object| {
+        let key = object.key();
+        object.upsert(&mut lock(tracker));
+        fed.insert(key.clone());
+        keys.push(key);
+    })
+    .len();
+    Document { keys, skipped }
+}
+
+/// The objects of the read by kind, and the documents skipped, counting
+/// each document as often as the file holds it.
+fn count(documents: &HashMap<u64, Document>, checked: &Checked, replaced: &mut Replaced) {
+    for hash in &checked.hashes {
+        let Some(document) = documents.get(hash) else {
+            continue;
+        };
+        replaced.skipped += document.skipped;
+        for (kind, _) in &document.keys {
+            match kind {
+                ObjectKind::Service => replaced.services += 1,
+                ObjectKind::EndpointSlice => replaced.endpoint_slices += 1,
+                ObjectKind::Node => replaced.nodes += 1,
+                ObjectKind::ServiceCIDR => replaced.service_cidrs += 1,
+            }
+        }
     }
 }
 

@@ -51,6 +51,14 @@ pub(super) fn split_documents(text: &str) -> Vec<Document<'_>> {
     docs
 }
 
+/// A hash of the document's text (its position in the file left out: a
+/// document that moved is the same document).
+pub(super) fn hash_document(doc: &Document<'_>) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(doc.text, &mut hasher);
+    std::hash::Hasher::finish(&hasher)
+}
+
 /// Length of the document marker (`---` / `...`) opening `line`, if it is
 /// one.
 fn marker_len(line: &str) -> Option<usize> {

@@ -82,7 +82,7 @@ where
     ticker.tick().await;
     loop {
         ticker.tick().await;
-        let Some(checked) = check_once(&path, &mut seen).await else {
+        let Some(checked) = check_once(&path, &mut seen, &held).await else {
             continue;
         };
         let replaced;
@@ -120,8 +120,8 @@ async fn replace(
 
 fn summary(r: &Replaced) -> String {
     format!(
-        "{} services, {} endpoint slices, {} nodes, {} service CIDRs; {} objects gone; {} documents skipped",
-        r.services, r.endpoint_slices, r.nodes, r.service_cidrs, r.deleted, r.skipped
+        "{} services, {} endpoint slices, {} nodes, {} service CIDRs; {} objects gone; {} documents skipped; {} documents decoded",
+        r.services, r.endpoint_slices, r.nodes, r.service_cidrs, r.deleted, r.skipped, r.decoded
     )
 }
 
@@ -187,7 +187,8 @@ fn read_state(path: &Path) -> Result<(Checked, Seen), Error> {
 }
 
 /// One poll: the new content if it changed and passes the check.
-async fn check_once(path: &Path, seen: &mut Seen) -> Option<Checked> {
+/// Only the documents `held` does not hold yet are checked.
+async fn check_once(path: &Path, seen: &mut Seen, held: &Held) -> Option<Checked> {
     let stamp = match tokio::fs::metadata(path).await {
         Ok(meta) => Stamp::of(&meta),
         Err(err) => return read_failed(seen, path, err),
@@ -208,7 +209,8 @@ async fn check_once(path: &Path, seen: &mut Seen) -> Option<Checked> {
     }
     seen.hash = hash;
     let origin = path.display().to_string();
-    match tokio::task::spawn_blocking(move || Checked::new(origin, text)).await {
+    let known = held.known();
+    match tokio::task::spawn_blocking(move || Checked::new_after(origin, text, &known)).await {
         Ok(Ok(checked)) => Some(checked),
         Ok(Err(err)) => {
             tracing::warn!("{err}; keeping the last good state");

@@ -19,6 +19,17 @@
 //! [`FakeApi::hold_lists`] (list requests of a kind wait until released),
 //! [`FakeApi::not_serving`] (a kind's path answers 404, as an API server
 //! without that API: no ServiceCIDRs before Kubernetes 1.33).
+//!
+//! Streaming lists (`sendInitialEvents=true`, which the real server only
+//! takes with `allowWatchBookmarks=true` and
+//! `resourceVersionMatch=NotOlderThan`, else 422): every matching object
+//! as `ADDED`, then a `BOOKMARK` annotated `k8s.io/initial-events-end`,
+//! then the live changes. Knobs: [`FakeApi::refuse_streaming_lists`] (422,
+//! as a server without the `WatchList` feature),
+//! [`FakeApi::cut_streaming_lists_after`] (the stream ends after n objects,
+//! before its bookmark). Lists at `resourceVersion=0` come whole from the
+//! "watch cache" (their `limit` ignored, as the real one does) unless
+//! [`FakeApi::without_watch_cache`].
 
 #![allow(dead_code)]
 
@@ -83,6 +94,17 @@ pub struct Logged {
     pub query: HashMap<String, String>,
 }
 
+impl Logged {
+    /// A streaming list: a watch asking for the initial events.
+    pub fn streaming(&self) -> bool {
+        self.watch
+            && self
+                .query
+                .get("sendInitialEvents")
+                .is_some_and(|v| v == "true")
+    }
+}
+
 /// One change, kept for watches that resume from an older version.
 #[derive(Debug, Clone)]
 struct Change {
@@ -113,6 +135,12 @@ struct Cluster {
     held: HashMap<Kind, tokio::sync::watch::Sender<bool>>,
     /// Kinds answered 404 (still logged).
     unserved: Vec<Kind>,
+    /// Streaming lists answered 422.
+    refuse_streaming: bool,
+    /// Streaming lists end after this many objects, before the bookmark.
+    cut_streaming_after: Option<usize>,
+    /// Lists at version 0 honour `limit` (no watch cache).
+    no_watch_cache: bool,
 }
 
 /// The fake server. Dropping it stops it.
@@ -258,7 +286,8 @@ impl FakeApi {
         self.cluster.lock().unwrap().rv
     }
 
-    /// List requests for `kind` wait from now on until [`Self::release_lists`].
+    /// List requests (plain and streaming) for `kind` wait from now on until
+    /// [`Self::release_lists`].
     pub fn hold_lists(&self, kind: Kind) {
         self.held(kind).send_replace(true);
     }
@@ -280,6 +309,37 @@ impl FakeApi {
     /// real API server gives for an API it does not serve.
     pub fn not_serving(&self, kind: Kind) {
         self.cluster.lock().unwrap().unserved.push(kind);
+    }
+
+    /// From now on streaming lists are refused with 422 Invalid, as by an
+    /// API server without the `WatchList` feature.
+    pub fn refuse_streaming_lists(&self) {
+        self.cluster.lock().unwrap().refuse_streaming = true;
+    }
+
+    /// From now on streaming lists send at most `n` objects and end
+    /// without their bookmark (`None`: whole again).
+    pub fn cut_streaming_lists_after(&self, n: Option<usize>) {
+        self.cluster.lock().unwrap().cut_streaming_after = n;
+    }
+
+    /// Lists at resourceVersion 0 are paged like the others, as by an API
+    /// server without a watch cache.
+    pub fn without_watch_cache(&self) {
+        self.cluster.lock().unwrap().no_watch_cache = true;
+    }
+
+    /// How many streaming lists (`sendInitialEvents=true`) `kind` got.
+    pub fn streaming_lists(&self, kind: Kind) -> usize {
+        self.log()
+            .iter()
+            .filter(|l| l.kind == kind && l.streaming())
+            .count()
+    }
+
+    /// How many requests of any sort `kind` got.
+    pub fn requests(&self, kind: Kind) -> usize {
+        self.log().iter().filter(|l| l.kind == kind).count()
     }
 
     /// Every request answered so far.
@@ -491,6 +551,9 @@ async fn answer(req: Request<Incoming>, cluster: &Mutex<Cluster>) -> Response<Bo
             .body(Full::new(Bytes::from_static(b"404 page not found\n")).boxed_unsync())
             .unwrap();
     }
+    if watch && query.get("sendInitialEvents").is_some_and(|v| v == "true") {
+        wait_while_held(kind, cluster).await;
+    }
     if watch {
         open_watch(kind, &query, cluster)
     } else {
@@ -498,11 +561,8 @@ async fn answer(req: Request<Incoming>, cluster: &Mutex<Cluster>) -> Response<Bo
     }
 }
 
-async fn list(
-    kind: Kind,
-    query: &HashMap<String, String>,
-    cluster: &Mutex<Cluster>,
-) -> Response<Body> {
+/// Waits while [`FakeApi::hold_lists`] holds `kind`'s lists.
+async fn wait_while_held(kind: Kind, cluster: &Mutex<Cluster>) {
     let held = cluster
         .lock()
         .unwrap()
@@ -512,6 +572,14 @@ async fn list(
     if let Some(mut held) = held {
         let _ = held.wait_for(|held| !held).await;
     }
+}
+
+async fn list(
+    kind: Kind,
+    query: &HashMap<String, String>,
+    cluster: &Mutex<Cluster>,
+) -> Response<Body> {
+    wait_while_held(kind, cluster).await;
     let selector = Selector::parse(query);
     let c = cluster.lock().unwrap();
     let matching = c
@@ -520,9 +588,13 @@ async fn list(
         .filter(|((k, _, _), o)| *k == kind && selector.matches(o));
     // Pages: `continue` is the offset of the next item.
     let offset: usize = query.get("continue").map_or(0, |c| c.parse().unwrap());
-    let limit: usize = query
-        .get("limit")
-        .map_or(usize::MAX, |l| l.parse().unwrap());
+    let from_cache = !c.no_watch_cache
+        && !query.contains_key("continue")
+        && query.get("resourceVersion").is_some_and(|rv| rv == "0");
+    let limit: usize = match query.get("limit") {
+        Some(l) if !from_cache => l.parse().unwrap(),
+        _ => usize::MAX,
+    };
     let mut page: Vec<Value> = matching
         .skip(offset)
         .take(limit.saturating_add(1))
@@ -563,7 +635,26 @@ fn open_watch(
     let selector = Selector::parse(query);
     let (tx, rx) = mpsc::unbounded_channel();
     let mut c = cluster.lock().unwrap();
-    if from < c.compacted {
+    let flag = |name: &str| query.get(name).map(String::as_str);
+    if flag("sendInitialEvents") == Some("true") {
+        if c.refuse_streaming
+            || flag("allowWatchBookmarks") != Some("true")
+            || flag("resourceVersionMatch") != Some("NotOlderThan")
+        {
+            return status(StatusCode::UNPROCESSABLE_ENTITY, "Invalid");
+        }
+        let complete = send_initial_events(&c, kind, &selector, &tx);
+        if !complete {
+            drop(tx);
+        } else {
+            c.watches.push(OpenWatch {
+                kind,
+                selector,
+                bookmarks: true,
+                tx,
+            });
+        }
+    } else if from < c.compacted {
         let _ = tx.send(gone(from, c.rv));
         drop(tx);
     } else {
@@ -593,6 +684,39 @@ fn open_watch(
         .header("content-type", "application/json")
         .body(BodyExt::boxed_unsync(StreamBody::new(stream.boxed())))
         .unwrap()
+}
+
+/// A streaming list's opening: the matching objects as `ADDED`, then the
+/// end bookmark; `false` when cut short (no bookmark).
+fn send_initial_events(
+    c: &Cluster,
+    kind: Kind,
+    selector: &Selector,
+    tx: &mpsc::UnboundedSender<Bytes>,
+) -> bool {
+    let matching = c
+        .objects
+        .iter()
+        .filter(|((k, _, _), o)| *k == kind && selector.matches(o));
+    for (sent, (_, object)) in matching.enumerate() {
+        if c.cut_streaming_after.is_some_and(|n| sent >= n) {
+            return false;
+        }
+        let _ = tx.send(line(&json!({"type": "ADDED", "object": object})));
+    }
+    if c.cut_streaming_after.is_some() {
+        return false;
+    }
+    let bookmark = json!({
+        "apiVersion": kind.api_version(),
+        "kind": kind.kind(),
+        "metadata": {
+            "resourceVersion": c.rv.to_string(),
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        },
+    });
+    let _ = tx.send(line(&json!({"type": "BOOKMARK", "object": bookmark})));
+    true
 }
 
 fn json_response(code: StatusCode, body: &Value) -> Response<Body> {
