@@ -1,0 +1,163 @@
+//! What the suite reads back: the proxy's resident memory, the timestamps
+//! of its log lines, its `/healthz` and `/metrics` answers (from inside the
+//! node's namespace), and the endpoints its rules DNAT to.
+
+use crate::http;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use testkit::netns::Netns;
+
+/// Where the proxy serves `/healthz` in the node's namespace.
+pub const HEALTHZ: &str = "127.0.0.1:10256";
+/// Where the proxy serves `/metrics` in the node's namespace.
+pub const METRICS: &str = "127.0.0.1:10249";
+
+/// The resident set size of process `pid`, in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// RSS samples of one process over a scenario.
+#[derive(Debug, Default)]
+pub struct RssSeries {
+    samples: Vec<(f64, u64)>,
+}
+
+impl RssSeries {
+    /// Records the RSS of `pid` at `seconds` into the scenario.
+    pub fn sample(&mut self, seconds: f64, pid: u32) {
+        if let Some(kib) = rss_kib(pid) {
+            self.samples.push((seconds, kib));
+        }
+    }
+
+    /// The largest sample, in KiB.
+    pub fn peak(&self) -> u64 {
+        self.samples.iter().map(|s| s.1).max().unwrap_or(0)
+    }
+
+    /// The first sample, in KiB.
+    pub fn first(&self) -> u64 {
+        self.samples.first().map_or(0, |s| s.1)
+    }
+
+    /// The last sample, in KiB.
+    pub fn last(&self) -> u64 {
+        self.samples.last().map_or(0, |s| s.1)
+    }
+
+    /// `t=0s 21.3 MiB, t=5s 22.0 MiB, ...` (at most about 12 samples).
+    pub fn summary(&self) -> String {
+        let step = self.samples.len().div_ceil(12).max(1);
+        let mut shown: Vec<&(f64, u64)> = self.samples.iter().step_by(step).collect();
+        if let Some(last) = self.samples.last()
+            && shown.last().is_none_or(|s| !std::ptr::eq(*s, last))
+        {
+            shown.push(last);
+        }
+        shown.iter().map(|(t, kib)| format!("t={t:.0}s {:.1} MiB", *kib as f64 / 1024.0)).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The time a log line of the proxy was written: its leading RFC 3339 UTC
+/// timestamp (`2026-11-25T18:47:49.123456Z  INFO ...`).
+pub fn log_time(line: &str) -> Option<SystemTime> {
+    let stamp = line.split_whitespace().next()?.strip_suffix('Z')?;
+    let (date, time) = stamp.split_once('T')?;
+    let mut ymd = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (ymd.next()??, ymd.next()??, ymd.next()??);
+    let mut hms = time.split(':');
+    let (h, min) = (hms.next()?.parse::<u64>().ok()?, hms.next()?.parse::<u64>().ok()?);
+    let secs: f64 = hms.next()?.parse().ok()?;
+    let days = u64::try_from(days_from_civil(y, m, d)).ok()?;
+    let whole = days * 86_400 + h * 3_600 + min * 60;
+    Some(UNIX_EPOCH + Duration::from_secs(whole) + Duration::from_secs_f64(secs))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `to - from` in seconds (negative when `to` is earlier).
+pub fn seconds_between(from: SystemTime, to: SystemTime) -> f64 {
+    match to.duration_since(from) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
+}
+
+/// The HTTP status of `GET /healthz` in `node`, or the reason it failed.
+pub fn healthz_status(node: &Netns) -> Result<u16, String> {
+    let answer = http::get(node, addr(HEALTHZ), "/healthz")?;
+    answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| format!("no status in {answer:?}"))
+}
+
+/// The sum of every sample of metric `name` in a `/metrics` scrape of
+/// `node` (0 when absent).
+pub fn metric(node: &Netns, name: &str) -> Result<f64, String> {
+    let text = http::get(node, addr(METRICS), "/metrics")?;
+    Ok(text
+        .lines()
+        .filter(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(['{', ' '])))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+fn addr(text: &str) -> SocketAddr {
+    text.parse().expect("a literal socket address")
+}
+
+/// Per service port name, the DNAT destinations of its endpoint chains in
+/// an `iptables-save -t nat` dump.
+pub fn iptables_endpoints(nat: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in nat.lines().filter(|l| l.starts_with("-A KUBE-SEP-")) {
+        let (Some(comment), Some(dest)) = (value_after(line, "--comment "), value_after(line, "--to-destination "))
+        else {
+            continue;
+        };
+        found.entry(comment.trim_matches('"').to_string()).or_default().insert(dest.to_string());
+    }
+    found
+}
+
+fn value_after<'a>(line: &'a str, flag: &str) -> Option<&'a str> {
+    line.split_once(flag)?.1.split_whitespace().next()
+}
+
+/// Per service port name, the endpoint addresses of nftables mode's
+/// `endpoint-…-NS/NAME/tcp/PORT__IP/PORT` chains in `nft list table ip
+/// kube-proxy`.
+pub fn nftables_endpoints(table: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in table.lines() {
+        let Some(name) = line.trim().strip_prefix("chain endpoint-") else { continue };
+        let name = name.trim_end_matches(" {");
+        let Some((_, rest)) = name.split_once('-') else { continue };
+        let Some((port, endpoint)) = rest.split_once("__") else { continue };
+        let mut parts = port.split('/');
+        let (Some(ns), Some(svc), Some(_proto), Some(port_name)) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let dest = endpoint.replacen('/', ":", 1);
+        found.entry(format!("{ns}/{svc}:{port_name}")).or_default().insert(dest);
+    }
+    found
+}
+
+#[test]
+fn log_times_are_read_as_utc() {
+    let t = log_time("2026-11-25T18:47:49.250000Z  INFO runner: synced").unwrap();
+    assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().as_millis(), 1_795_632_469_250);
+    assert!(log_time("synced without a stamp").is_none());
+}
