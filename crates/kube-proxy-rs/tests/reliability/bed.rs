@@ -160,7 +160,7 @@ impl Bed {
 
     /// `nft list table ip kube-proxy` of node-a (empty when there is none).
     pub fn nft_table(&self) -> String {
-        self.node().exec("nft", &["list", "table", "ip", "kube-proxy"]).unwrap_or_default()
+        self.node().exec("nft", &["list", "table", "ip", "kube-proxy"]).expect("nft list table ip kube-proxy")
     }
 
     /// Waits until node-a's rules hold exactly `state`'s endpoints.
@@ -172,7 +172,12 @@ impl Bed {
             if have == want {
                 return;
             }
-            assert!(start.elapsed() < patience, "rules never matched the state:\n{}", diff(&want, &have));
+            assert!(
+                start.elapsed() < patience,
+                "rules never matched the state:\n{}\n{}",
+                diff(&want, &have),
+                testkit::cluster::dump_rules(self.node()).lines().take(40).collect::<Vec<_>>().join("\n")
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }

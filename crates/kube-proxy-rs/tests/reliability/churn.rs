@@ -29,7 +29,7 @@ pub enum Via {
 /// How often the manifests file is rewritten during churn.
 const FILE_WRITE_EVERY: Duration = Duration::from_millis(100);
 /// How long to wait for the first rules of a few hundred services.
-const FIRST_RULES: Duration = Duration::from_secs(60);
+const FIRST_RULES: Duration = Duration::from_secs(20);
 
 /// Runs one churn scenario and checks it.
 pub fn run(scenario: &str, mode: Mode, via: Via) {

@@ -134,25 +134,41 @@ fn value_after<'a>(line: &'a str, flag: &str) -> Option<&'a str> {
     line.split_once(flag)?.1.split_whitespace().next()
 }
 
-/// Per service port name, the endpoint addresses of nftables mode's
-/// `endpoint-…-NS/NAME/tcp/PORT__IP/PORT` chains in `nft list table ip
-/// kube-proxy`.
+/// Per service port name, the endpoint addresses in `nft list table ip
+/// kube-proxy`: the DNAT map of its `service-…-NS/NAME/tcp/PORT` chain
+/// (`numgen random mod N map { 0 : IP . PORT, … }`, no affinity) or its
+/// `endpoint-…-NS/NAME/tcp/PORT__IP/PORT` chains (affinity).
 pub fn nftables_endpoints(table: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for line in table.lines() {
-        let Some(name) = line.trim().strip_prefix("chain endpoint-") else { continue };
-        let name = name.trim_end_matches(" {");
-        let Some((_, rest)) = name.split_once('-') else { continue };
-        let Some((port, endpoint)) = rest.split_once("__") else { continue };
-        let mut parts = port.split('/');
-        let (Some(ns), Some(svc), Some(_proto), Some(port_name)) = (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let dest = endpoint.replacen('/', ":", 1);
-        found.entry(format!("{ns}/{svc}:{port_name}")).or_default().insert(dest);
+    let mut in_service = None;
+    for line in table.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix("chain ") {
+            in_service = None;
+            let name = name.trim_end_matches(" {");
+            if let Some((port, dest)) = name.strip_prefix("endpoint-").and_then(endpoint_chain) {
+                found.entry(port).or_default().insert(dest);
+            } else if let Some(rest) = name.strip_prefix("service-") {
+                in_service = rest.split_once('-').and_then(|(_, path)| port_name(path));
+            }
+        } else if let (Some(port), Some(map)) = (&in_service, line.split_once("map { ").map(|m| m.1)) {
+            let dests = map.trim_end_matches('}').split(',').filter_map(|e| Some(e.split_once(" : ")?.1.trim().replace(" . ", ":")));
+            found.entry(port.clone()).or_default().extend(dests.filter(|d| !d.starts_with("goto ")));
+        }
     }
     found
+}
+
+/// `HASH-NS/NAME/tcp/PORT__IP/PORT` → (`NS/NAME:PORT`, `IP:PORT`).
+fn endpoint_chain(name: &str) -> Option<(String, String)> {
+    let (port, endpoint) = name.split_once('-')?.1.split_once("__")?;
+    Some((port_name(port)?, endpoint.replacen('/', ":", 1)))
+}
+
+/// `NS/NAME/PROTO/PORT` → `NS/NAME:PORT`.
+fn port_name(path: &str) -> Option<String> {
+    let mut parts = path.split('/');
+    let (ns, svc, _proto, port) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    Some(format!("{ns}/{svc}:{port}"))
 }
 
 #[test]
@@ -160,4 +176,14 @@ fn log_times_are_read_as_utc() {
     let t = log_time("2026-11-25T18:47:49.250000Z  INFO runner: synced").unwrap();
     assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().as_millis(), 1_795_632_469_250);
     assert!(log_time("synced without a stamp").is_none());
+}
+
+#[test]
+fn nftables_endpoints_come_from_endpoint_chains_or_dnat_maps() {
+    let table = "table ip kube-proxy {\n\tchain endpoint-34X2MHTE-storefront/cart/tcp/grpc__10.244.0.12/7000 {\n\t}\n}\n";
+    let found = nftables_endpoints(table);
+    assert_eq!(found["storefront/cart:grpc"], BTreeSet::from(["10.244.0.12:7000".to_string()]));
+    let table = "\tchain service-VT5BMONE-rel/healthy-0/tcp/http {\n\t\tmeta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.11 . 8080, 1 : 10.244.0.12 . 8080 }\n\t}\n";
+    let found = nftables_endpoints(table);
+    assert_eq!(found["rel/healthy-0:http"], BTreeSet::from(["10.244.0.11:8080".to_string(), "10.244.0.12:8080".to_string()]));
 }
