@@ -53,3 +53,33 @@ fn churn_through_the_manifests_file() {
 fn churn_through_the_api_server_in_nftables_mode() {
     churn::run("churn (API server, nftables)", Mode::Nftables, Via::Api);
 }
+
+#[test]
+fn fault_chains_flushed_or_deleted_by_hand() {
+    faults::removed_by_hand::run(Mode::Iptables);
+}
+
+#[test]
+fn fault_table_flushed_or_deleted_by_hand_in_nftables_mode() {
+    faults::removed_by_hand::run(Mode::Nftables);
+}
+
+#[test]
+fn fault_restore_refused() {
+    faults::failing_restore::run();
+}
+
+#[test]
+fn fault_api_server_gone_and_back() {
+    faults::api_gone::run();
+}
+
+#[test]
+fn fault_sigkill_in_the_middle_of_a_sync_and_restart() {
+    faults::sigkill::run();
+}
+
+#[test]
+fn fault_xtables_lock_held_by_another_process() {
+    faults::xtables_lock::run();
+}

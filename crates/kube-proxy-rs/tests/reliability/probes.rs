@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// Connect and read timeout of one probe: a connection to a service whose
 /// rules are gone is lost in the wire's black hole and fails after this.
-const TIMEOUT: Duration = Duration::from_millis(1000);
+pub const TIMEOUT: Duration = Duration::from_millis(1000);
 /// Pause between two probes (about 100 connections a second).
 const PAUSE: Duration = Duration::from_millis(10);
 
