@@ -121,7 +121,7 @@ impl Bed {
             command.args(["--mount", "--propagation", "private", "--", "sh", "-c"]);
             command.arg(r#"mount --bind "$0" /run && exec setpriv "$@""#).arg(run);
         }
-        command.args(["--pdeathsig", "KILL", "--", BINARY]).args(self.args(launch));
+        command.args(["--pdeathsig", "KILL", "--", &binary()]).args(self.args(launch));
         if let Some(dir) = &launch.path_first {
             let path = std::env::var("PATH").unwrap_or_default();
             command.env("PATH", format!("{}:{path}", dir.display()));
@@ -192,6 +192,12 @@ impl Bed {
         let (want, have) = (state.expected(), self.rules_endpoints(mode));
         assert!(want == have, "the rules differ from the final state:\n{}", diff(&want, &have));
     }
+}
+
+/// The binary under test: this build's, or the one `KPRS_RELIABILITY_BINARY`
+/// names (a release build, for figures).
+fn binary() -> String {
+    std::env::var("KPRS_RELIABILITY_BINARY").unwrap_or_else(|_| BINARY.to_string())
 }
 
 fn mode_flag(mode: Mode) -> &'static str {

@@ -50,13 +50,13 @@ pub fn run(scenario: &str, mode: Mode, via: Via) {
     let mut rss = RssSeries::default();
     let (updates, last_change, seen) = churn(&size, &mut state, api.as_ref(), &bed, &mut proxy, &mut rss);
     let quiet = if via == Via::Api { Duration::from_secs(3) } else { Duration::from_secs(4) };
-    let (last_sync, syncs) = wait_until_quiet(&mut proxy, mode, quiet, seen);
+    let (last_sync, syncs, took) = wait_until_quiet(&mut proxy, mode, quiet, seen);
     bed.assert_rules(mode, &state);
     let tally = prober.finish();
 
     let converged = seconds_between(last_change, last_sync);
     print(scenario, "load", format!("{} ({updates} updates sent)", size.describe()));
-    print(scenario, "last change → last sync ended (s)", format!("{converged:.3} ({syncs} syncs after the churn)"));
+    print(scenario, "last change → last sync ended (s)", format!("{converged:.3} ({syncs} syncs after the churn, the last one {took})"));
     print(scenario, "RSS", rss.summary());
     print(scenario, "probes to healthy services", &tally);
     assert!(converged >= 0.0, "no sync ended after the last change ({converged:.3} s)");
@@ -108,19 +108,26 @@ fn churn(
 }
 
 /// Waits until the proxy logged no sync for `quiet`; returns when the
-/// last sync line was written (`seen`: the last one before the wait) and
-/// how many came in the wait.
-fn wait_until_quiet(proxy: &mut Proxy, mode: Mode, quiet: Duration, seen: SystemTime) -> (SystemTime, usize) {
-    let (mut last, mut count, mut since) = (seen, 0, Instant::now());
+/// last sync line was written (`seen`: the last one before the wait), how
+/// many came in the wait and the last one's figures.
+fn wait_until_quiet(proxy: &mut Proxy, mode: Mode, quiet: Duration, seen: SystemTime) -> (SystemTime, usize, String) {
+    let (mut last, mut count, mut since, mut took) = (seen, 0, Instant::now(), String::new());
     let deadline = Instant::now() + Duration::from_secs(60);
     while since.elapsed() < quiet {
         assert!(Instant::now() < deadline, "the proxy never went quiet after the churn");
         for line in proxy.drain().into_iter().filter(|l| l.contains(synced_line(mode))) {
             last = log_time(&line).unwrap_or_else(|| panic!("no timestamp on {line:?}"));
+            took = sync_figures(&line);
             count += 1;
             since = Instant::now();
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    (last, count)
+    (last, count, took)
+}
+
+/// `render_ms=… apply_ms=… partial=…` of a sync line.
+fn sync_figures(line: &str) -> String {
+    let wanted = ["partial=", "render_ms=", "apply_ms="];
+    line.split_whitespace().filter(|w| wanted.iter().any(|p| w.starts_with(p))).collect::<Vec<_>>().join(" ")
 }
