@@ -2,13 +2,13 @@
 //! ServiceCIDRs, each
 //! listed then watched by kube's `watcher` (which resumes from the last
 //! resource version after a dropped connection and re-lists after 410
-//! Gone), feeding the shared tracker.
+//! Gone), feeding the shared tracker; failures are retried with backoff.
 
 use super::backoff::{Backoff, Retry};
 use super::kinds::Watched;
 use super::relist::{Known, Step, lock};
 use crate::SourceEvent;
-use ::kube::runtime::WatchStreamExt as _;
+use ::kube::runtime::utils::Backoff as _;
 use ::kube::runtime::watcher;
 use ::kube::{Api, Client};
 use futures::StreamExt as _;
@@ -126,12 +126,12 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
         gates_first_sync: bool,
     ) {
         let mut known = Known::default();
-        let mut events = watcher(api, config)
-            .backoff(Retry::new(self.backoff))
-            .boxed();
+        let mut retry = Retry::new(self.backoff);
+        let mut events = watcher(api, config).boxed();
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
+                    retry.reset();
                     let step = known.apply(event, self.tracker);
                     self.report::<K>(step, gates_first_sync);
                 }
@@ -142,7 +142,10 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
                     );
                     return;
                 }
-                Err(err) => log_failure::<K>(&err),
+                Err(err) => {
+                    log_failure::<K>(&err);
+                    tokio::time::sleep(next_delay(&mut retry, &err)).await;
+                }
             }
         }
     }
@@ -180,11 +183,28 @@ fn not_served(err: &watcher::Error) -> bool {
     matches!(err, watcher::Error::InitialListFailed(::kube::Error::Api(status)) if status.code == 404)
 }
 
+/// How long to wait before the watcher's next step after `err`. An
+/// expired watch (410 Gone) comes from a server that answers again: its
+/// re-list waits only the first delay, as client-go's reflector (whose
+/// connection retries back off separately from its re-lists), not the
+/// delay an outage's failed connections had grown to (up to a minute of
+/// a stale cache after the API server is back).
+fn next_delay(retry: &mut Retry, err: &watcher::Error) -> std::time::Duration {
+    if expired(err) {
+        retry.reset();
+    }
+    retry.next().unwrap_or_default()
+}
+
+fn expired(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::WatchError(status) if status.code == 410)
+}
+
 /// One line per failure; the retry waits with backoff. An expired watch
 /// (410 Gone) is routine: the watcher re-lists.
 fn log_failure<K: Watched>(err: &watcher::Error) {
     match err {
-        watcher::Error::WatchError(status) if status.code == 410 => {
+        _ if expired(err) => {
             tracing::info!(kind = K::PLURAL, "watch expired (410 Gone); re-listing");
         }
         _ => tracing::warn!(kind = K::PLURAL, error = %err, "list/watch failed; retrying"),
