@@ -98,7 +98,7 @@ fn churn(
             rss.sample(now, proxy.pid());
             next_sample += 1.0;
         }
-        if let Some(t) = proxy.drain().iter().filter(|l| l.contains("synced ")).filter_map(|l| log_time(l)).last() {
+        if let Some(t) = proxy.drain().iter().filter(|l| l.contains("synced ")).filter_map(|l| log_time(l)).next_back() {
             last_sync = t;
         }
         std::thread::sleep(if api.is_some() { Duration::from_millis(5) } else { FILE_WRITE_EVERY });
