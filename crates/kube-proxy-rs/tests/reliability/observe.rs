@@ -116,18 +116,37 @@ fn addr(text: &str) -> SocketAddr {
     text.parse().expect("a literal socket address")
 }
 
-/// Per service port name, the DNAT destinations of its endpoint chains in
-/// an `iptables-save -t nat` dump.
+/// Per service port name, the DNAT destinations its rules reach in an
+/// `iptables-save -t nat` dump: its `KUBE-SERVICES` cluster IP rule (named
+/// by its comment) → its `KUBE-SVC-` chain → the `KUBE-SEP-` chains it
+/// jumps to → their DNATs. Endpoint chains carry no comment in large
+/// clusters (over 1,000 endpoints, as upstream), so they are followed by name.
 pub fn iptables_endpoints(nat: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for line in nat.lines().filter(|l| l.starts_with("-A KUBE-SEP-")) {
-        let (Some(comment), Some(dest)) = (value_after(line, "--comment "), value_after(line, "--to-destination "))
-        else {
-            continue;
-        };
-        found.entry(comment.trim_matches('"').to_string()).or_default().insert(dest.to_string());
+    let mut jumps: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut dnat: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut services: Vec<(String, &str)> = Vec::new();
+    for line in nat.lines() {
+        let Some(rest) = line.strip_prefix("-A ") else { continue };
+        let chain = rest.split_whitespace().next().unwrap_or_default();
+        let target = value_after(line, "-j ").unwrap_or_default();
+        if let Some(dest) = value_after(line, "--to-destination ") {
+            dnat.insert(chain, dest);
+        } else if chain == "KUBE-SERVICES" && target.starts_with("KUBE-SVC-") {
+            if let Some(name) = line.split_once("--comment ").and_then(|c| c.1.split_once(" cluster IP")) {
+                services.push((name.0.trim_matches('"').to_string(), target));
+            }
+        } else if target.starts_with("KUBE-SEP-") {
+            jumps.entry(chain).or_default().push(target);
+        }
     }
-    found
+    services
+        .into_iter()
+        .map(|(name, svc)| {
+            let seps = jumps.get(svc).map(Vec::as_slice).unwrap_or_default();
+            (name, seps.iter().filter_map(|sep| dnat.get(sep)).map(|d| (*d).to_string()).collect())
+        })
+        .filter(|(_, dests): &(String, BTreeSet<String>)| !dests.is_empty())
+        .collect()
 }
 
 fn value_after<'a>(line: &'a str, flag: &str) -> Option<&'a str> {
@@ -169,6 +188,22 @@ fn port_name(path: &str) -> Option<String> {
     let mut parts = path.split('/');
     let (ns, svc, _proto, port) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     Some(format!("{ns}/{svc}:{port}"))
+}
+
+#[test]
+fn iptables_endpoints_follow_the_chains_with_or_without_comments() {
+    let nat = "\
+-A KUBE-SERVICES -d 10.96.0.10/32 -p tcp -m comment --comment \"rel/a:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-A
+-A KUBE-SERVICES -d 10.96.0.11/32 -p tcp -m comment --comment \"rel/b:http cluster IP\" -m tcp --dport 80 -j KUBE-SVC-B
+-A KUBE-SVC-A -m statistic --mode random --probability 0.5 -j KUBE-SEP-1
+-A KUBE-SVC-A -j KUBE-SEP-2
+-A KUBE-SEP-1 -p tcp -m tcp -j DNAT --to-destination 10.244.0.11:8080
+-A KUBE-SEP-2 -p tcp -m comment --comment rel/a:http -m tcp -j DNAT --to-destination 10.244.0.12:8080
+-A KUBE-SEP-3 -p tcp -m tcp -j DNAT --to-destination 10.244.0.13:8080
+";
+    let found = iptables_endpoints(nat);
+    let want = BTreeSet::from(["10.244.0.11:8080".to_string(), "10.244.0.12:8080".to_string()]);
+    assert_eq!(found, BTreeMap::from([("rel/a:http".to_string(), want)]), "b has no endpoint, SEP-3 is unused");
 }
 
 #[test]
