@@ -15,6 +15,9 @@ use crate::state::{ClusterState, HEALTHY, NAMESPACE};
 use std::time::{Duration, Instant};
 
 const SCENARIO: &str = "API server gone and back (iptables)";
+/// How long a watcher may take to reconnect after a long outage: its
+/// retry delay grows to 30 s, stretched by up to 100 % jitter (client-go's).
+const RECONNECT: Duration = Duration::from_secs(65);
 /// How long the EndpointSlice re-list is held after the Services one.
 const HELD: Duration = Duration::from_secs(3);
 
@@ -43,9 +46,10 @@ pub fn run() {
     let (services_listed, slices_listed) = (api.lists(Kind::Services), api.lists(Kind::EndpointSlices));
     api.hold_lists(Kind::EndpointSlices);
     api.start();
-    let relisted = wait_until("Services re-listed", Duration::from_secs(40), || api.lists(Kind::Services) > services_listed);
-    print(SCENARIO, "back → Services re-listed after (s, the watchers' backoff)", format!("{:.1}", relisted.as_secs_f64()));
-    wait_until("EndpointSlices re-list asked", Duration::from_secs(30), || {
+    let relisted = wait_until("Services re-listed", RECONNECT, || api.lists(Kind::Services) > services_listed);
+    let what = "back → Services re-listed after (s: the connection retry delay, ≤ 30 s + jitter as client-go)";
+    print(SCENARIO, what, format!("{:.1}", relisted.as_secs_f64()));
+    wait_until("EndpointSlices re-list asked", RECONNECT, || {
         api.lists(Kind::EndpointSlices) > slices_listed
     });
     let held_from = Instant::now();
