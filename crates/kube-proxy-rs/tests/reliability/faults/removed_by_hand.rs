@@ -4,7 +4,7 @@
 //! away, as upstream's canary); after the repair none may.
 
 use super::{SYNC_PERIOD, Steady, periods, wait_until};
-use crate::bed::{Bed, Launch, Mode, Source, run_in};
+use crate::bed::{Bed, Launch, Mode, Source, run_in, sh_in};
 use crate::figures::print;
 use crate::state::ClusterState;
 use std::time::Duration;
@@ -60,12 +60,10 @@ fn flush_kube_services(bed: &Bed) {
     run_in(bed.node(), "iptables-legacy", &["-w", "5", "-t", "nat", "-F", "KUBE-SERVICES"]);
 }
 
-/// As `iptables -F; iptables -X` in each table.
+/// As `iptables -F; iptables -X` in each table, but each table at once (a
+/// restore of it empty), so no sync of the proxy gets in between.
 fn delete_every_chain(bed: &Bed) {
-    for table in ["nat", "filter", "mangle"] {
-        run_in(bed.node(), "iptables-legacy", &["-w", "5", "-t", table, "-F"]);
-        run_in(bed.node(), "iptables-legacy", &["-w", "5", "-t", table, "-X"]);
-    }
+    sh_in(bed.node(), "printf '*nat\\nCOMMIT\\n*filter\\nCOMMIT\\n*mangle\\nCOMMIT\\n' | iptables-legacy-restore -w 5");
 }
 
 fn flush_table(bed: &Bed) {
