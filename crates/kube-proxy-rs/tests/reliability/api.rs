@@ -21,7 +21,8 @@ impl ApiServer {
             .expect("enter node-a")
             .expect("a runtime for the fake API server");
         // Spawned, so the listener is bound on a worker (inside node-a).
-        let api = runtime.block_on(async { tokio::spawn(FakeApi::start_new()).await }).expect("start the fake API server");
+        let api = runtime.block_on(async { tokio::spawn(FakeApi::start_new()).await });
+        let api = api.expect("start the fake API server");
         Self { api: Some(api), runtime }
     }
 

@@ -56,7 +56,8 @@ pub fn run(scenario: &str, mode: Mode, via: Via) {
 
     let converged = seconds_between(last_change, last_sync);
     print(scenario, "load", format!("{} ({updates} updates sent)", size.describe()));
-    print(scenario, "last change → last sync ended (s, periodic resyncs left out)", format!("{converged:.3} ({syncs} syncs after the churn, the last one {took})"));
+    let figure = format!("{converged:.3} ({syncs} syncs after the churn, the last one {took})");
+    print(scenario, "last change → last sync ended (s, periodic resyncs left out)", figure);
     print(scenario, "RSS", rss.summary());
     print(scenario, "probes to healthy services", &tally);
     assert!(converged >= 0.0, "no sync ended after the last change ({converged:.3} s)");

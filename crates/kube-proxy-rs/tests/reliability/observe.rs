@@ -170,7 +170,8 @@ pub fn nftables_endpoints(table: &str) -> BTreeMap<String, BTreeSet<String>> {
                 in_service = rest.split_once('-').and_then(|(_, path)| port_name(path));
             }
         } else if let (Some(port), Some(map)) = (&in_service, line.split_once("map { ").map(|m| m.1)) {
-            let dests = map.trim_end_matches('}').split(',').filter_map(|e| Some(e.split_once(" : ")?.1.trim().replace(" . ", ":")));
+            let elements = map.trim_end_matches('}').split(',');
+            let dests = elements.filter_map(|e| Some(e.split_once(" : ")?.1.trim().replace(" . ", ":")));
             found.entry(port.clone()).or_default().extend(dests.filter(|d| !d.starts_with("goto ")));
         }
     }

@@ -65,7 +65,8 @@ pub fn run() {
     api.release_lists(Kind::EndpointSlices);
     s.state = state;
     let applied = s.wait_for_rules(Duration::from_secs(20));
-    print(SCENARIO, "re-list released → deleted slice's endpoints gone after (s)", format!("{:.2}", applied.as_secs_f64()));
+    let what = "re-list released → deleted slice's endpoints gone after (s)";
+    print(SCENARIO, what, format!("{:.2}", applied.as_secs_f64()));
     let back = s.prober.take();
     print(SCENARIO, "probes after it came back", &back);
     assert_eq!(down.failed + back.failed, 0, "connections to healthy services failed: {down} / {back}");

@@ -51,7 +51,9 @@ type Fault = fn(&Bed);
 
 fn faults(mode: Mode) -> Vec<(&'static str, Fault)> {
     match mode {
-        Mode::Iptables => vec![("KUBE-SERVICES flushed", flush_kube_services), ("every chain deleted", delete_every_chain)],
+        Mode::Iptables => {
+            vec![("KUBE-SERVICES flushed", flush_kube_services), ("every chain deleted", delete_every_chain)]
+        }
         Mode::Nftables => vec![("table flushed", flush_table), ("table deleted", delete_table)],
     }
 }

@@ -37,7 +37,8 @@ pub fn run() {
         if held == old { old_kept += 1 } else { new_kept += 1 }
         s.proxy = s.bed.start_proxy(&s.launch);
         let converged = s.wait_for_rules(Duration::from_secs(30));
-        print(SCENARIO, &format!("round {round}: restarted proxy converged after (s)"), format!("{:.2}", converged.as_secs_f64()));
+        let what = format!("round {round}: restarted proxy converged after (s)");
+        print(SCENARIO, &what, format!("{:.2}", converged.as_secs_f64()));
     }
     let tally = s.prober.take();
     print(SCENARIO, "kernel held after the kill", format!("old rules {old_kept}×, new rules {new_kept}×"));
