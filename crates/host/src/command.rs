@@ -177,9 +177,12 @@ pub async fn stream_lines(inv: &Invocation, mut line: impl FnMut(&str)) -> Resul
     read.map_err(|e| inv.spawn_error(e))
 }
 
-/// The trimmed stderr of `out`.
+/// The stderr of `out` on one line: its non-blank lines, trimmed, joined
+/// with `; ` (a tool's several lines would otherwise split the one log
+/// line of a failed sync, losing the fields after the error).
 pub fn stderr_of(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).trim().to_string()
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
 #[cfg(test)]
@@ -197,6 +200,17 @@ mod tests {
     async fn stdin_is_fed_and_stdout_returned() {
         let inv = Invocation::with_args("cat", &[]);
         assert_eq!(output_with(&inv, Some("line\n")).await.unwrap(), "line\n");
+    }
+
+    #[tokio::test]
+    async fn a_tool_printing_several_lines_fails_with_them_on_one_line() {
+        let inv = Invocation::with_args("sh", &["-c", "printf 'bad target\\n\\nError occurred at line: 2\\n' >&2; exit 2"]);
+        let err = output(&inv).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Command { stderr, .. } if stderr == "bad target; Error occurred at line: 2"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains('\n'), "{err}");
     }
 
     #[tokio::test]

@@ -488,6 +488,55 @@ async fn outage_keeps_the_last_state_then_catches_up() {
     assert_eq!(api.streaming_lists(Kind::Services), 2);
 }
 
+/// Regression (reliability suite): after an outage had grown the retry
+/// delay, the 410 Gone of the first resumed watch waited that grown delay
+/// before the re-list (20 s seen with the default backoff): the cache
+/// stayed stale long after the API server was back.
+#[tokio::test]
+async fn an_expired_watch_relists_without_waiting_out_the_outages_backoff() {
+    let mut api = small_cluster().await;
+    let backoff = source::kube::Backoff {
+        initial: Duration::from_millis(200),
+        max: Duration::from_secs(30),
+    };
+    let options = WatchOptions {
+        backoff,
+        ..WatchOptions::default()
+    };
+    let mut proxy = Proxy::start_with(&api.url(), options);
+    proxy.initial_list().await;
+    // Failed connections for 4 s: the delay is at 3.2 s or more by now.
+    api.stop();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    api.delete_unannounced(Kind::Services, "web", "b");
+    let (watches, lists) = (service_watches(&api), api.lists(Kind::Services));
+    api.start().await;
+    wait_until("the services watch resumed", || {
+        service_watches(&api) > watches
+    })
+    .await;
+    let resumed = tokio::time::Instant::now();
+    wait_until("services re-listed", || api.lists(Kind::Services) > lists).await;
+    let waited = resumed.elapsed();
+    // The first delay is 200–400 ms; the grown one at least 3.2 s.
+    assert!(
+        waited < Duration::from_secs(2),
+        "the re-list after 410 Gone waited {waited:?}"
+    );
+    proxy
+        .wait_for("b gone after the re-list", |s| {
+            services(s) == vec!["web/a:http".to_string()]
+        })
+        .await;
+}
+
+fn service_watches(api: &FakeApi) -> usize {
+    api.log()
+        .iter()
+        .filter(|l| l.kind == Kind::Services && l.watch)
+        .count()
+}
+
 #[tokio::test]
 async fn start_with_the_server_down_waits_then_lists() {
     let mut api = small_cluster().await;

@@ -84,7 +84,7 @@ impl Source {
     pub async fn node_host_ips(&self, name: &str) -> Vec<IpAddr> {
         match self {
             Source::Manifests(watch) => manifests_node_host_ips(watch.initial(), name),
-            Source::Kube(client) => kube_node_host_ips(client, name).await,
+            Source::Kube(client, _) => kube_node_host_ips(client, name).await,
         }
     }
 

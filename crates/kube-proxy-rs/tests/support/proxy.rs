@@ -93,10 +93,23 @@ impl Proxy {
         panic!("no log line with {needle:?} within {PATIENCE:?}; log so far:\n{}", self.seen.join("\n"))
     }
 
+    /// SIGKILL, and the process reaped.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM; the proxy must exit 0.
     pub fn stop(mut self) {
         let _ = Command::new("kill").arg(self.child.id().to_string()).status();
         let status = self.child.wait().unwrap();
         assert!(status.success(), "kube-proxy-rs exited {status} on SIGTERM");
+    }
+}
+
+impl Drop for Proxy {
+    /// A proxy a test did not stop (it panicked) is killed, not left running.
+    fn drop(&mut self) {
+        self.kill();
     }
 }

@@ -2,7 +2,7 @@
 //! ServiceCIDRs, each listed and watched by a [`Reflector`] (streaming
 //! list from the API server's watch cache, as client-go's informers; a
 //! resumed watch after a dropped connection, a re-list after 410 Gone),
-//! feeding the shared tracker.
+//! feeding the shared tracker; failures are retried with backoff.
 
 use super::backoff::{Backoff, Retry};
 use super::kinds::Watched;
@@ -10,7 +10,7 @@ use super::reflector::{Failure, Reflector};
 use super::relist::{Known, Step, lock};
 use crate::SourceEvent;
 use ::kube::Client;
-use ::kube::runtime::WatchStreamExt as _;
+use ::kube::runtime::utils::Backoff as _;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -129,13 +129,12 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
     /// its first complete list counts towards [`SourceEvent::InitialListDone`].
     async fn follow<K: Watched>(&self, reflector: Reflector<K>, gates_first_sync: bool) {
         let mut known = Known::default();
-        let mut events = reflector
-            .into_stream()
-            .backoff(Retry::new(self.backoff))
-            .boxed();
+        let mut retry = Retry::new(self.backoff);
+        let mut events = reflector.into_stream().boxed();
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
+                    retry.reset();
                     let step = known.apply(event, self.tracker);
                     self.report::<K>(step, gates_first_sync);
                 }
@@ -146,7 +145,10 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
                     );
                     return;
                 }
-                Err(err) => log_failure::<K>(&err),
+                Err(err) => {
+                    log_failure::<K>(&err);
+                    tokio::time::sleep(next_delay(&mut retry, &err)).await;
+                }
             }
         }
     }
@@ -178,8 +180,21 @@ impl<F: Fn(SourceEvent)> Owner<'_, F> {
     }
 }
 
+/// How long to wait before the reflector's next step after `err`. An
+/// expired watch (410 Gone) comes from a server that answers again: its
+/// re-list waits only the first delay, as client-go's reflector (whose
+/// connection retries back off separately from its re-lists), not the
+/// delay an outage's failed connections had grown to (up to a minute of
+/// a stale cache after the API server is back).
+fn next_delay(retry: &mut Retry, err: &Failure) -> std::time::Duration {
+    if err.is_expired() {
+        retry.reset();
+    }
+    retry.next().unwrap_or_default()
+}
+
 /// One line per failure; the retry waits with backoff. An expired watch
-/// (410 Gone) is routine: the watcher re-lists.
+/// (410 Gone) is routine: the reflector re-lists.
 fn log_failure<K: Watched>(err: &Failure) {
     if err.is_expired() {
         tracing::info!(kind = K::PLURAL, "watch expired (410 Gone); re-listing");
