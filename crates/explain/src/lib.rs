@@ -1,0 +1,13 @@
+//! `kube-proxy-rs explain`: why a packet goes where it goes, for an
+//! operator. Holds the packet tracers (iptables rules with their ipsets in
+//! [`tracer`], nftables tables in [`nft`]) and turns a trace into an
+//! [`Explanation`]: the chains and map lookups that matched, the endpoints a
+//! new connection may reach with their probability, masquerading, or where
+//! and why it is dropped or rejected, naming the Service port from the
+//! rules' comments.
+//!
+//! Pure: parsing and walking take text and values. Only [`live`] reads the
+//! kernel (`iptables-save`, our nftables table over netlink), for the
+//! binary's `explain` subcommand; a saved dump is explained without it.
+
+pub mod tracer;
