@@ -10,4 +10,16 @@
 //! kernel (`iptables-save`, our nftables table over netlink), for the
 //! binary's `explain` subcommand; a saved dump is explained without it.
 
+mod error;
+pub mod explanation;
+pub mod iptables;
+pub mod live;
+pub mod nft;
+mod node;
+mod query;
 pub mod tracer;
+
+pub use error::ExplainError;
+pub use explanation::{Explanation, PathView, Reach};
+pub use node::Node;
+pub use query::{Query, Sender};

@@ -22,7 +22,7 @@
 
 mod context;
 mod error;
-mod flight;
+pub(crate) mod flight;
 mod hooks;
 mod ipset;
 mod matches;
@@ -32,7 +32,7 @@ mod rule;
 mod rules;
 mod target;
 mod verdict;
-mod walk;
+pub(crate) mod walk;
 mod words;
 
 pub use context::{Route, TraceContext};

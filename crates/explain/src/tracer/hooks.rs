@@ -130,6 +130,6 @@ impl Run<'_> {
     }
 
     fn end(&mut self, flight: Flight, outcome: Outcome) {
-        self.ended.push(Path { outcome, steps: flight.steps });
+        self.ended.push(Path { outcome, probability: flight.probability, sticky: flight.sticky, steps: flight.steps });
     }
 }

@@ -540,6 +540,29 @@ impl Match {
     }
 }
 
+impl Match {
+    /// The chance a match that can go either way holds for a new
+    /// connection: its probability for `statistic`, `None` for a match
+    /// that is not random (an unknown interface, an affinity check).
+    pub fn chance(&self) -> Option<f64> {
+        let p = match self {
+            Match::Statistic { mode: Statistic::Random(p), .. } => p.clamp(0.0, 1.0),
+            Match::Statistic { mode: Statistic::Nth(n), .. } => 1.0 / f64::from((*n).max(1)),
+            _ => return None,
+        };
+        match self {
+            Match::Statistic { negated: true, .. } => Some(1.0 - p),
+            _ => Some(p),
+        }
+    }
+
+    /// Whether this is a session-affinity check (`-m recent --rcheck`):
+    /// it holds only for a client seen before.
+    pub fn is_affinity_check(&self) -> bool {
+        matches!(self, Match::Recent { action, negated: false, .. } if *action != RecentAction::Set)
+    }
+}
+
 fn port_of(flight: &Flight, side: Side) -> u16 {
     match side {
         Side::Src => flight.source_port,

@@ -152,10 +152,16 @@ impl fmt::Display for Step {
 }
 
 /// One way through the datapath and where it ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Path {
     /// Where this path ends.
     pub outcome: Outcome,
+    /// The chance a new connection takes it: the product of the random
+    /// choices on the way (`statistic`, `numgen`); 1 when there are none.
+    pub probability: f64,
+    /// It assumed the client was seen before (a session-affinity hit):
+    /// only returning clients take it, a first connection never does.
+    pub sticky: bool,
     /// What happened on the way, in order.
     pub steps: Vec<Step>,
 }
@@ -181,7 +187,7 @@ impl fmt::Display for Path {
 }
 
 /// Every outcome a packet can have, with the paths that lead there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// The reachable outcomes.
     pub outcomes: BTreeSet<Outcome>,

@@ -1,0 +1,44 @@
+//! `kube-proxy-rs explain`: our addition to upstream's command line (the
+//! proxy's own flags are untouched: this runs only when the first
+//! argument is `explain`). `explain packet` walks a new connection
+//! through the rules the kernel holds now (or a saved dump);
+//! `explain service` shows what is programmed for one Service and what
+//! differs from what the proxy would program. The walking is the
+//! `explain` crate's; this file only parses, reads and prints.
+
+mod args;
+mod packet;
+mod service;
+
+use args::{ExplainArgs, What};
+use clap::Parser;
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Whether `args` (the whole command line) asks for `explain`.
+pub fn wanted(args: &[OsString]) -> bool {
+    args.get(1).is_some_and(|first| first == "explain")
+}
+
+/// Runs `kube-proxy-rs explain …`: 0 when explained, 1 when it could not
+/// be (the error on stderr), 2 on a usage error.
+pub fn main(args: Vec<OsString>) -> ExitCode {
+    let parsed = match ExplainArgs::try_parse_from(args.into_iter().skip(1)) {
+        Ok(parsed) => parsed,
+        Err(usage) => usage.exit(),
+    };
+    let result = match parsed.what {
+        What::Packet(packet) => packet::run(&packet),
+        What::Service(service) => service::run(&service),
+    };
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("kube-proxy-rs explain: {}", crate::error_chain(&err));
+            ExitCode::FAILURE
+        }
+    }
+}
