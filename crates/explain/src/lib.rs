@@ -17,6 +17,7 @@ pub mod live;
 pub mod nft;
 mod node;
 mod query;
+pub mod service;
 pub mod tracer;
 
 pub use error::ExplainError;

@@ -11,7 +11,7 @@
 //! client (sticky) and a new one. Anything not modelled is an error naming
 //! the chain and rule.
 
-mod describe;
+pub(crate) mod describe;
 mod eval;
 mod hooks;
 pub mod json;

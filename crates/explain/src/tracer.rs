@@ -33,7 +33,7 @@ mod rules;
 mod target;
 mod verdict;
 pub(crate) mod walk;
-mod words;
+pub(crate) mod words;
 
 pub use context::{Route, TraceContext};
 pub use error::TraceError;

@@ -9,7 +9,7 @@ mod duration;
 mod explain;
 mod flags;
 mod memory;
-mod proxy;
+pub(crate) mod proxy;
 
 use std::process::ExitCode;
 

@@ -4,10 +4,10 @@
 
 mod cleanup;
 mod conntrack_setup;
-mod dry_run;
+pub(crate) mod dry_run;
 mod init_only;
 mod mode;
-mod mode_options;
+pub(crate) mod mode_options;
 mod nfacct_metrics;
 mod node_name;
 mod oom_score;

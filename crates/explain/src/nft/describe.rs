@@ -16,7 +16,7 @@ pub(super) fn key_text(types: &[DataType], bytes: &[u8]) -> String {
 
 /// A rule in one line, close to `nft list`'s: loads joined by ` . `, then
 /// what they are compared with or looked up in, then the statements.
-pub(super) fn rule_text(rule: &Rule) -> String {
+pub(crate) fn rule_text(rule: &Rule) -> String {
     let mut words: Vec<String> = Vec::new();
     let mut loads: Vec<String> = Vec::new();
     for expr in &rule.exprs {
