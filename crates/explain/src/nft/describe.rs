@@ -19,12 +19,22 @@ pub(super) fn key_text(types: &[DataType], bytes: &[u8]) -> String {
 pub(crate) fn rule_text(rule: &Rule) -> String {
     let mut words: Vec<String> = Vec::new();
     let mut loads: Vec<String> = Vec::new();
+    let mut mask: Option<&[u8]> = None;
     for expr in &rule.exprs {
         if let Some(load) = load_text(expr) {
             loads.push(load);
+            mask = None;
             continue;
         }
-        let Some(word) = statement_text(expr) else { continue };
+        if let Expr::Bitwise { mask: m, .. } = expr {
+            mask = Some(m);
+            continue;
+        }
+        let word = match expr {
+            Expr::Cmp { op, data, .. } => Some(cmp_text(loads.last().map(String::as_str).unwrap_or(""), mask, *op, data)),
+            _ => statement_text(expr),
+        };
+        let Some(word) = word else { continue };
         if !loads.is_empty() {
             words.push(loads.join(" . "));
             loads.clear();
@@ -53,11 +63,9 @@ fn load_text(expr: &Expr) -> Option<String> {
 
 fn statement_text(expr: &Expr) -> Option<String> {
     Some(match expr {
-        Expr::Cmp { op, data, .. } => format!("{} 0x{}", op_text(*op), data.iter().map(|b| format!("{b:02x}")).collect::<String>()),
-        Expr::Bitwise { .. } => "&".to_string(),
-        Expr::Lookup { set, dreg: Some(nftables::Register::VERDICT), .. } => format!("vmap @{}", set.name),
-        Expr::Lookup { set, dreg: Some(_), .. } => format!("map @{}", set.name),
-        Expr::Lookup { set, invert, .. } => format!("{}@{}", if *invert { "!= " } else { "" }, set.name),
+        Expr::Lookup { set, dreg: Some(nftables::Register::VERDICT), .. } => format!("vmap {}", set_text(&set.name)),
+        Expr::Lookup { set, dreg: Some(_), .. } => format!("map {}", set_text(&set.name)),
+        Expr::Lookup { set, invert, .. } => format!("{}{}", if *invert { "!= " } else { "" }, set_text(&set.name)),
         Expr::Immediate { data: ImmediateData::Verdict(v), .. } => v.to_string(),
         Expr::Meta { key, dir: MetaDir::Set(_) } => format!("meta {} set", meta_name(*key)),
         Expr::Nat { kind, .. } => format!("{kind:?}").to_lowercase(),
@@ -66,6 +74,44 @@ fn statement_text(expr: &Expr) -> Option<String> {
         Expr::Dynset { set, .. } => format!("update @{}", set.name),
         _ => return None,
     })
+}
+
+/// `@name` for a named set; an anonymous one (`__set0`, `__map1`, our
+/// `__kp-…`) is named by whoever made it, so it is shown as `{…}`.
+fn set_text(name: &str) -> String {
+    if name.starts_with("__") { "{…}".to_string() } else { format!("@{name}") }
+}
+
+/// A comparison in the words of what was loaded: `ct state new`,
+/// `meta l4proto tcp`, `ip saddr != 10.244.0.0/16`, `fib … local`.
+fn cmp_text(loaded: &str, mask: Option<&[u8]>, op: CmpOp, data: &[u8]) -> String {
+    let word = |w: &str| if op == CmpOp::Neq { format!("!= {w}") } else { w.to_string() };
+    let mask_u32 = mask.and_then(|m| m.get(..4)).map(|m| u32::from_ne_bytes([m[0], m[1], m[2], m[3]]));
+    match (loaded, mask_u32) {
+        ("ct state", Some(bits)) if data.iter().all(|b| *b == 0) => return ct_bits(bits, &["invalid", "established", "related", "new"]),
+        ("ct status", Some(0x20)) if data.iter().all(|b| *b == 0) => return "dnat".to_string(),
+        ("meta mark", Some(bits)) => return format!("& {bits:#010x} {} {}", op_text(op), hex(data)),
+        _ => {}
+    }
+    match (loaded, data) {
+        ("meta l4proto", [p]) => word(&Value::Proto(*p).to_string()),
+        ("ip saddr" | "ip daddr", [a, b, c, d]) => match mask.map(|m| m.iter().map(|x| x.count_ones()).sum::<u32>()) {
+            Some(len) => word(&format!("{a}.{b}.{c}.{d}/{len}")),
+            None => word(&format!("{a}.{b}.{c}.{d}")),
+        },
+        ("th dport" | "th sport", [hi, lo]) => word(&u16::from_be_bytes([*hi, *lo]).to_string()),
+        (l, [2, 0, 0, 0]) if l.starts_with("fib") => word("local"),
+        _ => format!("{} {}", op_text(op), hex(data)),
+    }
+}
+
+fn ct_bits(bits: u32, names: &[&str]) -> String {
+    let set: Vec<&str> = names.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, n)| *n).collect();
+    if set.is_empty() { format!("{bits:#x}") } else { set.join(",") }
+}
+
+fn hex(data: &[u8]) -> String {
+    format!("0x{}", data.iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
 fn meta_name(key: MetaKey) -> String {

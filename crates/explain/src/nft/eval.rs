@@ -161,7 +161,7 @@ impl Eval<'_> {
                     return Err(ExplainError::Nftables(format!("map {name}: element {shown} has no verdict")));
                 };
                 let comment = element.comment.as_deref().map(|c| format!(" (comment \"{c}\")")).unwrap_or_default();
-                st.notes.push(format!("@{name}: {shown}{comment} -> {verdict}"));
+                st.notes.push(format!("{}: {shown}{comment} -> {verdict}", shown_set(name)));
                 Ok(Step::End(RuleEnd::Verdict(verdict.clone())))
             }
             (Some(dreg), Some(element)) => {
@@ -229,6 +229,11 @@ enum Step {
     /// The packet forks; each branch goes on with the next expression
     /// (`None`) or ends the rule.
     Fork(Vec<(State, Option<RuleEnd>)>),
+}
+
+/// `@name`, or `map` for an anonymous one (its name is nobody's).
+fn shown_set(name: &str) -> String {
+    if name.starts_with("__") { "map".to_string() } else { format!("@{name}") }
 }
 
 fn ip_of(bytes: &[u8]) -> IpAddr {

@@ -78,7 +78,10 @@ fn rule_ref(table: &TableContents, chain: &str, index: usize, rule: &nftables::R
         table: format!("{} {}", table.table.family.name(), table.table.name),
         chain: chain.to_string(),
         index: index + 1,
-        line: rule.handle.map_or(0, |h| h as usize),
-        spec: rule_text(rule),
+        line: 0,
+        spec: match rule.handle {
+            Some(handle) => format!("{}   [handle {handle}]", rule_text(rule)),
+            None => rule_text(rule),
+        },
     }
 }

@@ -88,15 +88,18 @@ fn read_line(line: &Line, service: &str, out: &mut Programmed) {
     let port = out.ports.entry(port_name).or_default();
     let dport = line.option("--dport").and_then(|p| p.parse::<u16>().ok());
     let proto = line.option("-p").unwrap_or_default();
-    match (line.table.as_str(), line.chain.as_str()) {
-        ("nat", "KUBE-SERVICES") => {
-            if let (Some(dest), Some(dport)) = (line.option("-d"), dport) {
-                let kind = comment.split_once(' ').map(|(_, kind)| kind).unwrap_or("");
-                port.addresses.insert(format!("{} {proto}/{dport} ({kind})", dest.trim_end_matches("/32")));
-            }
+    let destination = line.option("-d");
+    match (line.table.as_str(), line.chain.as_str(), destination, dport) {
+        ("filter", "KUBE-NODEPORTS", _, Some(_)) if comment.contains("health check node port") => {
+            port.health_check_node_port = dport;
         }
-        ("nat", "KUBE-NODEPORTS") if line.option("-d").is_none() => port.node_ports.extend(dport),
-        ("filter", "KUBE-NODEPORTS") if comment.contains("health check node port") => port.health_check_node_port = dport,
+        (_, "KUBE-SERVICES" | "KUBE-EXTERNAL-SERVICES", Some(dest), Some(dport)) => {
+            let kind = comment.split_once(' ').map(|(_, kind)| kind).unwrap_or("");
+            port.addresses.insert(format!("{} {proto}/{dport} ({kind})", dest.trim_end_matches("/32")));
+        }
+        (_, "KUBE-NODEPORTS" | "KUBE-EXTERNAL-SERVICES", None, Some(dport)) => {
+            port.node_ports.insert(dport);
+        }
         _ => {}
     }
     if let Some(to) = line.option("--to-destination") {

@@ -79,7 +79,8 @@ pub struct RuleRef {
     pub chain: String,
     /// 1-based position in the chain (as `iptables -L --line-numbers`).
     pub index: usize,
-    /// 1-based line in the parsed text.
+    /// 1-based line in the parsed text (0: the rules were not text, an
+    /// nftables table).
     pub line: usize,
     /// The rule after `-A CHAIN`, as written.
     pub spec: String,
@@ -127,6 +128,13 @@ pub enum Step {
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Step::Rule { rule, assumed } if rule.line == 0 => {
+                write!(f, "{} {} #{}: {}", rule.table, rule.chain, rule.index, rule.spec)?;
+                if !assumed.is_empty() {
+                    write!(f, "   [assumed matching: {}]", assumed.join(", "))?;
+                }
+                Ok(())
+            }
             Step::Rule { rule, assumed } => {
                 write!(f, "{} {} #{} (line {}): {}", rule.table, rule.chain, rule.index, rule.line, rule.spec)?;
                 if !assumed.is_empty() {
