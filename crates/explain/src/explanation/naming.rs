@@ -20,10 +20,10 @@ fn service_of_step(step: &Step) -> Option<String> {
 
 /// `namespace/name:port` from upstream's nftables chain names
 /// (`service-HASH-ns/name/proto/port`, also `external-`, `local-`,
-/// `firewall-`, `endpoint-…__ip/port`).
+/// `firewall-`, `endpoint-…__ip/port`; the `affinity-…` sets too).
 pub fn service_of_chain(chain: &str) -> Option<String> {
     let (kind, rest) = chain.split_once('-')?;
-    if !matches!(kind, "service" | "external" | "local" | "firewall" | "endpoint") {
+    if !matches!(kind, "service" | "external" | "local" | "firewall" | "endpoint" | "affinity") {
         return None;
     }
     let (_hash, rest) = rest.split_once('-')?;

@@ -95,6 +95,11 @@ fn cmp_text(loaded: &str, mask: Option<&[u8]>, op: CmpOp, data: &[u8]) -> String
     }
     match (loaded, data) {
         ("meta l4proto", [p]) => word(&Value::Proto(*p).to_string()),
+        ("ip saddr" | "ip daddr", short) if short.len() < 4 && mask.is_none() => {
+            let mut octets = short.to_vec();
+            octets.resize(4, 0);
+            word(&format!("{}.{}.{}.{}/{}", octets[0], octets[1], octets[2], octets[3], short.len() * 8))
+        }
         ("ip saddr" | "ip daddr", [a, b, c, d]) => match mask.map(|m| m.iter().map(|x| x.count_ones()).sum::<u32>()) {
             Some(len) => word(&format!("{a}.{b}.{c}.{d}/{len}")),
             None => word(&format!("{a}.{b}.{c}.{d}")),

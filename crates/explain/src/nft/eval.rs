@@ -254,17 +254,27 @@ fn ip_bytes(ip: IpAddr) -> Vec<u8> {
     }
 }
 
-/// The header bytes a payload expression loads.
+/// The header bytes a payload expression loads: any slice of the
+/// addresses (IPv4 12..20, IPv6 8..40) or of the ports (transport 0..4),
+/// so a prefix `nft` shortened to whole bytes (`ip saddr 10.244.0.0/16`
+/// loads 2 bytes) reads as the kernel reads it.
 fn payload(flight: &Flight, base: PayloadBase, offset: u32, len: u32) -> Option<Vec<u8>> {
-    match (base, offset, len, flight.source.is_ipv4()) {
-        (PayloadBase::Network, 12, 4, true) => Some(ip_bytes(flight.source)),
-        (PayloadBase::Network, 16, 4, true) => Some(ip_bytes(flight.destination)),
-        (PayloadBase::Network, 8, 16, false) => Some(ip_bytes(flight.source)),
-        (PayloadBase::Network, 24, 16, false) => Some(ip_bytes(flight.destination)),
-        (PayloadBase::Transport, 0, 2, _) => Some(flight.source_port.to_be_bytes().to_vec()),
-        (PayloadBase::Transport, 2, 2, _) => Some(flight.destination_port.to_be_bytes().to_vec()),
-        _ => None,
-    }
+    let (start, header) = match base {
+        PayloadBase::Network => {
+            let start = if flight.source.is_ipv4() { 12 } else { 8 };
+            let mut bytes = ip_bytes(flight.source);
+            bytes.extend(ip_bytes(flight.destination));
+            (start, bytes)
+        }
+        PayloadBase::Transport => {
+            let mut bytes = flight.source_port.to_be_bytes().to_vec();
+            bytes.extend(flight.destination_port.to_be_bytes());
+            (0, bytes)
+        }
+        PayloadBase::LinkLayer => return None,
+    };
+    let from = (offset as usize).checked_sub(start)?;
+    header.get(from..from + len as usize).map(<[u8]>::to_vec)
 }
 
 /// The bytes a meta load puts in its register.

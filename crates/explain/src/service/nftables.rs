@@ -49,8 +49,9 @@ fn anonymous_elements(table: &TableContents, exprs: &[Expr]) -> String {
         if !set.name.starts_with("__") {
             continue;
         }
-        let elements = table.elements.get(&set.name).map(Vec::as_slice).unwrap_or_default();
-        let texts: Vec<String> = elements.iter().map(element_text).collect();
+        let mut elements: Vec<&Element> = table.elements.get(&set.name).into_iter().flatten().collect();
+        elements.sort_by_key(|e| Value::concat_bytes(&e.key));
+        let texts: Vec<String> = elements.into_iter().map(element_text).collect();
         out.push_str(&format!(" {{ {} }}", texts.join(", ")));
     }
     out
