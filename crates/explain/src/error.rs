@@ -14,6 +14,16 @@ pub enum ExplainError {
     /// An `nft -j list ruleset` dump could not be read.
     #[error("nft JSON dump: {0}")]
     NftJson(String),
+    /// A line of an IPVS dump (our format) is malformed.
+    #[error("IPVS dump line {line}: {reason}: {text}")]
+    IpvsDump {
+        /// 1-based line number.
+        line: usize,
+        /// The line.
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The kernel could not be read (a tool failed, netlink refused).
     #[error("reading the kernel: {what}: {reason}")]
     Live {

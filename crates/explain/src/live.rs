@@ -66,3 +66,47 @@ fn run(program: &str, args: &[&str]) -> Result<String, ExplainError> {
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
+
+/// IPVS mode's state as the kernel holds it: virtual and real servers
+/// over IPVS netlink, the addresses of `kube-ipvs0`, `ipset save` and the
+/// companion rules (`iptables-save`).
+pub async fn ipvs_dump(backend: Option<IptablesBackend>) -> Result<crate::ipvs::IpvsDump, ExplainError> {
+    let live = |what: &str, e: ipvs::Error| ExplainError::Live { what: what.to_string(), reason: e.to_string() };
+    let socket = ipvs::IpvsSocket::connect().await.map_err(|e| live("IPVS netlink", e))?;
+    let mut virtual_servers = Vec::new();
+    for vs in socket.services().await.map_err(|e| live("list IPVS services", e))? {
+        let protocol = match vs.key.protocol {
+            ipvs::IpProtocol::Tcp => model::Protocol::Tcp,
+            ipvs::IpProtocol::Udp => model::Protocol::Udp,
+            ipvs::IpProtocol::Sctp => model::Protocol::Sctp,
+            _ => continue,
+        };
+        let reals = socket.destinations(&vs.key).await.map_err(|e| live("list IPVS real servers", e))?;
+        virtual_servers.push(crate::tracer::VirtualService {
+            protocol,
+            address: std::net::SocketAddr::new(vs.key.address, vs.key.port),
+            scheduler: vs.scheduler.clone(),
+            persistent: vs.flags.contains(ipvs::ServiceFlags::PERSISTENT).then_some(vs.timeout),
+            real_servers: reals.iter().map(|rs| (std::net::SocketAddr::new(rs.address, rs.port), rs.weight)).collect(),
+        });
+    }
+    Ok(crate::ipvs::IpvsDump {
+        virtual_servers,
+        bound: dummy_addresses()?,
+        ipsets: ipset_save()?,
+        iptables: iptables_save(backend)?,
+    })
+}
+
+/// The addresses on `kube-ipvs0` (`ip -o addr show dev kube-ipvs0`).
+fn dummy_addresses() -> Result<Vec<std::net::IpAddr>, ExplainError> {
+    let text = run("ip", &["-o", "addr", "show", "dev", "kube-ipvs0"])?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace().skip_while(|w| *w != "inet" && *w != "inet6");
+            words.next()?;
+            words.next()?.split('/').next()?.parse().ok()
+        })
+        .collect())
+}

@@ -7,6 +7,7 @@
 //! `explain` crate's; this file only parses, reads and prints.
 
 mod args;
+mod dump;
 mod packet;
 mod service;
 
@@ -30,6 +31,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     let result = match parsed.what {
         What::Packet(packet) => packet::run(&packet),
         What::Service(service) => service::run(&service),
+        What::Dump(dump) => dump::run(&dump),
     };
     match result {
         Ok(text) => {

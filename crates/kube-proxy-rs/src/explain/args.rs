@@ -19,6 +19,28 @@ pub enum What {
     Packet(PacketArgs),
     /// What is programmed for one Service, and its drift from the cluster state.
     Service(ServiceArgs),
+    /// Write the rules in the form `--from-file` reads (IPVS mode: our dump
+    /// format): the kernel's now, or with the proxy's flags after `--`, what
+    /// the proxy would program.
+    Dump(DumpArgs),
+}
+
+/// `explain dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The mode whose rules to write.
+    #[arg(long, value_enum)]
+    pub mode: Mode,
+    /// The node's addresses (repeatable; default: read from the kernel).
+    #[arg(long = "node-ip", value_name = "IP")]
+    pub node_ips: Vec<IpAddr>,
+    /// iptables backend to read live; default: the one holding KUBE-SERVICES.
+    #[arg(long = "iptables-backend", value_enum)]
+    pub iptables_backend: Option<Backend>,
+    /// The proxy's own flags after `--`: write its rendering of that
+    /// cluster state instead of the kernel's rules.
+    #[arg(last = true, value_name = "PROXY FLAGS")]
+    pub proxy_flags: Vec<String>,
 }
 
 /// Output format.
@@ -38,6 +60,8 @@ pub enum Mode {
     Iptables,
     /// Our nftables table.
     Nftables,
+    /// IPVS virtual servers, ipsets and companion rules.
+    Ipvs,
 }
 
 /// Which iptables backend to read live.
@@ -56,8 +80,9 @@ pub struct Source {
     /// kube-proxy` exists (or the file is nft JSON), else iptables.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
-    /// Read a saved dump instead of the kernel: `iptables-save` output or
-    /// `nft -j list ruleset` output. Needs no privileges.
+    /// Read a saved dump instead of the kernel: `iptables-save` output,
+    /// `nft -j list ruleset` output, or an IPVS dump (`explain dump --mode
+    /// ipvs`). Needs no privileges.
     #[arg(long = "from-file", value_name = "FILE")]
     pub from_file: Option<PathBuf>,
     /// iptables backend to read live; default: the one holding KUBE-SERVICES.

@@ -29,6 +29,8 @@ pub enum Rules {
     Iptables(String),
     /// nftables tables.
     Nftables(Vec<nftables::TableContents>),
+    /// IPVS mode's virtual servers, ipsets and rules.
+    Ipvs(explain::ipvs::IpvsDump),
 }
 
 impl Rules {
@@ -43,6 +45,10 @@ impl Rules {
     fn from_file(path: &std::path::Path, mode: Option<Mode>) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let json = text.trim_start().starts_with('{');
+        if mode == Some(Mode::Ipvs) || text.starts_with("# virtual servers") {
+            let dump = explain::ipvs::IpvsDump::parse(&text).with_context(|| format!("{} (IPVS dump)", path.display()))?;
+            return Ok(Rules::Ipvs(dump));
+        }
         match (mode, json) {
             (Some(Mode::Nftables) | None, true) => Ok(Rules::Nftables(
                 explain::nft::json::tables(&text).with_context(|| format!("{} (nft -j list ruleset)", path.display()))?,
@@ -50,6 +56,7 @@ impl Rules {
             (Some(Mode::Iptables) | None, false) => Ok(Rules::Iptables(text)),
             (Some(Mode::Nftables), false) => bail!("{}: nftables mode needs `nft -j list ruleset` output (JSON)", path.display()),
             (Some(Mode::Iptables), true) => bail!("{}: iptables mode needs iptables-save output, not JSON", path.display()),
+            (Some(Mode::Ipvs), _) => unreachable!("handled above"),
         }
     }
 
@@ -58,6 +65,7 @@ impl Rules {
         match source.mode {
             Some(Mode::Nftables) => Ok(Rules::Nftables(vec![nft()?])),
             Some(Mode::Iptables) => Ok(Rules::Iptables(explain::live::iptables_save(backend(source))?)),
+            Some(Mode::Ipvs) => Ok(Rules::Ipvs(live_ipvs(backend(source))?)),
             None => match nft() {
                 Ok(table) => Ok(Rules::Nftables(vec![table])),
                 Err(_) => Ok(Rules::Iptables(explain::live::iptables_save(backend(source))?)),
@@ -70,15 +78,27 @@ impl Rules {
         Ok(match self {
             Rules::Iptables(save) => explain::iptables::explain_packet(save, None, node, query)?,
             Rules::Nftables(tables) => explain::nft::explain_packet(tables, node, query)?,
+            Rules::Ipvs(dump) => explain::ipvs::explain_packet(dump, node, query)?,
         })
     }
 }
 
-fn backend(source: &Source) -> Option<explain::live::IptablesBackend> {
-    source.iptables_backend.map(|b| match b {
+/// IPVS mode's state as the kernel holds it now.
+pub fn live_ipvs(backend: Option<explain::live::IptablesBackend>) -> anyhow::Result<explain::ipvs::IpvsDump> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    Ok(runtime.block_on(explain::live::ipvs_dump(backend))?)
+}
+
+/// The live reader's backend for the command line's choice.
+pub fn backend_of(choice: Option<Backend>) -> Option<explain::live::IptablesBackend> {
+    choice.map(|b| match b {
         Backend::Legacy => explain::live::IptablesBackend::Legacy,
         Backend::Nft => explain::live::IptablesBackend::Nft,
     })
+}
+
+fn backend(source: &Source) -> Option<explain::live::IptablesBackend> {
+    backend_of(source.iptables_backend)
 }
 
 /// The node: `--node-ip`s, else (live) the kernel's addresses.

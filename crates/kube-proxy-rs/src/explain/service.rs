@@ -22,6 +22,7 @@ pub fn run(args: &ServiceArgs) -> anyhow::Result<String> {
             let table = our_table(tables)?;
             ("nftables", nft::programmed(table, service), nft::rule_lines(table, service))
         }
+        Rules::Ipvs(_) => bail!("explain service reads iptables and nftables modes' rules; for IPVS mode use explain packet"),
     };
     let drift = match args.proxy_flags.is_empty() {
         true => None,
@@ -65,6 +66,7 @@ fn desired_lines(proxy_flags: &[String], live: &Rules, node: &Node, service: &st
             let restore = ::iptables::render::render(&snapshot, &opts).ruleset.to_restore();
             iptables::rule_lines(&restore, service)
         }
+        Rules::Ipvs(_) => bail!("no drift check for IPVS mode"),
         Rules::Nftables(_) => {
             if config.mode != ProxyMode::Nftables {
                 bail!("the kernel holds nftables mode's table but the proxy flags say {:?} mode", config.mode);
