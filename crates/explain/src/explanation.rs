@@ -122,7 +122,7 @@ impl Explanation {
             sender: query.sender,
             service: naming::service_of(verdict),
             outcomes,
-            affinity: verdict.paths.iter().any(|path| path.sticky),
+            affinity: verdict.paths.iter().any(|path| path.sticky || path.steps.iter().any(is_persistent_ipvs)),
             paths: verdict.paths.iter().map(path_view).collect(),
         }
     }
@@ -140,6 +140,11 @@ fn reach(verdict: &Verdict, outcome: &Outcome) -> Reach {
         Outcome::Drop => Reach::Drop { reason: reason(), probability },
         Outcome::Reject => Reach::Reject { reason: reason(), probability },
     }
+}
+
+/// An IPVS virtual server with persistence: IPVS mode's session affinity.
+fn is_persistent_ipvs(step: &crate::tracer::Step) -> bool {
+    matches!(step, crate::tracer::Step::Note(text) if text.starts_with("IPVS ") && text.contains(" persistent "))
 }
 
 fn path_view(path: &Path) -> PathView {

@@ -16,15 +16,20 @@ impl fmt::Display for Explanation {
         if self.affinity {
             writeln!(f, "  (session affinity: a client seen before goes back to the endpoint it reached)")?;
         }
+        let mut first: Option<&[String]> = None;
         for reach in &self.outcomes {
-            let label = reach.to_string();
             let Some(path) = self.paths.iter().filter(|p| !p.sticky).find(|p| p.outcome == reach.outcome().to_string()) else {
                 continue;
             };
-            writeln!(f, "path to {}:", label.trim_start_matches("-> "))?;
-            for step in &path.steps {
+            writeln!(f, "path to {reach}:")?;
+            let shared = first.map_or(0, |steps| steps.iter().zip(&path.steps).take_while(|(a, b)| a == b).count());
+            if shared > 0 {
+                writeln!(f, "    (the first {shared} steps as above)")?;
+            }
+            for step in &path.steps[shared..] {
                 writeln!(f, "    {step}")?;
             }
+            first.get_or_insert(&path.steps);
         }
         Ok(())
     }

@@ -81,7 +81,7 @@ impl Run<'_> {
     }
 
     /// The base chains at `hook` for IPv4 (or IPv6) packets, by priority.
-    fn chains_at<'t>(tables: &'t [TableContents], hook: Hook, ipv4: bool) -> Vec<(&'t TableContents, &'t str, BaseChain)> {
+    fn chains_at(tables: &[TableContents], hook: Hook, ipv4: bool) -> Vec<(&TableContents, &str, BaseChain)> {
         let mut chains: Vec<_> = tables
             .iter()
             .filter(|t| matches!((t.table.family, ipv4), (Family::Ip, true) | (Family::Ip6, false) | (Family::Inet, _)))
