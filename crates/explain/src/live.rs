@@ -29,7 +29,11 @@ pub fn iptables_save(backend: Option<IptablesBackend>) -> Result<String, Explain
             IptablesBackend::Nft => "iptables-nft-save",
             IptablesBackend::Legacy => "iptables-legacy-save",
         };
-        let text = run(program, &[])?;
+        let text = match run(program, &[]) {
+            Ok(text) => text,
+            Err(e) if backend.is_some() => return Err(e),
+            Err(_) => continue, // that backend's tools are not installed
+        };
         if text.contains(":KUBE-SERVICES") || backend.is_some() {
             return Ok(text);
         }

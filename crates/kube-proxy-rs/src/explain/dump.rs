@@ -32,7 +32,8 @@ fn rendered(args: &DumpArgs) -> anyhow::Result<String> {
         false => args.node_ips.clone(),
         true => {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("async runtime")?;
-            runtime.block_on(host::read_local_addresses()).context("cannot read the node's addresses")?
+            // IPVS mode's own kube-ipvs0 addresses are not the node's (the proxy leaves them out too)
+            runtime.block_on(host::read_local_addresses_except("kube-ipvs0")).context("cannot read the node's addresses")?
         }
     };
     Ok(match args.mode {
