@@ -11,6 +11,9 @@ mod dump;
 mod packet;
 mod service;
 
+use crate::config::Config;
+use crate::flags::Flags;
+use anyhow::Context;
 use args::{ExplainArgs, What};
 use clap::Parser;
 use std::ffi::OsString;
@@ -43,4 +46,26 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The configuration and cluster state of a proxy started with
+/// `proxy_flags` (its `--manifests`), as its first sync would see them.
+fn proxy_state(proxy_flags: &[String], job: &str) -> anyhow::Result<(Config, model::Snapshot)> {
+    let program = std::iter::once("kube-proxy-rs".to_string());
+    let flags = Flags::parse_from_args(program.chain(proxy_flags.iter().cloned()))
+        .map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {}", e.to_string().trim()))?;
+    let config = crate::config::load(&flags).map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {e}"))?.config;
+    let snapshot = crate::proxy::dry_run::manifests_snapshot(&config, job)?;
+    Ok((config, snapshot))
+}
+
+/// The node's addresses from the kernel, without those of link `except`
+/// (IPVS mode's `kube-ipvs0`) when given.
+fn local_addresses(except: Option<&str>) -> anyhow::Result<Vec<std::net::IpAddr>> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    let read = match except {
+        Some(link) => runtime.block_on(host::read_local_addresses_except(link)),
+        None => runtime.block_on(host::read_local_addresses()),
+    };
+    read.context("cannot read the node's addresses")
 }

@@ -92,27 +92,39 @@ fn write_dumps_in_vm() {
     let share = Path::new(VM_SHARE);
     let proxy_flags = ["--config", &format!("{VM_SHARE}/config.yaml"), "--manifests", &format!("{VM_SHARE}/cluster.yaml"), "--hostname-override", "node-a"];
     let log = share.join("proxy.log");
-    let mut proxy = ns
-        .command(VM_BINARY)
-        .args(proxy_flags)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut proxy = Killed(
+        ns.command(VM_BINARY)
+            .args(proxy_flags)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     let deadline = Instant::now() + Duration::from_secs(240);
     while !std::fs::read_to_string(&log).unwrap_or_default().contains("synced IPVS rules") {
-        assert!(proxy.try_wait().unwrap().is_none(), "the proxy exited:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        assert!(proxy.0.try_wait().unwrap().is_none(), "the proxy exited:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
         assert!(Instant::now() < deadline, "no IPVS sync in 240 s:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
         std::thread::sleep(Duration::from_millis(200));
     }
     let live = ns.command(VM_BINARY).args(["explain", "dump", "--mode", "ipvs"]).output().unwrap();
-    let _ = proxy.kill();
+    drop(proxy);
     assert!(live.status.success(), "live dump: {}", String::from_utf8_lossy(&live.stderr));
     std::fs::write(share.join("live.dump"), &live.stdout).unwrap();
     let plan = ns.command(VM_BINARY).args(["explain", "dump", "--mode", "ipvs", "--"]).args(proxy_flags).output().unwrap();
     assert!(plan.status.success(), "planned dump: {}", String::from_utf8_lossy(&plan.stderr));
     std::fs::write(share.join("plan.dump"), &plan.stdout).unwrap();
+}
+
+/// A child process killed and reaped when dropped (a failed assertion
+/// included).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The lines of one section of a dump, as a set.

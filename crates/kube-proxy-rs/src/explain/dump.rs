@@ -6,8 +6,7 @@
 
 use super::args::{DumpArgs, Mode};
 use super::packet::{backend_of, live_ipvs};
-use crate::flags::Flags;
-use anyhow::{Context, bail};
+use anyhow::bail;
 use model::IpFamily;
 
 /// The dump `args` asks for.
@@ -24,17 +23,11 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<String> {
 
 /// What the proxy, started with the flags after `--`, would program.
 fn rendered(args: &DumpArgs) -> anyhow::Result<String> {
-    let flags = Flags::parse_from_args(std::iter::once("kube-proxy-rs".to_string()).chain(args.proxy_flags.iter().cloned()))
-        .map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {}", e.to_string().trim()))?;
-    let config = crate::config::load(&flags).map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {e}"))?.config;
-    let snapshot = crate::proxy::dry_run::manifests_snapshot(&config, "explain dump")?;
+    let (config, snapshot) = super::proxy_state(&args.proxy_flags, "explain dump")?;
     let local_addresses = match args.node_ips.is_empty() {
         false => args.node_ips.clone(),
-        true => {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("async runtime")?;
-            // IPVS mode's own kube-ipvs0 addresses are not the node's (the proxy leaves them out too)
-            runtime.block_on(host::read_local_addresses_except("kube-ipvs0")).context("cannot read the node's addresses")?
-        }
+        // IPVS mode's own kube-ipvs0 addresses are not the node's (the proxy leaves them out too)
+        true => super::local_addresses(Some("kube-ipvs0"))?,
     };
     Ok(match args.mode {
         Mode::Ipvs => {

@@ -45,18 +45,21 @@ impl Rules {
     fn from_file(path: &std::path::Path, mode: Option<Mode>) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let json = text.trim_start().starts_with('{');
-        if mode == Some(Mode::Ipvs) || text.starts_with("# virtual servers") {
-            let dump = explain::ipvs::IpvsDump::parse(&text).with_context(|| format!("{} (IPVS dump)", path.display()))?;
-            return Ok(Rules::Ipvs(dump));
-        }
-        match (mode, json) {
-            (Some(Mode::Nftables) | None, true) => Ok(Rules::Nftables(
+        let detected = match (text.starts_with("# virtual servers"), json) {
+            (true, _) => Mode::Ipvs,
+            (false, true) => Mode::Nftables,
+            (false, false) => Mode::Iptables,
+        };
+        match mode.unwrap_or(detected) {
+            Mode::Ipvs => Ok(Rules::Ipvs(
+                explain::ipvs::IpvsDump::parse(&text).with_context(|| format!("{} (IPVS dump)", path.display()))?,
+            )),
+            Mode::Nftables if json => Ok(Rules::Nftables(
                 explain::nft::json::tables(&text).with_context(|| format!("{} (nft -j list ruleset)", path.display()))?,
             )),
-            (Some(Mode::Iptables) | None, false) => Ok(Rules::Iptables(text)),
-            (Some(Mode::Nftables), false) => bail!("{}: nftables mode needs `nft -j list ruleset` output (JSON)", path.display()),
-            (Some(Mode::Iptables), true) => bail!("{}: iptables mode needs iptables-save output, not JSON", path.display()),
-            (Some(Mode::Ipvs), _) => unreachable!("handled above"),
+            Mode::Nftables => bail!("{}: nftables mode needs `nft -j list ruleset` output (JSON)", path.display()),
+            Mode::Iptables if !json => Ok(Rules::Iptables(text)),
+            Mode::Iptables => bail!("{}: iptables mode needs iptables-save output, not JSON", path.display()),
         }
     }
 
@@ -106,9 +109,7 @@ pub fn node(source: &Source) -> anyhow::Result<Node> {
     if !source.node_ips.is_empty() || source.from_file.is_some() {
         return Ok(Node::new(source.node_ips.iter().copied()));
     }
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    let addresses = runtime.block_on(host::read_local_addresses()).context("cannot read the node's addresses")?;
-    Ok(Node::new(addresses))
+    Ok(Node::new(super::local_addresses(None)?))
 }
 
 fn query(args: &PacketArgs, node: &Node) -> anyhow::Result<Query> {

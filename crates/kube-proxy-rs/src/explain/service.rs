@@ -5,7 +5,6 @@
 use super::args::{Output, ServiceArgs};
 use super::packet::{Rules, node};
 use crate::config::ProxyMode;
-use crate::flags::Flags;
 use anyhow::{Context, bail};
 use explain::Node;
 use explain::service::{Drift, ServiceReport, iptables, nftables as nft};
@@ -52,10 +51,7 @@ fn our_table(tables: &[nftables::TableContents]) -> anyhow::Result<&nftables::Ta
 /// The Service's lines in what the proxy, started with `proxy_flags`,
 /// renders in the mode of `live` for the node.
 fn desired_lines(proxy_flags: &[String], live: &Rules, node: &Node, service: &str) -> anyhow::Result<Vec<String>> {
-    let flags = Flags::parse_from_args(std::iter::once("kube-proxy-rs".to_string()).chain(proxy_flags.iter().cloned()))
-        .map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {}", e.to_string().trim()))?;
-    let config = crate::config::load(&flags).map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {e}"))?.config;
-    let snapshot = crate::proxy::dry_run::manifests_snapshot(&config, "explain service's drift")?;
+    let (config, snapshot) = super::proxy_state(proxy_flags, "explain service's drift")?;
     Ok(match live {
         Rules::Iptables(save) => {
             let opts = ::iptables::render::RenderOptions {
