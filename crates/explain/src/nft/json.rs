@@ -443,3 +443,52 @@ fn flip_last_cmp(exprs: &mut [Expr]) {
         *op = if *op == CmpOp::Eq { CmpOp::Neq } else { CmpOp::Eq };
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::tracer::{Outcome, Packet, TraceContext};
+
+    /// A base chain, a verdict map and a `numgen` DNAT, as `nft -j` writes them.
+    const DUMP: &str = r#"{"nftables": [
+        {"metainfo": {"json_schema_version": 1}},
+        {"table": {"family": "ip", "name": "t"}},
+        {"map": {"family": "ip", "table": "t", "name": "svc", "type": ["ipv4_addr", "inet_proto", "inet_service"], "map": "verdict",
+                 "elem": [[{"concat": ["10.96.0.10", "tcp", 80]}, {"goto": {"target": "web"}}]]}},
+        {"chain": {"family": "ip", "table": "t", "name": "pre", "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"}},
+        {"chain": {"family": "ip", "table": "t", "name": "web"}},
+        {"rule": {"family": "ip", "table": "t", "chain": "pre", "expr": [
+            {"match": {"op": "!=", "left": {"payload": {"protocol": "ip", "field": "saddr"}}, "right": {"set": [{"prefix": {"addr": "172.20.0.0", "len": 28}}]}}},
+            {"drop": null}]}},
+        {"rule": {"family": "ip", "table": "t", "chain": "pre", "expr": [
+            {"vmap": {"key": {"concat": [{"payload": {"protocol": "ip", "field": "daddr"}}, {"meta": {"key": "l4proto"}}, {"payload": {"protocol": "th", "field": "dport"}}]}, "data": "@svc"}}]}},
+        {"rule": {"family": "ip", "table": "t", "chain": "web", "expr": [
+            {"dnat": {"family": "ip", "addr": {"map": {"key": {"numgen": {"mode": "random", "mod": 2, "offset": 0}},
+                      "data": {"set": [[0, {"concat": ["10.244.1.1", 8080]}], [1, {"concat": ["10.244.2.1", 8080]}]]}}}}}]}}
+    ]}"#;
+
+    fn outcomes(source: &str, destination: &str) -> Vec<Outcome> {
+        let tables = tables(DUMP).unwrap();
+        let packet = Packet::inbound(model::Protocol::Tcp, source.parse().unwrap(), destination.parse().unwrap());
+        let verdict = crate::nft::trace(&tables, &TraceContext::new([]), &packet).unwrap();
+        assert!(verdict.paths.iter().all(|p| p.probability > 0.0));
+        verdict.outcomes.into_iter().collect()
+    }
+
+    #[test]
+    fn a_dump_compiles_to_what_the_walker_runs() {
+        let ep = |s: &str| Outcome::Dnat { to: s.parse().unwrap(), masquerade: false };
+        assert_eq!(outcomes("172.20.0.5", "10.96.0.10:80"), [ep("10.244.1.1:8080"), ep("10.244.2.1:8080")]);
+        assert_eq!(outcomes("172.20.0.66", "10.96.0.10:80"), [Outcome::Drop], "outside the anonymous interval set");
+        assert_eq!(outcomes("172.20.0.5", "10.96.0.10:81"), [Outcome::Accept { masquerade: false }], "no map element");
+    }
+
+    #[test]
+    fn what_is_not_modelled_is_an_error_naming_it() {
+        let err = tables(&DUMP.replace(r#"{"drop": null}"#, r#"{"queue": {"num": 1}}"#)).unwrap_err();
+        assert!(err.to_string().contains("chain pre: statement `queue` is not modelled"), "{err}");
+        assert!(tables("not json").unwrap_err().to_string().contains("not JSON"));
+        assert!(tables(r#"{"nftables": [{"chain": {"family": "ip", "table": "nope", "name": "c"}}]}"#).is_err());
+    }
+}
