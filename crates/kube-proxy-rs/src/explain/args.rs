@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// Why does this packet go where it goes? What is programmed for this
 /// Service, and does it differ from what the proxy would program?
 #[derive(Debug, Parser)]
-#[command(name = "kube-proxy-rs explain", max_term_width = 100)]
+#[command(name = "kube-proxy-rs explain", bin_name = "kube-proxy-rs explain", max_term_width = 100)]
 pub struct ExplainArgs {
     #[command(subcommand)]
     pub what: What,
