@@ -48,15 +48,46 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     }
 }
 
+/// How long the API server may take to list everything.
+const LIST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The configuration and cluster state of a proxy started with
-/// `proxy_flags` (its `--manifests`), as its first sync would see them.
+/// `proxy_flags`, as its first sync would see them: its `--manifests`,
+/// else one complete list from its API server (`--kubeconfig`,
+/// `--master`, `KUBECONFIG`, in-cluster).
 fn proxy_state(proxy_flags: &[String], job: &str) -> anyhow::Result<(Config, model::Snapshot)> {
     let program = std::iter::once("kube-proxy-rs".to_string());
     let flags = Flags::parse_from_args(program.chain(proxy_flags.iter().cloned()))
         .map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {}", e.to_string().trim()))?;
     let config = crate::config::load(&flags).map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {e}"))?.config;
-    let snapshot = crate::proxy::dry_run::manifests_snapshot(&config, job)?;
+    let snapshot = match config.manifests {
+        Some(_) => crate::proxy::dry_run::manifests_snapshot(&config, job)?,
+        None => listed_snapshot(&config)?,
+    };
     Ok((config, snapshot))
+}
+
+/// The cluster state once the API server has listed every watched kind.
+fn listed_snapshot(config: &Config) -> anyhow::Result<model::Snapshot> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let settings = crate::proxy::sources::client_settings(config);
+        let client = source::kube::client(&settings).await?;
+        let tracker = std::sync::Arc::new(std::sync::Mutex::new(tracker::Tracker::new(crate::proxy::node_name::resolve(config)?)));
+        let listed = std::sync::Arc::new(tokio::sync::Notify::new());
+        let notify = std::sync::Arc::clone(&listed);
+        let on_event = move |event| {
+            if event == source::SourceEvent::InitialListDone {
+                notify.notify_one();
+            }
+        };
+        let task = tokio::spawn(source::kube::run(client, std::sync::Arc::clone(&tracker), source::kube::WatchOptions::default(), on_event));
+        let done = tokio::time::timeout(LIST_PATIENCE, listed.notified()).await;
+        task.abort();
+        done.map_err(|_| anyhow::anyhow!("the API server did not list Services and EndpointSlices within {LIST_PATIENCE:?}"))?;
+        let snapshot = crate::proxy::sources::lock(&tracker).snapshot().0;
+        Ok(snapshot)
+    })
 }
 
 /// The node's addresses from the kernel, without those of link `except`

@@ -9,11 +9,11 @@ mod init_only;
 mod mode;
 pub(crate) mod mode_options;
 mod nfacct_metrics;
-mod node_name;
+pub(crate) mod node_name;
 mod oom_score;
 mod serve;
 mod shutdown;
-mod sources;
+pub(crate) mod sources;
 mod stale_flows;
 
 use crate::config::Config;

@@ -84,7 +84,7 @@ impl Source {
     }
 }
 
-fn client_settings(config: &Config) -> ClientSettings {
+pub(crate) fn client_settings(config: &Config) -> ClientSettings {
     ClientSettings {
         kubeconfig: config.client.kubeconfig.clone(),
         master: config.client.master.clone(),
