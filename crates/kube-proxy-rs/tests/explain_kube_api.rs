@@ -65,7 +65,7 @@ fn drift(dump: &Path, api: &str) -> Value {
 }
 
 async fn scenario() {
-    let mut api = FakeApi::start_new().await;
+    let api = FakeApi::start_new().await;
     api.apply(Kind::Nodes, node());
     api.apply(Kind::Services, service());
     api.apply(Kind::EndpointSlices, slice(&["10.244.2.5"]));
