@@ -1,13 +1,15 @@
 //! kube-proxy-rs: flags and config in, wiring out. This file only parses the
 //! command line, resolves and validates the configuration, prints one clear
 //! error and exits non-zero when that fails (2: usage, 1: bad configuration),
-//! and otherwise hands the [`config::Config`] to [`run`].
+//! and otherwise hands the [`config::Config`] to [`run`]. `kube-proxy-rs
+//! explain …` (our addition) goes to [`explain`] instead.
 
 mod config;
 mod duration;
+mod explain;
 mod flags;
 mod memory;
-mod proxy;
+pub(crate) mod proxy;
 
 use std::process::ExitCode;
 
@@ -16,7 +18,11 @@ use flags::Flags;
 
 fn main() -> ExitCode {
     memory::tune();
-    let flags = match Flags::parse_from_args(std::env::args_os()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if explain::wanted(&args) {
+        return explain::main(args);
+    }
+    let flags = match Flags::parse_from_args(args) {
         Ok(flags) => flags,
         Err(usage) => usage.exit(),
     };

@@ -4,18 +4,18 @@
 
 mod cleanup;
 mod conntrack_setup;
-mod dry_run;
+pub(crate) mod dry_run;
 mod families;
 mod init_only;
 mod mode;
-mod mode_options;
+pub(crate) mod mode_options;
 mod nfacct_metrics;
-mod node_name;
+pub(crate) mod node_name;
 mod oom_score;
 mod serve;
 mod service_health;
 mod shutdown;
-mod sources;
+pub(crate) mod sources;
 mod stale_flows;
 
 use crate::config::Config;

@@ -17,11 +17,16 @@
 //! iptables: the moved rule counters compared with upstream's by
 //! [`check_hits`]).
 //!
+//! The binary's `explain packet` is asked about every flow too
+//! ([`explain_args`]) and its answer must be the flow's verdict
+//! ([`check_explained`]).
+//!
 //! [`TraceContext`]: crate::tracer::TraceContext
 
 mod case;
 mod counters;
 mod expected;
+mod explained;
 mod load;
 mod paths;
 mod probe;
@@ -33,6 +38,7 @@ mod verdict;
 pub use case::{FlowCase, FlowSource, Observation, RuleHit, TracedPath};
 pub use counters::{RuleKey, check_hits, moved, rule_counters};
 pub use expected::{Expected, Masquerade};
+pub use explained::{check_explained, explain_args, explained_outcomes};
 pub use load::{iptables_flows, load_flows, nftables_flows};
 pub use reference::{REFERENCE_DIR_ENV, read_reference, reference_dir};
 pub use paths::check_paths;

@@ -23,14 +23,7 @@ use std::sync::{Mutex, PoisonError};
 
 /// Prints the rules for the manifests file to stdout.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
-    let path = config.manifests.as_ref().context("--dry-run needs --manifests FILE")?;
-    let checked = source::manifests::read(path)?;
-    let node_name = node_name::resolve(config)?;
-    let family = families::primary_family(config.bind_address, &manifests_node_host_ips(&checked, &node_name));
-    let tracker = Mutex::new(tracker::Tracker::with_family(node_name, family));
-    source::manifests::Held::default().replace(&checked, &tracker);
-    drop(checked);
-    let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
+    let (family, snapshot) = manifests_snapshot(config, "--dry-run")?;
     if config.mode == ProxyMode::Nftables {
         print!("{}", nftables_text(config, family, &snapshot).await?);
         return Ok(());
@@ -42,6 +35,20 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
     let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
     print!("{}{}", builtin_jumps_as_comments(&ruleset), ruleset.to_restore());
     Ok(())
+}
+
+/// The primary family and its cluster state of `--manifests`, as the
+/// proxy's first sync sees them (`job` names who needs it, for the error).
+pub(crate) fn manifests_snapshot(config: &Config, job: &str) -> anyhow::Result<(IpFamily, model::Snapshot)> {
+    let path = config.manifests.as_ref().with_context(|| format!("{job} needs --manifests FILE"))?;
+    let checked = source::manifests::read(path)?;
+    let node_name = node_name::resolve(config)?;
+    let family = families::primary_family(config.bind_address, &manifests_node_host_ips(&checked, &node_name));
+    let tracker = Mutex::new(tracker::Tracker::with_family(node_name, family));
+    source::manifests::Held::default().replace(&checked, &tracker);
+    drop(checked);
+    let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
+    Ok((family, snapshot))
 }
 
 /// nftables mode's table for `snapshot` on this node, as `nft -f` text.

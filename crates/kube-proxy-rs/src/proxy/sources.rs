@@ -144,14 +144,14 @@ const NODE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5)
 
 /// Streaming lists unless `--feature-gates WatchListClient=false` (client-go's
 /// gate, on by default since v1.35).
-fn watch_options(config: &Config) -> WatchOptions {
+pub(crate) fn watch_options(config: &Config) -> WatchOptions {
     WatchOptions {
         streaming_list: config.feature_gates.get("WatchListClient").copied().unwrap_or(true),
         ..WatchOptions::default()
     }
 }
 
-fn client_settings(config: &Config) -> ClientSettings {
+pub(crate) fn client_settings(config: &Config) -> ClientSettings {
     ClientSettings {
         kubeconfig: config.client.kubeconfig.clone(),
         master: config.client.master.clone(),

@@ -16,7 +16,8 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::flows::{
-    Expected, FlowCase, Replayed, Seen, check_hits, check_paths, count_all, replay_all, summary, trace_all,
+    Expected, FlowCase, Replayed, Seen, check_explained, check_hits, check_paths, count_all, explain_args,
+    explained_outcomes, replay_all, summary, trace_all,
 };
 use testkit::netns::Netns;
 use testkit::reference_node::{ReferenceNode, Responder};
@@ -166,6 +167,13 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
             flows.len()
         );
     }
+    let before = failures.len();
+    failures.extend(explain_differences(node.node(), flows));
+    eprintln!(
+        "explain packet: {} of {} flows explained as traffic went",
+        flows.len() - (failures.len() - before),
+        flows.len()
+    );
     if let Some(status) = proxy.exited() {
         failures.push(format!("kube-proxy-rs exited during the replay: {status}"));
     }
@@ -186,6 +194,40 @@ pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &
         mode.rules(node.node()),
         proxy.log_tail()
     );
+}
+
+/// Asks the binary's `explain packet` (reading node-a's live kernel)
+/// about each flow: every flow whose answer is not what traffic did, with
+/// the answer.
+fn explain_differences(ns: &Netns, flows: &[FlowCase]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for flow in flows {
+        let args = explain_args(flow);
+        let output = ns.command(env!("CARGO_BIN_EXE_kube-proxy-rs")).args(&args).output();
+        let output = match output {
+            Ok(output) if output.status.success() => output,
+            Ok(output) => {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                failures.push(format!("{}
+    explain failed ({}): {stderr}", flow.label(), output.status));
+                continue;
+            }
+            Err(e) => {
+                failures.push(format!("{}
+    explain could not run: {e}", flow.label()));
+                continue;
+            }
+        };
+        let json = String::from_utf8_lossy(&output.stdout);
+        let verdict = explained_outcomes(&json).map_err(|e| format!("{e:#}")).and_then(|got| check_explained(flow, &got));
+        match verdict {
+            Ok(()) => eprintln!("{}: explained as traffic went", flow.id),
+            Err(e) => failures.push(format!("{}
+    explain packet {}: {e}
+{json}", flow.label(), args[2..].join(" "))),
+        }
+    }
+    failures
 }
 
 /// What node-a's witness counted, for a silent flow.

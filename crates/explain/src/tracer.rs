@@ -17,14 +17,16 @@
 //! POSTROUTING, no `-o` in PREROUTING and INPUT) compares as the empty
 //! name, as the kernel does.
 //!
-//! Today's datapath is iptables ([`Rules`]); IPVS and nftables plug in as
-//! other [`Datapath`]s reporting the same backend-neutral [`Verdict`].
+//! The datapath is iptables ([`Rules`]), with IPVS virtual servers when
+//! the context has some ([`TraceContext::virtual_servers`]); nftables is
+//! walked by `crate::nft`, reporting the same backend-neutral [`Verdict`].
 
 mod context;
 mod error;
-mod flight;
+pub(crate) mod flight;
 mod hooks;
 mod ipset;
+mod ipvs;
 mod matches;
 mod packet;
 mod restore;
@@ -32,12 +34,13 @@ mod rule;
 mod rules;
 mod target;
 mod verdict;
-mod walk;
-mod words;
+pub(crate) mod walk;
+pub(crate) mod words;
 
 pub use context::{Route, TraceContext};
 pub use error::TraceError;
 pub use ipset::{IpSet, IpSetKind, IpSets};
+pub use ipvs::VirtualService;
 pub use matches::{AddrType, CtState, Match, ProtoSpec, RecentAction, Side, Statistic};
 pub use packet::{DEFAULT_SOURCE_PORT, Origin, Packet, Protocol};
 pub use restore::parse_rules;

@@ -42,6 +42,9 @@ struct Run<'a> {
 impl Run<'_> {
     fn local(&mut self, start: Vec<Flight>) -> Result<(), TraceError> {
         let sent = self.stage(Hook::Output, &["raw", "mangle", "nat", "filter", "security"], start)?;
+        let (balanced, sent) = self.ipvs(sent);
+        let balanced = self.stage(Hook::Postrouting, &["mangle", "nat"], balanced)?;
+        self.finish(balanced, false);
         let sent = self.stage(Hook::Postrouting, &["mangle", "nat"], sent)?;
         let (looped, away) = self.route(sent);
         self.finish(away, false);
@@ -62,11 +65,43 @@ impl Run<'_> {
         let arrived = self.stage(Hook::Prerouting, &["raw", "mangle", "nat"], start)?;
         let (local, forwarded) = self.route(arrived);
         let delivered = self.stage(Hook::Input, &["mangle", "filter", "security", "nat"], local)?;
+        let (balanced, delivered) = self.ipvs(delivered);
+        let balanced = self.stage(Hook::Postrouting, &["mangle", "nat"], balanced)?;
+        self.finish(balanced, false);
         self.finish(delivered, true);
         let forwarded = self.stage(Hook::Forward, &["mangle", "filter", "security"], forwarded)?;
         let sent = self.stage(Hook::Postrouting, &["mangle", "nat"], forwarded)?;
         self.finish(sent, false);
         Ok(())
+    }
+
+    /// IPVS after the INPUT (or OUTPUT) chains: packets to a virtual
+    /// server fork to its real servers (or end rejected when it has none);
+    /// returns (balanced, untouched).
+    fn ipvs(&mut self, flights: Vec<Flight>) -> (Vec<Flight>, Vec<Flight>) {
+        let (mut balanced, mut untouched) = (Vec::new(), Vec::new());
+        for mut flight in flights {
+            let Some(vs) = self.ctx.virtual_server(flight.protocol, flight.destination()) else {
+                untouched.push(flight);
+                continue;
+            };
+            let shares = vs.shares();
+            if shares.is_empty() {
+                flight.steps.push(Step::Note(format!("{vs}: no real server (ICMP port unreachable)")));
+                self.end(flight, Outcome::Reject);
+                continue;
+            }
+            for (real, share) in shares {
+                let mut to = flight.clone();
+                to.steps.push(Step::Note(format!("{vs}: real server {real} ({:.1}% of new connections)", share * 100.0)));
+                to.destination = real.ip();
+                to.destination_port = real.port();
+                to.dnat = true;
+                to.probability *= share;
+                balanced.push(to);
+            }
+        }
+        (balanced, untouched)
     }
 
     /// Splits packets into (to a local address, elsewhere), recording the
@@ -130,6 +165,6 @@ impl Run<'_> {
     }
 
     fn end(&mut self, flight: Flight, outcome: Outcome) {
-        self.ended.push(Path { outcome, steps: flight.steps });
+        self.ended.push(Path { outcome, probability: flight.probability, sticky: flight.sticky, steps: flight.steps });
     }
 }

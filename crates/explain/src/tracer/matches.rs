@@ -230,6 +230,15 @@ pub enum Match {
     },
     /// `-m nfacct --nfacct-name`: a counter, always matches.
     Nfacct(String),
+    /// `-m physdev [!] --physdev-is-in|--physdev-is-out|--physdev-is-bridged`:
+    /// the packet crossed a bridge port. Traced packets are routed, never
+    /// bridged, so the option itself never holds.
+    Physdev {
+        /// The option.
+        option: String,
+        /// `!`
+        negated: bool,
+    },
     /// `-m set [!] --match-set NAME src|dst[,...]`
     Set {
         /// The ipset.
@@ -274,6 +283,15 @@ pub(crate) fn parse_module(module: &str, opts: &[Opt]) -> Result<Vec<Match>, Pro
         "statistic" => parse_statistic(opts, unsupported).map(|m| vec![m]),
         "recent" => parse_recent(opts, unsupported).map(|m| vec![m]),
         "nfacct" => parse_nfacct(opts, unsupported),
+        "physdev" => opts
+            .iter()
+            .map(|opt| match opt.name.as_str() {
+                "--physdev-is-in" | "--physdev-is-out" | "--physdev-is-bridged" => {
+                    Ok(Match::Physdev { option: opt.name.clone(), negated: opt.negated })
+                }
+                _ => Err(unsupported(opt)),
+            })
+            .collect(),
         "set" => opts.iter().map(|opt| parse_set(opt, unsupported)).collect(),
         other => Err(Problem::UnknownMatch(other.to_string())),
     }
@@ -526,6 +544,7 @@ impl Match {
                 Tri::of(any != *negated)
             }
             Match::Comment(_) | Match::Nfacct(_) => Tri::Yes,
+            Match::Physdev { negated, .. } => Tri::of(*negated),
             Match::AddrType { side, types, negated } => {
                 let ip = if *side == Side::Src { flight.source } else { flight.destination };
                 Tri::of(types.contains(&address_type(ctx, ip)) != *negated)
@@ -537,6 +556,29 @@ impl Match {
             Match::Recent { name, negated, .. } => Tri::branch(*negated, format!("recent {name} hit (affinity)")),
             Match::Set { name, flags, negated } => set(flight, ctx, site, name, flags, *negated)?,
         })
+    }
+}
+
+impl Match {
+    /// The chance a match that can go either way holds for a new
+    /// connection: its probability for `statistic`, `None` for a match
+    /// that is not random (an unknown interface, an affinity check).
+    pub fn chance(&self) -> Option<f64> {
+        let p = match self {
+            Match::Statistic { mode: Statistic::Random(p), .. } => p.clamp(0.0, 1.0),
+            Match::Statistic { mode: Statistic::Nth(n), .. } => 1.0 / f64::from((*n).max(1)),
+            _ => return None,
+        };
+        match self {
+            Match::Statistic { negated: true, .. } => Some(1.0 - p),
+            _ => Some(p),
+        }
+    }
+
+    /// Whether this is a session-affinity check (`-m recent --rcheck`):
+    /// it holds only for a client seen before.
+    pub fn is_affinity_check(&self) -> bool {
+        matches!(self, Match::Recent { action, negated: false, .. } if *action != RecentAction::Set)
     }
 }
 

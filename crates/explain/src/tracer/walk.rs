@@ -66,11 +66,16 @@ impl Walker<'_> {
         let text = format!("-A {} {}", chain.name, rule.spec);
         let site = RuleSite { line: rule.line, text: &text };
         let mut assumed = Vec::new();
+        let (mut chance, mut sticky) = (1.0, false);
         for m in &rule.matches {
             match m.eval(&flight, self.ctx, &site)? {
                 Tri::Yes => {}
                 Tri::No => return Ok(vec![(flight, false)]),
-                Tri::Either(what) => assumed.push(what),
+                Tri::Either(what) => {
+                    chance *= m.chance().unwrap_or(1.0);
+                    sticky |= m.is_affinity_check();
+                    assumed.push(what);
+                }
             }
         }
         let rule_ref = RuleRef {
@@ -86,6 +91,11 @@ impl Walker<'_> {
         }
         self.fork()?;
         let mut missed = flight.clone();
+        if chance < 1.0 {
+            missed.probability *= 1.0 - chance;
+            flight.probability *= chance;
+        }
+        flight.sticky |= sticky;
         missed.steps.push(Step::NotTaken { rule: rule_ref.clone(), assumed: assumed.clone() });
         flight.steps.push(Step::Rule { rule: rule_ref, assumed });
         Ok(vec![(missed, false), (flight, true)])

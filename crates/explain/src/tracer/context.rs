@@ -3,6 +3,7 @@
 //! routes (for `-o`) and the content of ipsets (for `-m set`).
 
 use super::ipset::IpSets;
+use super::ipvs::VirtualService;
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -31,6 +32,8 @@ pub struct TraceContext {
     pub routes: Vec<Route>,
     /// ipset contents for `-m set --match-set` (IPVS mode).
     pub ipsets: IpSets,
+    /// IPVS virtual servers (IPVS mode; empty otherwise).
+    pub virtual_servers: Vec<VirtualService>,
 }
 
 impl TraceContext {
@@ -63,6 +66,17 @@ impl TraceContext {
     pub fn with_ipsets(mut self, ipsets: IpSets) -> Self {
         self.ipsets = ipsets;
         self
+    }
+
+    /// Adds IPVS virtual servers.
+    pub fn with_virtual_servers(mut self, servers: Vec<VirtualService>) -> Self {
+        self.virtual_servers = servers;
+        self
+    }
+
+    /// The virtual server a packet to `destination` over `protocol` hits.
+    pub fn virtual_server(&self, protocol: super::Protocol, destination: std::net::SocketAddr) -> Option<&VirtualService> {
+        self.virtual_servers.iter().find(|vs| vs.protocol == protocol && vs.address == destination)
     }
 
     /// Is `ip` one of the node's own addresses (`addrtype LOCAL`)?

@@ -59,6 +59,10 @@ pub(crate) struct Flight {
     pub hook: Hook,
     /// The input interface for PREROUTING / INPUT / FORWARD.
     pub input: Iface,
+    /// The chance this path is taken, from the random choices on it.
+    pub probability: f64,
+    /// The path assumed a returning client (a session-affinity hit).
+    pub sticky: bool,
     /// Where this path went.
     pub steps: Vec<Step>,
 }
@@ -82,6 +86,8 @@ impl Flight {
             snat: false,
             hook,
             input,
+            probability: 1.0,
+            sticky: false,
             steps: Vec::new(),
         }
     }

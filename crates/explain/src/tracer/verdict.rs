@@ -79,7 +79,8 @@ pub struct RuleRef {
     pub chain: String,
     /// 1-based position in the chain (as `iptables -L --line-numbers`).
     pub index: usize,
-    /// 1-based line in the parsed text.
+    /// 1-based line in the parsed text (0: the rules were not text, an
+    /// nftables table).
     pub line: usize,
     /// The rule after `-A CHAIN`, as written.
     pub spec: String,
@@ -127,6 +128,13 @@ pub enum Step {
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Step::Rule { rule, assumed } if rule.line == 0 => {
+                write!(f, "{} {} #{}: {}", rule.table, rule.chain, rule.index, rule.spec)?;
+                if !assumed.is_empty() {
+                    write!(f, "   [assumed matching: {}]", assumed.join(", "))?;
+                }
+                Ok(())
+            }
             Step::Rule { rule, assumed } => {
                 write!(f, "{} {} #{} (line {}): {}", rule.table, rule.chain, rule.index, rule.line, rule.spec)?;
                 if !assumed.is_empty() {
@@ -152,10 +160,16 @@ impl fmt::Display for Step {
 }
 
 /// One way through the datapath and where it ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Path {
     /// Where this path ends.
     pub outcome: Outcome,
+    /// The chance a new connection takes it: the product of the random
+    /// choices on the way (`statistic`, `numgen`); 1 when there are none.
+    pub probability: f64,
+    /// It assumed the client was seen before (a session-affinity hit):
+    /// only returning clients take it, a first connection never does.
+    pub sticky: bool,
     /// What happened on the way, in order.
     pub steps: Vec<Step>,
 }
@@ -181,7 +195,7 @@ impl fmt::Display for Path {
 }
 
 /// Every outcome a packet can have, with the paths that lead there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// The reachable outcomes.
     pub outcomes: BTreeSet<Outcome>,
