@@ -1,0 +1,40 @@
+//! The IPVS generic-netlink codec (`crates/ipvs/src/netlink`): any bytes a
+//! socket could read either decode or fail with a decode error, never a
+//! panic; decoded services and destinations become a `VirtualServer` /
+//! `RealServer` or an error; what decodes re-encodes to bytes that decode to
+//! the same message.
+
+#![no_main]
+
+use ipvs::netlink::{GenlPacket, IpvsMessage};
+use ipvs::{RealServer, VirtualServer};
+use libfuzzer_sys::fuzz_target;
+use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(msg) = NetlinkMessage::<GenlPacket>::deserialize(data) else { return };
+    if let NetlinkPayload::InnerMessage(GenlPacket::Ipvs(genl)) = &msg.payload {
+        read_objects(&genl.payload);
+    }
+    let mut bytes = vec![0; msg.buffer_len()];
+    msg.serialize(&mut bytes);
+    let again = NetlinkMessage::<GenlPacket>::deserialize(&bytes)
+        .unwrap_or_else(|e| panic!("re-encoded {msg:?} does not decode: {e}"));
+    assert_eq!(again.payload, msg.payload, "re-encoded message decodes differently");
+});
+
+/// What the socket makes of a reply: services, and destinations of a service of each family.
+fn read_objects(message: &IpvsMessage) {
+    if let Some(attrs) = message.service() {
+        if let Ok(vs) = VirtualServer::from_attrs(attrs) {
+            let _ = (vs.key.to_string(), vs.to_attrs());
+        }
+    }
+    if let Some(attrs) = message.dest() {
+        for family in [2, 10] {
+            if let Ok(rs) = RealServer::from_attrs(attrs, family) {
+                let _ = (rs.addr(), rs.to_attrs());
+            }
+        }
+    }
+}
