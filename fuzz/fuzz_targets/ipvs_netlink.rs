@@ -1,8 +1,8 @@
 //! The IPVS generic-netlink codec (`crates/ipvs/src/netlink`): any bytes a
 //! socket could read either decode or fail with a decode error, never a
 //! panic; decoded services and destinations become a `VirtualServer` /
-//! `RealServer` or an error; what decodes (of known attributes) re-encodes
-//! to bytes that decode to the same message.
+//! `RealServer` or an error; an IPVS message that decodes (of known
+//! attributes) re-encodes to bytes that decode to the same message.
 
 #![no_main]
 
@@ -13,9 +13,9 @@ use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(mut msg) = NetlinkMessage::<GenlPacket>::deserialize(data) else { return };
-    if let NetlinkPayload::InnerMessage(GenlPacket::Ipvs(genl)) = &msg.payload {
-        read_objects(&genl.payload);
-    }
+    // Controller messages are netlink-packet-generic's (decoded, never re-sent).
+    let NetlinkPayload::InnerMessage(GenlPacket::Ipvs(genl)) = &msg.payload else { return };
+    read_objects(&genl.payload);
     // Attributes we do not know are kept as `Other`, whose flag bits
     // netlink-packet-core does not carry through a round trip; the socket
     // ignores them. Messages of known attributes must round-trip exactly.
