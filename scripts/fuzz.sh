@@ -39,6 +39,9 @@ run() {
     "$(ls "target/corpus/$target" "corpus/$target" | grep -vc ':$')"
 }
 
+# The flags and config-file targets write their input to a file per process.
+export TMPDIR="$PWD/target/tmp"
+mkdir -p "$TMPDIR"
 started=$SECONDS
 mapfile -t targets < <(cargo fuzz list)
 failed=0

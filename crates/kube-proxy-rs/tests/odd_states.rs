@@ -79,7 +79,6 @@ fn options(rng: &mut Rng, family: IpFamily) -> Options {
         masquerade_bit: *rng.pick(&[14, 0, 31]),
         node_port_addresses: rng.pick(&[NodePortAddresses::All, NodePortAddresses::Primary, NodePortAddresses::Cidrs(vec![node_cidr])]).clone(),
         localhost_nodeports: rng.chance(2),
-        ..Options::default()
     }
 }
 

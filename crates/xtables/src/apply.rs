@@ -383,10 +383,11 @@ fn plan_tables<'a>(hashed: &'a Hashed, saved: &BTreeMap<Table, SavedTable>) -> V
 }
 
 /// What a full sync of `rendering` would do over a kernel whose
-/// `iptables-save` printed `saved` (as `Iptables` with `layout` would do
-/// it, without running a tool): the restore input it writes, and the
-/// rollback input it writes if that restore then fails with the kernel
-/// unchanged. For the fuzz targets in `fuzz/`, which feed `saved` any text.
+/// `iptables-save` printed `saved`, without running a tool: the restore
+/// input it writes (`blocks`: services per `COMMIT`, as with the nft
+/// backend; `None`: one `COMMIT` per table, as legacy), and the rollback
+/// input it writes if that restore fails leaving the kernel as `saved`.
+/// For the fuzz targets in `fuzz/`, which feed `saved` any text.
 #[doc(hidden)]
 pub async fn plan_over_saved<R: Rendering + Sync + ?Sized>(rendering: &R, saved: &str, blocks: Option<usize>) -> (String, String) {
     let layout = blocks.map_or(Layout::Sorted, Layout::Blocks);

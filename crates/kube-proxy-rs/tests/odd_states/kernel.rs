@@ -14,10 +14,14 @@ use std::io::Write;
 use std::process::Stdio;
 use testkit::netns::Netns;
 
+/// One table of a merged restore: its chain declarations, and its rule
+/// lines with the state each came from.
+type MergedTable = (BTreeSet<String>, Vec<(String, usize)>);
+
 /// The `iptables-restore` input of many states, merged per table.
 #[derive(Default)]
 pub struct RestoreBatch {
-    tables: BTreeMap<String, (BTreeSet<String>, Vec<(String, usize)>)>,
+    tables: BTreeMap<String, MergedTable>,
     seen: BTreeSet<String>,
     pub states: usize,
 }
