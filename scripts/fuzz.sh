@@ -36,7 +36,7 @@ run() {
   local execs
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   printf 'fuzz %-18s %9s executions in %s s (%s inputs in corpus)\n' "$target" "$execs" "$seconds" \
-    "$(ls "target/corpus/$target" "corpus/$target" | grep -vc ':$')"
+    "$(find "target/corpus/$target" "corpus/$target" -type f | wc -l)"
 }
 
 # The flags and config-file targets write their input to a file per process.
