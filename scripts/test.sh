@@ -26,6 +26,10 @@ else
   cargo test --workspace --no-fail-fast "$@"
 fi
 
+# Every fuzz target of fuzz/ for a bounded time (scripts/fuzz.sh builds them,
+# installing cargo-fuzz when missing, and fails on a crash).
+bash scripts/fuzz.sh
+
 # The container image (scripts/image.sh builds it and checks its binary).
 if [ "$(id -u)" = 0 ]; then
   bash scripts/image.sh

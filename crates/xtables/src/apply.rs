@@ -382,6 +382,37 @@ fn plan_tables<'a>(hashed: &'a Hashed, saved: &BTreeMap<Table, SavedTable>) -> V
     tables.into()
 }
 
+/// What a full sync of `rendering` would do over a kernel whose
+/// `iptables-save` printed `saved`, without running a tool: the restore
+/// input it writes (`blocks`: services per `COMMIT`, as with the nft
+/// backend; `None`: one `COMMIT` per table, as legacy), and the rollback
+/// input it writes if that restore fails leaving the kernel as `saved`.
+/// For the fuzz targets in `fuzz/`, which feed `saved` any text.
+#[doc(hidden)]
+pub async fn plan_over_saved<R: Rendering + Sync + ?Sized>(rendering: &R, saved: &str, blocks: Option<usize>) -> (String, String) {
+    let layout = blocks.map_or(Layout::Sorted, Layout::Blocks);
+    let keep: fn(Table) -> Keep = if blocks.is_some() { |_| Keep::Everything } else { |t| if t == Table::Nat { Keep::Others } else { Keep::Everything } };
+    let mut hashed = hash_rendering(rendering);
+    let mut parser = SaveParser::new(keep, Some(&mut hashed.tables));
+    saved.lines().for_each(|line| parser.line(line));
+    let before = parser.finish();
+    mark_written(&mut hashed.tables);
+    let inputs = plan_tables(&hashed, &before);
+    let input = RestoreInput { tables: &inputs, layout, hashed: &hashed, rendering };
+    let mut out = input_writer::InputWriter::to_pipe(None, true);
+    input.write(&mut out).await;
+    let restore = out.finish().await.0.recorded.unwrap_or_default();
+    let now = saved::parse_saved(saved);
+    let empty = SavedTable { complete: true, ..SavedTable::default() };
+    let rollback = inputs
+        .iter()
+        .filter(|i| keep(i.table) == Keep::Everything)
+        .filter_map(|i| rollback::render_rollback_input(before.get(&i.table).unwrap_or(&empty), now.get(&i.table).unwrap_or(&empty), i))
+        .collect();
+    let _ = changes(&inputs);
+    (restore, rollback)
+}
+
 /// The removals of `inputs` as reported to callers.
 fn changes(inputs: &[TableInput]) -> Vec<TableChanges> {
     inputs

@@ -100,9 +100,20 @@ impl EndpointNames {
     }
 }
 
-/// `ns/name:port` as upstream writes it in comments.
+/// The longest comment `nft` reads back (knftables' `CommentLengthMax`):
+/// a table holding a longer one is refused by `nft -f` and cannot be listed.
+pub const COMMENT_MAX: usize = 128;
+
+/// `ns/name:port` as upstream writes it in comments, cut to [`COMMENT_MAX`]
+/// bytes as upstream does (kubernetes#139515): a namespace, name and port
+/// name at the API's length limits make 191.
 pub fn service_port_comment(name: &ServicePortName) -> String {
-    name.to_string()
+    let mut comment = name.to_string();
+    if comment.len() > COMMENT_MAX {
+        let cut = (0..=COMMENT_MAX).rev().find(|i| comment.is_char_boundary(*i)).unwrap_or(0);
+        comment.truncate(cut);
+    }
+    comment
 }
 
 /// `ns/name/proto/port`.
@@ -162,6 +173,22 @@ mod tests {
             ServiceChains::new(&dns).service,
             "service-A3DO2MMW-kube-system/cluster-dns/udp/dns"
         );
+    }
+
+    /// Found by `tests/odd_states.rs`: names at the API's limits (63, 63,
+    /// 63) made a 191-byte element comment, which `nft -f` refuses.
+    #[test]
+    fn comments_of_names_at_the_length_limits_are_cut_to_what_nft_reads() {
+        let label = "a".repeat(63);
+        let long = ServicePortName::new(&label, &label, &label, Protocol::Tcp);
+        let comment = service_port_comment(&long);
+        assert_eq!(comment.len(), COMMENT_MAX);
+        assert!(long.to_string().starts_with(&comment));
+        let short = ServicePortName::new("ns", "svc", "http", Protocol::Tcp);
+        assert_eq!(service_port_comment(&short), "ns/svc:http");
+        let wide = ServicePortName::new(&"é".repeat(100), "svc", "p", Protocol::Tcp);
+        let cut = service_port_comment(&wide);
+        assert!(cut.len() <= COMMENT_MAX && cut.len() >= COMMENT_MAX - 1, "cut on a character boundary: {}", cut.len());
     }
 
     #[test]
