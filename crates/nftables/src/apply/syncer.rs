@@ -329,7 +329,8 @@ impl Syncer {
     }
 
     /// Our table as the kernel holds it. The elements of anonymous sets
-    /// whose content is known are not dumped (bound anonymous sets are
+    /// whose content is known are not dumped (nor copied: one carrying our
+    /// fingerprint compares by it) (bound anonymous sets are
     /// constant, and each dump costs the kernel a walk of all sets): those
     /// this syncer wrote into the same table (same handle), by name, else
     /// those whose listed fingerprint is one of `desired`'s.
@@ -365,12 +366,16 @@ impl Syncer {
         };
         let listed = socket.list_table_except(self.family, &self.table, |s| known(s).is_some())?;
         Ok(listed.map(|mut contents| {
+            // A set carrying our fingerprint is compared by it (its elements
+            // stay unread and uncopied); the others get the known elements.
             for set in &contents.sets {
-                if let Some(anon) = known(set) {
-                    contents
+                let Some(anon) = known(set) else { continue };
+                match set.comment.as_deref().is_some_and(is_fingerprint) {
+                    true => contents.elements.remove(&set.name),
+                    false => contents
                         .elements
-                        .insert(set.name.clone(), anon.elements.clone());
-                }
+                        .insert(set.name.clone(), anon.elements.clone()),
+                };
             }
             contents
         }))
