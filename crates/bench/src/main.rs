@@ -178,6 +178,10 @@ enum Command {
     NftablesMemory {
         #[command(flatten)]
         load: LoadArgs,
+        /// Anonymous sets per staging transaction of the cold start (the
+        /// binary's: 1,000).
+        #[arg(long, default_value_t = 1000)]
+        part_size: usize,
     },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
@@ -270,9 +274,9 @@ fn main() -> Result<()> {
             };
             print!("{}", datapath::run_datapath(&setup)?);
         }
-        Command::NftablesMemory { load } => {
+        Command::NftablesMemory { load, part_size } => {
             interrupt::install()?;
-            print!("{}", nftables_memory::run_memory(&load.load())?)
+            print!("{}", nftables_memory::run_memory(&load.load(), part_size.max(1))?)
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

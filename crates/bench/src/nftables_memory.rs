@@ -3,10 +3,10 @@
 //! from the manifests text as the proxy loads it; then, with no kernel,
 //! the live heap of each stage of a cold start held at once (rendered
 //! statements, typed table, transaction, encoded batch); then, in a fresh
-//! network namespace, the proxier itself (the binary's options: a cold
-//! start in parts) through a cold start, one endpoint change, one added
-//! service and a full sync that finds nothing to change, each with the
-//! peak live heap it added and its times.
+//! network namespace, the proxier itself (the binary's options; a cold
+//! start in parts of `--part-size` anonymous sets) through a cold start,
+//! one endpoint change, one added service and a full sync that finds
+//! nothing to change, each with the peak live heap it added and its times.
 
 use crate::counting_alloc::{live_bytes, peak_bytes, reset_peak};
 use crate::generate::{self, Load};
@@ -14,7 +14,7 @@ use crate::namespace::BenchNetns;
 use crate::proxy_process::status_kib;
 use anyhow::{Context, Result};
 use model::{ChangeSet, Snapshot};
-use nftables::proxier::{MAX_ANONYMOUS_SETS_PER_TRANSACTION, NftablesProxier, ProxierOptions};
+use nftables::proxier::{NftablesProxier, ProxierOptions};
 use nftables::render::{self, RenderContext, RenderOptions, Services};
 use plan::NodeFacts;
 use proxier::Proxier;
@@ -24,14 +24,14 @@ use std::time::Instant;
 use tracker::Tracker;
 
 /// Runs the benchmark and returns its report.
-pub fn run_memory(load: &Load) -> Result<String> {
+pub fn run_memory(load: &Load, part_size: usize) -> Result<String> {
     let mut out = String::new();
     let (tracker, snapshot) = load_tracker(load, &mut out)?;
     stages(&snapshot, &mut out);
     drop(snapshot);
     let ns = BenchNetns::labelled("nftmem")?;
     let load = load.clone();
-    let synced = ns.run(move || sync_in_namespace(tracker, &load))??;
+    let synced = ns.run(move || sync_in_namespace(tracker, &load, part_size))??;
     out.push_str(&synced);
     let _ = writeln!(
         out,
@@ -118,13 +118,13 @@ fn stages(snapshot: &Snapshot, out: &mut String) {
 
 /// The proxier's syncs, each with its report and the peak live heap it
 /// added.
-fn sync_in_namespace(mut tracker: Tracker, load: &Load) -> Result<String> {
+fn sync_in_namespace(mut tracker: Tracker, load: &Load, part_size: usize) -> Result<String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
         let mut out = String::new();
         let options = ProxierOptions {
             render: render_options(),
-            max_anonymous_sets_per_transaction: Some(MAX_ANONYMOUS_SETS_PER_TRANSACTION),
+            max_anonymous_sets_per_transaction: Some(part_size),
         };
         let mut proxier = NftablesProxier::new(options).context("nf_tables socket")?;
         let steps: [(&str, Option<(usize, usize)>, bool); 4] = [
