@@ -116,6 +116,10 @@ fn stages(snapshot: &Snapshot, out: &mut String) {
     );
 }
 
+/// One sync of the benchmark: what it is, which service it changes with
+/// how many endpoints (none: no change), and whether it is full.
+type Step = (&'static str, Option<(usize, usize)>, bool);
+
 /// The proxier's syncs, each with its report and the peak live heap it
 /// added.
 fn sync_in_namespace(mut tracker: Tracker, load: &Load, part_size: usize) -> Result<String> {
@@ -127,7 +131,8 @@ fn sync_in_namespace(mut tracker: Tracker, load: &Load, part_size: usize) -> Res
             max_anonymous_sets_per_transaction: Some(part_size),
         };
         let mut proxier = NftablesProxier::new(options).context("nf_tables socket")?;
-        let steps: [(&str, Option<(usize, usize)>, bool); 4] = [
+        // (what, the service changed and its endpoint count, full)
+        let steps: [Step; 4] = [
             ("cold start (full sync, no table)", None, true),
             ("one endpoint added (partial)", Some((0, load.endpoints + 1)), false),
             ("one service added (partial)", Some((load.services, load.endpoints)), false),

@@ -164,11 +164,11 @@ impl Syncer {
         start: Instant,
     ) -> Result<SyncReport, Error> {
         let Some(max) = self.max_anonymous.filter(|_| self.lean) else {
-            return self.full(socket, gather(skeleton, pieces), start);
+            return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
         };
         let generation = socket.generation()?;
         if socket.table_identity(self.family, &self.table)?.is_some() {
-            return self.full(socket, gather(skeleton, pieces), start);
+            return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
         }
         let mut report = SyncReport {
             full: true,
@@ -329,11 +329,11 @@ impl Syncer {
     }
 
     /// Our table as the kernel holds it. The elements of anonymous sets
-    /// whose content is known are not dumped (nor copied: one carrying our
-    /// fingerprint compares by it) (bound anonymous sets are
+    /// whose content is known are not dumped (bound anonymous sets are
     /// constant, and each dump costs the kernel a walk of all sets): those
     /// this syncer wrote into the same table (same handle), by name, else
-    /// those whose listed fingerprint is one of `desired`'s.
+    /// those whose listed fingerprint is one of `desired`'s. One carrying
+    /// our fingerprint is then compared by it, its elements not copied.
     fn read_back(
         &self,
         socket: &mut NftSocket,
@@ -455,17 +455,6 @@ impl Syncer {
         self.seen = Some(Seen { generation, table });
         Ok(false)
     }
-}
-
-/// The table made of `skeleton` and `pieces` (see
-/// [`Syncer::sync_full_in_pieces`]), whole.
-fn gather(mut skeleton: TableContents, pieces: impl Iterator<Item = TableContents>) -> TableContents {
-    for piece in pieces {
-        skeleton.rules.extend(piece.rules);
-        skeleton.sets.extend(piece.sets);
-        skeleton.elements.extend(piece.elements);
-    }
-    skeleton
 }
 
 /// Frees `value` on another thread: a table of 10,000 services is some

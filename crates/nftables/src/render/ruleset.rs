@@ -120,28 +120,8 @@ impl Ruleset {
     /// chain's statements are freed once they are typed, so the table is
     /// not held twice.
     pub fn into_contents(self) -> TableContents {
-        let Ruleset {
-            table,
-            sets,
-            chains,
-        } = self;
-        let mut out = TableContents {
-            table,
-            chains: Vec::with_capacity(chains.len()),
-            rules: Vec::new(),
-            sets: Vec::with_capacity(sets.len()),
-            elements: BTreeMap::new(),
-        };
-        for named in sets {
-            out.elements
-                .insert(TableContents::set_key(&named.set), named.elements);
-            out.sets.push(named.set);
-        }
-        for chain in chains {
-            push_rules(&mut out, &chain);
-            out.chains.push(chain.chain);
-        }
-        out
+        let (skeleton, pieces) = self.into_pieces();
+        TableContents::from_pieces(skeleton, pieces)
     }
 
     /// [`Ruleset::into_contents`] in pieces, for a table created in parts
