@@ -63,7 +63,10 @@ impl TableContents {
     /// The table made of `skeleton` (the table, its chains, the named
     /// sets with their elements) and `pieces` (the rules of its chains
     /// with their anonymous sets; see `render::Ruleset::into_pieces`).
-    pub fn from_pieces(mut skeleton: TableContents, pieces: impl Iterator<Item = TableContents>) -> Self {
+    pub fn from_pieces(
+        mut skeleton: TableContents,
+        pieces: impl Iterator<Item = TableContents>,
+    ) -> Self {
         for piece in pieces {
             skeleton.rules.extend(piece.rules);
             skeleton.sets.extend(piece.sets);

@@ -328,7 +328,11 @@ impl Writer<'_> {
 /// anonymous sets it binds (named from `names`, with transaction ids from
 /// `next_id` on, which moves past them): what [`create_all`] writes for
 /// that chain.
-pub(crate) fn create_rules(c: ChainState, names: &mut AnonymousNames, next_id: &mut u32) -> Vec<Op> {
+pub(crate) fn create_rules(
+    c: ChainState,
+    names: &mut AnonymousNames,
+    next_id: &mut u32,
+) -> Vec<Op> {
     let mut writer = Writer {
         tx: Transaction::new(crate::Family::Ip, String::new()),
         names,

@@ -188,9 +188,16 @@ mod tests {
     fn table(n: u32) -> TableContents {
         let mut t = TableContents {
             table: Table::new(Family::Ip, "t"),
-            chains: vec![base("nat-prerouting", Policy::Accept), base("filter-input", Policy::Drop)],
+            chains: vec![
+                base("nat-prerouting", Policy::Accept),
+                base("filter-input", Policy::Drop),
+            ],
             rules: Vec::new(),
-            sets: vec![Set::map("service-ips", vec![DataType::Ipv4Addr], vec![DataType::Verdict])],
+            sets: vec![Set::map(
+                "service-ips",
+                vec![DataType::Ipv4Addr],
+                vec![DataType::Verdict],
+            )],
             elements: Default::default(),
         };
         let verdicts = (1..=n)
@@ -214,7 +221,10 @@ mod tests {
                 .map(|k| Element::verdict(vec![Value::Integer(k)], Verdict::Accept))
                 .collect();
             t.elements.insert(set.name.clone(), elements);
-            t.rules.push(Rule::new(format!("c{i}"), stmt::numgen_vmap(2, SetRef::named(set.name.as_str()))));
+            t.rules.push(Rule::new(
+                format!("c{i}"),
+                stmt::numgen_vmap(2, SetRef::named(set.name.as_str())),
+            ));
             t.sets.push(set);
         }
         t
@@ -250,18 +260,31 @@ mod tests {
             elements: Default::default(),
         };
         for s in &skeleton.sets {
-            skeleton.elements.insert(s.name.clone(), elements.remove(&s.name).unwrap_or_default());
+            skeleton
+                .elements
+                .insert(s.name.clone(), elements.remove(&s.name).unwrap_or_default());
         }
         let pieces = chains
             .into_iter()
             .map(|chain| {
-                let rules: Vec<Rule> = rules.iter().filter(|r| r.chain == chain.name).cloned().collect();
-                let sets: Vec<Set> = anonymous
+                let rules: Vec<Rule> = rules
                     .iter()
-                    .filter(|s| rules.iter().any(|r| format!("{r:?}").contains(&format!("\"{}\"", s.name))))
+                    .filter(|r| r.chain == chain.name)
                     .cloned()
                     .collect();
-                let elements = sets.iter().map(|s| (s.name.clone(), elements[&s.name].clone())).collect();
+                let sets: Vec<Set> = anonymous
+                    .iter()
+                    .filter(|s| {
+                        rules
+                            .iter()
+                            .any(|r| format!("{r:?}").contains(&format!("\"{}\"", s.name)))
+                    })
+                    .cloned()
+                    .collect();
+                let elements = sets
+                    .iter()
+                    .map(|s| (s.name.clone(), elements[&s.name].clone()))
+                    .collect();
                 TableContents {
                     table: table.clone(),
                     chains: vec![chain],
@@ -277,10 +300,17 @@ mod tests {
     fn staged(contents: TableContents, max: usize) -> Vec<Transaction> {
         let (skeleton, pieces) = pieces(contents);
         let mut parts = Vec::new();
-        create_in_parts(skeleton, pieces.into_iter(), max, 7, &mut AnonymousNames::default(), |tx| {
-            parts.push(tx);
-            Ok(())
-        })
+        create_in_parts(
+            skeleton,
+            pieces.into_iter(),
+            max,
+            7,
+            &mut AnonymousNames::default(),
+            |tx| {
+                parts.push(tx);
+                Ok(())
+            },
+        )
         .unwrap();
         parts
     }
@@ -295,8 +325,16 @@ mod tests {
     fn the_parts_are_those_split_cuts_from_the_whole_transaction() {
         for (n, max) in [(5, 2), (7, 3), (4, 1)] {
             let parts = staged(table(n), max);
-            assert!(parts.len() > 2, "{n} services, {max} per part: {}", parts.len());
-            assert_eq!(parts, split(whole(table(n)), max), "{n} services, {max} per part");
+            assert!(
+                parts.len() > 2,
+                "{n} services, {max} per part: {}",
+                parts.len()
+            );
+            assert_eq!(
+                parts,
+                split(whole(table(n)), max),
+                "{n} services, {max} per part"
+            );
         }
     }
 
@@ -317,16 +355,23 @@ mod tests {
     fn a_refused_part_stops_the_rest() {
         let (skeleton, pieces) = pieces(table(5));
         let mut sent = 0;
-        let result = create_in_parts(skeleton, pieces.into_iter(), 1, 7, &mut AnonymousNames::default(), |_| {
-            sent += 1;
-            match sent {
-                2 => Err(Error::Decode {
-                    operation: "test".into(),
-                    reason: "refused".into(),
-                }),
-                _ => Ok(()),
-            }
-        });
+        let result = create_in_parts(
+            skeleton,
+            pieces.into_iter(),
+            1,
+            7,
+            &mut AnonymousNames::default(),
+            |_| {
+                sent += 1;
+                match sent {
+                    2 => Err(Error::Decode {
+                        operation: "test".into(),
+                        reason: "refused".into(),
+                    }),
+                    _ => Ok(()),
+                }
+            },
+        );
         assert!(result.is_err());
         assert_eq!(sent, 2);
     }
