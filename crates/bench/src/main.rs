@@ -9,6 +9,8 @@
 //!   changes from the event to rules applied, in a namespace;
 //! * `datapath` measures new TCP connections per second through one
 //!   ClusterIP with one service and with many programmed, per mode;
+//! * `nftables-memory` shows where nftables mode's memory goes: each
+//!   stage of a cold start, then the proxier's syncs in a namespace;
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
 //!   and replace a whole table), the floor under any legacy sync.
 
@@ -19,6 +21,7 @@ mod generate;
 mod interrupt;
 mod kernel_counts;
 mod namespace;
+mod nftables_memory;
 mod proxy_process;
 mod render_bench;
 mod run;
@@ -168,6 +171,18 @@ enum Command {
         #[arg(long)]
         binary: Option<PathBuf>,
     },
+    /// Where nftables mode's memory goes: the live heap of each stage of a
+    /// cold start (no kernel), then the proxier's cold start, one endpoint
+    /// change and one added service in a fresh namespace, each with the
+    /// peak heap it added (needs root).
+    NftablesMemory {
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Anonymous sets per staging transaction of the cold start (the
+        /// binary's: 1,000).
+        #[arg(long, default_value_t = 1000)]
+        part_size: usize,
+    },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
     /// the current network namespace, so wrap it in `ip netns exec`).
@@ -258,6 +273,10 @@ fn main() -> Result<()> {
                 cap: Duration::from_secs(cap),
             };
             print!("{}", datapath::run_datapath(&setup)?);
+        }
+        Command::NftablesMemory { load, part_size } => {
+            interrupt::install()?;
+            print!("{}", nftables_memory::run_memory(&load.load(), part_size.max(1))?)
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

@@ -35,6 +35,7 @@ mod fingerprint;
 mod names;
 mod report;
 mod split;
+mod staged;
 mod state;
 mod syncer;
 #[cfg(test)]

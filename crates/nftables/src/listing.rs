@@ -60,6 +60,21 @@ impl TableContents {
         }
     }
 
+    /// The table made of `skeleton` (the table, its chains, the named
+    /// sets with their elements) and `pieces` (the rules of its chains
+    /// with their anonymous sets; see `render::Ruleset::into_pieces`).
+    pub fn from_pieces(
+        mut skeleton: TableContents,
+        pieces: impl Iterator<Item = TableContents>,
+    ) -> Self {
+        for piece in pieces {
+            skeleton.rules.extend(piece.rules);
+            skeleton.sets.extend(piece.sets);
+            skeleton.elements.extend(piece.elements);
+        }
+        skeleton
+    }
+
     /// The rules of chain `name`, in order.
     pub fn rules_of<'a>(&'a self, chain: &'a str) -> impl Iterator<Item = &'a Rule> + 'a {
         self.rules.iter().filter(move |r| r.chain == chain)

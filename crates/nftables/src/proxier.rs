@@ -8,7 +8,9 @@
 //! * full (the runner's policy asks for it, nothing was applied yet, the
 //!   last sync failed or the syncer saw our table changed by someone
 //!   else): every service rendered (pure, [`render::render_services`]),
-//!   our table read back and diffed, one transaction;
+//!   our table read back and diffed, one transaction; when there is no
+//!   table yet, it is created in parts typed and sent chain by chain
+//!   ([`Syncer::sync_full_in_pieces`]);
 //! * partial: only the services the change set names are rendered, from
 //!   the snapshot the last sync applied and from this one, and the
 //!   [`Syncer`] applies the difference between the two renderings
@@ -164,10 +166,17 @@ impl NftablesProxier {
         let selected = render::render_services(snapshot, &ctx, Services::All);
         let no_local = selected.rendered.no_local_endpoints;
         let owners = Owners::of(&selected.shared_keys);
-        let contents = selected.rendered.ruleset.into_contents();
+        // typed chain by chain as the syncer takes them (a cold start
+        // never holds the table typed whole)
+        let (skeleton, pieces) = selected.rendered.ruleset.into_pieces();
         let render = started.elapsed();
-        let counts = Counts::of(&contents);
-        let applied = self.syncer.sync_full(&mut self.socket, contents)?;
+        let mut counts = Counts::of(&skeleton);
+        let rules = std::cell::Cell::new(0);
+        let pieces = pieces.inspect(|piece| rules.set(rules.get() + piece.rules.len()));
+        let applied = self
+            .syncer
+            .sync_full_in_pieces(&mut self.socket, skeleton, pieces)?;
+        counts.rules = rules.get();
         self.applied = Some(Applied {
             snapshot: snapshot.clone(),
             ctx,

@@ -23,6 +23,12 @@ const AUTO_SET_ID: u32 = 0x4000_0000;
 /// Size of each buffer of a batch (one `sendmsg` carries them all).
 const CHUNK: usize = 1 << 20;
 
+/// Room kept at the end of a buffer for one more message: a message
+/// starts a new buffer when less is left, so a buffer never grows past
+/// [`CHUNK`] (which would double its allocation). Element lists are
+/// split below [`MAX_NESTED`], so every message fits.
+const MESSAGE_ROOM: usize = 64 << 10;
+
 /// One change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
@@ -348,7 +354,7 @@ impl BatchBuilder {
         family: u8,
         fill: impl FnOnce(&mut AttrWriter<'_>),
     ) {
-        if self.buf.len() >= CHUNK {
+        if self.buf.len() > CHUNK - MESSAGE_ROOM {
             self.batch
                 .chunks
                 .push(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));

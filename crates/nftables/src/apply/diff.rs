@@ -324,6 +324,26 @@ impl Writer<'_> {
     }
 }
 
+/// The changes writing the rules of the new chain `c`, each after the
+/// anonymous sets it binds (named from `names`, with transaction ids from
+/// `next_id` on, which moves past them): what [`create_all`] writes for
+/// that chain.
+pub(crate) fn create_rules(
+    c: ChainState,
+    names: &mut AnonymousNames,
+    next_id: &mut u32,
+) -> Vec<Op> {
+    let mut writer = Writer {
+        tx: Transaction::new(crate::Family::Ip, String::new()),
+        names,
+        next_id: *next_id,
+        assigned: Assigned::default(),
+    };
+    writer.move_rules(c);
+    *next_id = writer.next_id;
+    writer.tx.ops
+}
+
 impl Writer<'_> {
     /// [`Writer::add_rules`], the rules and sets moved out of `c`.
     fn move_rules(&mut self, c: ChainState) {

@@ -60,6 +60,21 @@ impl SyncCounts {
         c
     }
 
+    /// Adds `other`'s counts (a transaction sent in parts).
+    pub fn add(&mut self, other: &SyncCounts) {
+        self.chains_written += other.chains_written;
+        self.chains_flushed += other.chains_flushed;
+        self.rules_written += other.rules_written;
+        self.sets_written += other.sets_written;
+        self.anonymous_sets_written += other.anonymous_sets_written;
+        self.elements_written += other.elements_written;
+        self.anonymous_elements_written += other.anonymous_elements_written;
+        self.tables_deleted += other.tables_deleted;
+        self.chains_deleted += other.chains_deleted;
+        self.sets_deleted += other.sets_deleted;
+        self.elements_deleted += other.elements_deleted;
+    }
+
     /// Objects deleted: tables, chains, sets and elements (rules go with
     /// flushed chains and are not counted one by one).
     pub fn objects_deleted(&self) -> usize {

@@ -193,7 +193,7 @@ fn sort(ops: Vec<Op>, stageable: &Stageable) -> Sorted {
 }
 
 /// Whether a packet passes `chain` unchanged while it has no rules.
-fn passes_empty(chain: &Chain) -> bool {
+pub(super) fn passes_empty(chain: &Chain) -> bool {
     chain.base.is_none_or(|b| b.policy == Policy::Accept)
 }
 
@@ -207,7 +207,7 @@ fn is_anonymous(set: &Set) -> bool {
     set.flags.contains(SetFlags::ANONYMOUS)
 }
 
-fn is_anonymous_set(op: &Op) -> bool {
+pub(super) fn is_anonymous_set(op: &Op) -> bool {
     matches!(op, Op::AddSet(s) if is_anonymous(s))
 }
 

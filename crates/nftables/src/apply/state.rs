@@ -47,11 +47,23 @@ pub(crate) struct AnonymousSet {
     pub(crate) elements: Vec<Element>,
     /// Its name in the kernel, if known (not part of its identity).
     pub(crate) name: String,
+    /// For a listed set whose elements were not dumped: the fingerprint
+    /// it carries, which stands for them (`elements` is empty).
+    pub(crate) elided: Option<String>,
 }
 
 impl PartialEq for AnonymousSet {
+    /// Same definition and elements; a set whose elements were not read
+    /// back compares by its fingerprint.
     fn eq(&self, other: &Self) -> bool {
-        self.set == other.set && self.elements == other.elements
+        let print = |a: &AnonymousSet| fingerprint::comment(&a.set, &a.elements);
+        self.set == other.set
+            && match (&self.elided, &other.elided) {
+                (Some(a), Some(b)) => a == b,
+                (Some(p), None) => *p == print(other),
+                (None, Some(p)) => print(self) == *p,
+                (None, None) => self.elements == other.elements,
+            }
     }
 }
 
@@ -207,25 +219,23 @@ impl AnonymousSets {
             by_name: HashMap::new(),
         };
         for mut set in sets {
-            let mut members = elements
-                .remove(&TableContents::set_key(&set))
-                .unwrap_or_default();
+            let members = elements.remove(&TableContents::set_key(&set));
+            let print = set
+                .comment
+                .take_if(|c| fingerprint::is_fingerprint(c.as_str()));
+            // not dumped: its fingerprint stands for its elements
+            let elided = print.filter(|_| members.is_none());
+            let mut members = members.unwrap_or_default();
             if !members.is_sorted_by(|a, b| element_order(a, b).is_le()) {
                 members.sort_by(element_order);
             }
             let (name, id) = (std::mem::take(&mut set.name), set.id.take());
-            if set
-                .comment
-                .as_deref()
-                .is_some_and(fingerprint::is_fingerprint)
-            {
-                set.comment = None;
-            }
             let listed = id.is_none();
             let anon = AnonymousSet {
                 set,
                 elements: members,
                 name: if listed { name.clone() } else { String::new() },
+                elided,
             };
             match id {
                 Some(id) => out.by_id.insert(id, anon),
@@ -270,5 +280,43 @@ fn value_rank(v: &Value) -> (u8, u128) {
         Value::Port(p) => (3, (*p).into()),
         Value::Mark(m) => (4, (*m).into()),
         Value::Integer(i) => (5, (*i).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DataType, Verdict};
+
+    fn anonymous(elements: &[u32]) -> AnonymousSet {
+        AnonymousSet {
+            set: Set::anonymous(0, vec![DataType::Integer], Some(vec![DataType::Verdict])),
+            elements: elements
+                .iter()
+                .map(|&k| Element::verdict(vec![Value::Integer(k)], Verdict::Accept))
+                .collect(),
+            name: String::new(),
+            elided: None,
+        }
+    }
+
+    /// What a listed set whose elements were not dumped looks like.
+    fn elided(like: &AnonymousSet) -> AnonymousSet {
+        AnonymousSet {
+            elements: Vec::new(),
+            elided: Some(fingerprint::comment(&like.set, &like.elements)),
+            ..like.clone()
+        }
+    }
+
+    #[test]
+    fn a_set_read_back_without_its_elements_compares_by_its_fingerprint() {
+        let (one, two) = (anonymous(&[0, 1]), anonymous(&[0, 2]));
+        assert_eq!(elided(&one), one);
+        assert_eq!(one, elided(&one));
+        assert_ne!(elided(&one), two);
+        assert_ne!(two, elided(&one));
+        assert_eq!(elided(&one), elided(&one));
+        assert_ne!(elided(&one), elided(&two));
     }
 }

@@ -15,6 +15,7 @@ use super::fingerprint::is_fingerprint;
 use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
 use super::split::split;
+use super::staged::create_in_parts;
 use super::state::{TableState, is_anonymous};
 use crate::{Error, Family, NftSocket, Set, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
@@ -131,6 +132,60 @@ impl Syncer {
         let result = self.full(socket, desired, start);
         self.note(&result);
         result
+    }
+
+    /// [`Syncer::sync_full`] of the table made of `skeleton` (the table,
+    /// every chain without rules, the named sets with their elements) and
+    /// `pieces` (each one chain of the skeleton with its rules and their
+    /// anonymous sets, see `render::Ruleset::into_pieces`). When our
+    /// table does not exist (a cold start) and this syncer keeps nothing
+    /// ([`Syncer::without_applied_state`]) and sends large transactions
+    /// in parts ([`Syncer::with_max_anonymous_sets_per_transaction`]), the
+    /// parts are built, encoded and sent as the pieces come, so the whole
+    /// table is never held typed; otherwise the pieces are gathered into
+    /// one table first.
+    pub fn sync_full_in_pieces(
+        &mut self,
+        socket: &mut NftSocket,
+        skeleton: TableContents,
+        pieces: impl Iterator<Item = TableContents>,
+    ) -> Result<SyncReport, Error> {
+        let start = Instant::now();
+        let result = self.full_in_pieces(socket, skeleton, pieces, start);
+        self.note(&result);
+        result
+    }
+
+    fn full_in_pieces(
+        &mut self,
+        socket: &mut NftSocket,
+        skeleton: TableContents,
+        pieces: impl Iterator<Item = TableContents>,
+        start: Instant,
+    ) -> Result<SyncReport, Error> {
+        let Some(max) = self.max_anonymous.filter(|_| self.lean) else {
+            return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
+        };
+        let generation = socket.generation()?;
+        if socket.table_identity(self.family, &self.table)?.is_some() {
+            return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
+        }
+        let mut report = SyncReport {
+            full: true,
+            ..SyncReport::default()
+        };
+        create_in_parts(skeleton, pieces, max, generation, &mut self.names, |part| {
+            report.counts.add(&SyncCounts::of(&part));
+            report.changes += part.ops.len();
+            report.transactions += 1;
+            let applied = socket.apply(&part);
+            report.kernel += socket.last_kernel_time();
+            drop_later(part);
+            applied
+        })?;
+        self.seen = Some(self.look(socket)?);
+        report.total = start.elapsed();
+        Ok(report)
     }
 
     /// Whether a partial sync may be sent now: nothing asks for a full
@@ -277,7 +332,8 @@ impl Syncer {
     /// whose content is known are not dumped (bound anonymous sets are
     /// constant, and each dump costs the kernel a walk of all sets): those
     /// this syncer wrote into the same table (same handle), by name, else
-    /// those whose listed fingerprint is one of `desired`'s.
+    /// those whose listed fingerprint is one of `desired`'s. One carrying
+    /// our fingerprint is then compared by it, its elements not copied.
     fn read_back(
         &self,
         socket: &mut NftSocket,
@@ -310,12 +366,16 @@ impl Syncer {
         };
         let listed = socket.list_table_except(self.family, &self.table, |s| known(s).is_some())?;
         Ok(listed.map(|mut contents| {
+            // A set carrying our fingerprint is compared by it (its elements
+            // stay unread and uncopied); the others get the known elements.
             for set in &contents.sets {
-                if let Some(anon) = known(set) {
-                    contents
+                let Some(anon) = known(set) else { continue };
+                match set.comment.as_deref().is_some_and(is_fingerprint) {
+                    true => contents.elements.remove(&set.name),
+                    false => contents
                         .elements
-                        .insert(set.name.clone(), anon.elements.clone());
-                }
+                        .insert(set.name.clone(), anon.elements.clone()),
+                };
             }
             contents
         }))

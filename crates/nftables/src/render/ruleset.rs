@@ -120,28 +120,48 @@ impl Ruleset {
     /// chain's statements are freed once they are typed, so the table is
     /// not held twice.
     pub fn into_contents(self) -> TableContents {
+        let (skeleton, pieces) = self.into_pieces();
+        TableContents::from_pieces(skeleton, pieces)
+    }
+
+    /// [`Ruleset::into_contents`] in pieces, for a table created in parts
+    /// without ever holding it typed whole: first the skeleton (the table,
+    /// every chain without its rules, the named sets with their
+    /// elements), then, typed only as the iterator is advanced, each
+    /// chain with its rules and their anonymous sets (one chain per
+    /// piece, in order). The pieces together are `into_contents()`.
+    pub fn into_pieces(self) -> (TableContents, impl Iterator<Item = TableContents>) {
         let Ruleset {
             table,
             sets,
             chains,
         } = self;
-        let mut out = TableContents {
-            table,
-            chains: Vec::with_capacity(chains.len()),
+        let mut skeleton = TableContents {
+            table: table.clone(),
+            chains: chains.iter().map(|c| c.chain.clone()).collect(),
             rules: Vec::new(),
             sets: Vec::with_capacity(sets.len()),
             elements: BTreeMap::new(),
         };
         for named in sets {
-            out.elements
+            skeleton
+                .elements
                 .insert(TableContents::set_key(&named.set), named.elements);
-            out.sets.push(named.set);
+            skeleton.sets.push(named.set);
         }
-        for chain in chains {
-            push_rules(&mut out, &chain);
-            out.chains.push(chain.chain);
-        }
-        out
+        let pieces = chains.into_iter().map(move |chain| {
+            let mut piece = TableContents {
+                table: table.clone(),
+                chains: Vec::new(),
+                rules: Vec::with_capacity(chain.rules.len()),
+                sets: Vec::new(),
+                elements: BTreeMap::new(),
+            };
+            push_rules(&mut piece, &chain);
+            piece.chains.push(chain.chain);
+            piece
+        });
+        (skeleton, pieces)
     }
 }
 

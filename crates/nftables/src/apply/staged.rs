@@ -1,0 +1,378 @@
+//! A new table created in parts as its pieces come: the transaction
+//! [`super::split`] would cut from [`super::diff::create_all`]'s, built
+//! and handed on part by part, so that a cold start never holds the
+//! whole table typed, nor its whole transaction, nor its whole encoding
+//! (at 10,000 services × 10 endpoints: some 45 MiB typed, 42 MiB of
+//! transaction).
+//!
+//! The parts are those of `split.rs`: the table, every chain (base
+//! chains with policy accept: a packet passes them unchanged while
+//! empty) and every named set (empty) first, then the rules of the
+//! regular chains with the anonymous sets they bind, cut between rules
+//! after at most `max_anonymous` anonymous sets; last, what traffic sees
+//! (the named sets' elements — the verdict maps leading to the new
+//! chains — and the rules of base chains). When the anonymous sets never
+//! exceed `max_anonymous` nothing is cut: one transaction.
+
+use super::diff::create_rules;
+use super::names::AnonymousNames;
+use super::split::{is_anonymous_set, passes_empty};
+use super::state::TableState;
+use crate::{Error, Op, SetRef, TableContents, Transaction};
+use std::collections::HashSet;
+
+/// Creates the table made of `skeleton` (the table, every chain, the
+/// named sets with their elements; no rules) and `pieces` (each a chain
+/// of the skeleton with its rules and their anonymous sets), handing each
+/// part to `send` as soon as it is complete; the first part carries
+/// `generation`. Stops at the first part `send` refuses.
+pub(crate) fn create_in_parts(
+    skeleton: TableContents,
+    pieces: impl Iterator<Item = TableContents>,
+    max_anonymous: usize,
+    generation: u32,
+    names: &mut AnonymousNames,
+    mut send: impl FnMut(Transaction) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let TableContents {
+        table,
+        chains,
+        sets,
+        mut elements,
+        ..
+    } = skeleton;
+    let part = Part {
+        family: table.family,
+        table: table.name.clone(),
+        generation: Some(generation),
+    };
+    let mut staging = vec![Op::AddTable(table)];
+    let mut last = Vec::new();
+    let mut base = HashSet::new();
+    for chain in chains {
+        if chain.base.is_some() {
+            base.insert(chain.name.clone());
+        }
+        match passes_empty(&chain) {
+            true => staging.push(Op::AddChain(chain)),
+            false => last.push(Op::AddChain(chain)),
+        }
+    }
+    for set in sets {
+        let members = elements.remove(&TableContents::set_key(&set));
+        if let Some(members) = members.filter(|m| !m.is_empty()) {
+            last.push(Op::AddElements {
+                set: SetRef::named(set.name.as_str()),
+                elements: members,
+            });
+        }
+        staging.push(Op::AddSet(set));
+    }
+    let mut parts = Parts {
+        part,
+        send: &mut send,
+        current: staging,
+        anonymous: 0,
+        max_anonymous,
+        cut: false,
+    };
+    let mut next_id = 1;
+    for piece in pieces {
+        for chain in TableState::new(piece).chains {
+            let staged = !base.contains(&chain.chain.name);
+            let ops = create_rules(chain, names, &mut next_id);
+            match staged {
+                true => parts.stage(ops)?,
+                false => last.extend(ops),
+            }
+        }
+    }
+    parts.finish(last)
+}
+
+/// Family, table and generation check of the next part.
+struct Part {
+    family: crate::Family,
+    table: String,
+    /// The first part's only.
+    generation: Option<u32>,
+}
+
+impl Part {
+    fn take(&mut self, ops: Vec<Op>) -> Transaction {
+        Transaction {
+            family: self.family,
+            table: self.table.clone(),
+            ops,
+            generation: self.generation.take(),
+        }
+    }
+}
+
+/// The staging part being filled and where finished parts go.
+struct Parts<'s, S: FnMut(Transaction) -> Result<(), Error>> {
+    part: Part,
+    send: &'s mut S,
+    current: Vec<Op>,
+    /// Anonymous sets in `current`.
+    anonymous: usize,
+    max_anonymous: usize,
+    /// Whether a part was sent already.
+    cut: bool,
+}
+
+impl<S: FnMut(Transaction) -> Result<(), Error>> Parts<'_, S> {
+    /// Adds `ops` (rules of new regular chains, each after the anonymous
+    /// sets it binds) rule by rule, sending the part first when a rule's
+    /// anonymous sets would take it past the maximum.
+    fn stage(&mut self, ops: Vec<Op>) -> Result<(), Error> {
+        let mut group = Vec::new();
+        for op in ops {
+            let rule = matches!(op, Op::AddRule(_));
+            group.push(op);
+            if rule {
+                self.add_group(std::mem::take(&mut group))?;
+            }
+        }
+        self.current.extend(group);
+        Ok(())
+    }
+
+    fn add_group(&mut self, group: Vec<Op>) -> Result<(), Error> {
+        let sets = group.iter().filter(|op| is_anonymous_set(op)).count();
+        if self.anonymous > 0 && self.anonymous + sets > self.max_anonymous {
+            let ops = std::mem::take(&mut self.current);
+            (self.send)(self.part.take(ops))?;
+            self.anonymous = 0;
+            self.cut = true;
+        }
+        self.anonymous += sets;
+        self.current.extend(group);
+        Ok(())
+    }
+
+    /// Sends what is staged and then `last`, or both as one transaction
+    /// if nothing was cut.
+    fn finish(mut self, last: Vec<Op>) -> Result<(), Error> {
+        if !self.cut {
+            let mut ops = std::mem::take(&mut self.current);
+            ops.extend(last);
+            return (self.send)(self.part.take(ops));
+        }
+        if !self.current.is_empty() {
+            let ops = std::mem::take(&mut self.current);
+            (self.send)(self.part.take(ops))?;
+        }
+        if !last.is_empty() {
+            (self.send)(self.part.take(last))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::super::diff::create_all;
+    use super::super::split::split;
+    use super::*;
+    use crate::{
+        BaseChain, Chain, ChainType, DataType, Element, Family, Hook, Policy, Rule, Set, Table,
+        Value, Verdict, stmt,
+    };
+
+    /// A cold start's shape as a renderer gives it: base chains (one with
+    /// policy drop), a verdict map leading to chains `c1`..`cn`, each with
+    /// a rule binding an anonymous map of its own, and a rule of a base
+    /// chain using the verdict map.
+    fn table(n: u32) -> TableContents {
+        let mut t = TableContents {
+            table: Table::new(Family::Ip, "t"),
+            chains: vec![
+                base("nat-prerouting", Policy::Accept),
+                base("filter-input", Policy::Drop),
+            ],
+            rules: Vec::new(),
+            sets: vec![Set::map(
+                "service-ips",
+                vec![DataType::Ipv4Addr],
+                vec![DataType::Verdict],
+            )],
+            elements: Default::default(),
+        };
+        let verdicts = (1..=n)
+            .map(|i| {
+                let key = Value::Ipv4([10, 0, 0, i as u8].into());
+                Element::verdict(vec![key], Verdict::Goto(format!("c{i}")))
+            })
+            .collect();
+        t.elements.insert("service-ips".into(), verdicts);
+        t.rules.push(Rule::new(
+            "nat-prerouting",
+            stmt::vmap(&[stmt::Field::IpDaddr], SetRef::named("service-ips")),
+        ));
+        t.rules.push(Rule::new("filter-input", Vec::new()));
+        for i in 1..=n {
+            t.chains.push(Chain::regular(format!("c{i}")));
+            let mut set = Set::anonymous(0, vec![DataType::Integer], Some(vec![DataType::Verdict]));
+            set.name = format!("__kp-c{i}");
+            set.id = None;
+            let elements = (0..2)
+                .map(|k| Element::verdict(vec![Value::Integer(k)], Verdict::Accept))
+                .collect();
+            t.elements.insert(set.name.clone(), elements);
+            t.rules.push(Rule::new(
+                format!("c{i}"),
+                stmt::numgen_vmap(2, SetRef::named(set.name.as_str())),
+            ));
+            t.sets.push(set);
+        }
+        t
+    }
+
+    fn base(name: &str, policy: Policy) -> Chain {
+        let hook = BaseChain {
+            kind: ChainType::Filter,
+            hook: Hook::Input,
+            priority: 0,
+            policy,
+        };
+        Chain::base(name, hook)
+    }
+
+    /// `contents` as a skeleton and one piece per chain, as
+    /// `Ruleset::into_pieces` gives them.
+    fn pieces(contents: TableContents) -> (TableContents, Vec<TableContents>) {
+        let TableContents {
+            table,
+            chains,
+            rules,
+            sets,
+            mut elements,
+        } = contents;
+        let (anonymous, named): (Vec<Set>, Vec<Set>) =
+            sets.into_iter().partition(|s| s.name.starts_with("__kp-"));
+        let mut skeleton = TableContents {
+            table: table.clone(),
+            chains: chains.clone(),
+            rules: Vec::new(),
+            sets: named,
+            elements: Default::default(),
+        };
+        for s in &skeleton.sets {
+            skeleton
+                .elements
+                .insert(s.name.clone(), elements.remove(&s.name).unwrap_or_default());
+        }
+        let pieces = chains
+            .into_iter()
+            .map(|chain| {
+                let rules: Vec<Rule> = rules
+                    .iter()
+                    .filter(|r| r.chain == chain.name)
+                    .cloned()
+                    .collect();
+                let sets: Vec<Set> = anonymous
+                    .iter()
+                    .filter(|s| {
+                        rules
+                            .iter()
+                            .any(|r| format!("{r:?}").contains(&format!("\"{}\"", s.name)))
+                    })
+                    .cloned()
+                    .collect();
+                let elements = sets
+                    .iter()
+                    .map(|s| (s.name.clone(), elements[&s.name].clone()))
+                    .collect();
+                TableContents {
+                    table: table.clone(),
+                    chains: vec![chain],
+                    rules,
+                    sets,
+                    elements,
+                }
+            })
+            .collect();
+        (skeleton, pieces)
+    }
+
+    fn staged(contents: TableContents, max: usize) -> Vec<Transaction> {
+        let (skeleton, pieces) = pieces(contents);
+        let mut parts = Vec::new();
+        create_in_parts(
+            skeleton,
+            pieces.into_iter(),
+            max,
+            7,
+            &mut AnonymousNames::default(),
+            |tx| {
+                parts.push(tx);
+                Ok(())
+            },
+        )
+        .unwrap();
+        parts
+    }
+
+    fn whole(contents: TableContents) -> Transaction {
+        let mut tx = create_all(TableState::new(contents), &mut AnonymousNames::default());
+        tx.generation = Some(7);
+        tx
+    }
+
+    #[test]
+    fn the_parts_are_those_split_cuts_from_the_whole_transaction() {
+        for (n, max) in [(5, 2), (7, 3), (4, 1)] {
+            let parts = staged(table(n), max);
+            assert!(
+                parts.len() > 2,
+                "{n} services, {max} per part: {}",
+                parts.len()
+            );
+            assert_eq!(
+                parts,
+                split(whole(table(n)), max),
+                "{n} services, {max} per part"
+            );
+        }
+    }
+
+    #[test]
+    fn a_table_within_the_maximum_is_one_transaction_of_the_same_changes() {
+        let parts = staged(table(3), 3);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].generation, Some(7));
+        let mut expected = whole(table(3)).ops;
+        for op in &parts[0].ops {
+            let at = expected.iter().position(|o| o == op).unwrap();
+            expected.remove(at);
+        }
+        assert!(expected.is_empty(), "missing: {expected:?}");
+    }
+
+    #[test]
+    fn a_refused_part_stops_the_rest() {
+        let (skeleton, pieces) = pieces(table(5));
+        let mut sent = 0;
+        let result = create_in_parts(
+            skeleton,
+            pieces.into_iter(),
+            1,
+            7,
+            &mut AnonymousNames::default(),
+            |_| {
+                sent += 1;
+                match sent {
+                    2 => Err(Error::Decode {
+                        operation: "test".into(),
+                        reason: "refused".into(),
+                    }),
+                    _ => Ok(()),
+                }
+            },
+        );
+        assert!(result.is_err());
+        assert_eq!(sent, 2);
+    }
+}
