@@ -15,8 +15,8 @@ use testkit::netns::Netns;
 /// The log line of every successful sync, per mode.
 pub fn synced_line(mode: Mode) -> &'static str {
     match mode {
-        Mode::Iptables => "synced iptables rules",
-        Mode::Nftables => "synced nftables rules",
+        Mode::Iptables => "synced iptables rules ip_family=IPv4",
+        Mode::Nftables => "synced nftables rules ip_family=IPv4",
     }
 }
 
@@ -83,6 +83,7 @@ impl Bed {
             name: name.into(),
             node: NODE.into(),
             ip,
+            ip6: None,
             extra_ips: Vec::new(),
             tcp_ports: vec![TARGET_PORT],
             udp_ports: Vec::new(),

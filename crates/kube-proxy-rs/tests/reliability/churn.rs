@@ -100,7 +100,7 @@ fn churn(
             next_sample += 1.0;
         }
         let lines = proxy.drain();
-        let change_syncs = lines.iter().filter(|l| l.contains("synced ") && !l.contains("trigger=Periodic"));
+        let change_syncs = lines.iter().filter(|l| l.contains("synced ") && l.contains("ip_family=IPv4") && !l.contains("trigger=Periodic"));
         if let Some(t) = change_syncs.filter_map(|l| log_time(l)).next_back() {
             last_sync = t;
         }
