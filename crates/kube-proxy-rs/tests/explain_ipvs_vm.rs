@@ -102,7 +102,7 @@ fn write_dumps_in_vm() {
             .unwrap(),
     );
     let deadline = Instant::now() + Duration::from_secs(240);
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("synced IPVS rules") {
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("synced IPVS rules ip_family=IPv4") {
         assert!(proxy.0.try_wait().unwrap().is_none(), "the proxy exited:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
         assert!(Instant::now() < deadline, "no IPVS sync in 240 s:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
         std::thread::sleep(Duration::from_millis(200));

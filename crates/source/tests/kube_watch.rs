@@ -509,14 +509,14 @@ async fn an_expired_watch_relists_without_waiting_out_the_outages_backoff() {
     api.stop();
     tokio::time::sleep(Duration::from_secs(4)).await;
     api.delete_unannounced(Kind::Services, "web", "b");
-    let (watches, lists) = (service_watches(&api), api.lists(Kind::Services));
+    let (watches, lists) = (service_watches(&api), service_lists(&api));
     api.start().await;
     wait_until("the services watch resumed", || {
         service_watches(&api) > watches
     })
     .await;
     let resumed = tokio::time::Instant::now();
-    wait_until("services re-listed", || api.lists(Kind::Services) > lists).await;
+    wait_until("services re-listed", || service_lists(&api) > lists).await;
     let waited = resumed.elapsed();
     // The first delay is 200–400 ms; the grown one at least 3.2 s.
     assert!(
@@ -530,11 +530,17 @@ async fn an_expired_watch_relists_without_waiting_out_the_outages_backoff() {
         .await;
 }
 
+/// Watches of Services that resume from a resource version (not lists).
 fn service_watches(api: &FakeApi) -> usize {
     api.log()
         .iter()
-        .filter(|l| l.kind == Kind::Services && l.watch)
+        .filter(|l| l.kind == Kind::Services && l.watch && !l.streaming())
         .count()
+}
+
+/// Lists of Services, paged or streaming.
+fn service_lists(api: &FakeApi) -> usize {
+    api.lists(Kind::Services) + api.streaming_lists(Kind::Services)
 }
 
 #[tokio::test]

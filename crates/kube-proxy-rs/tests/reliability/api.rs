@@ -76,9 +76,9 @@ impl ApiServer {
         self.api().release_lists(kind);
     }
 
-    /// How many list requests `kind` got.
+    /// How many list requests `kind` got, streaming (the default) or not.
     pub fn lists(&self, kind: Kind) -> usize {
-        self.api().lists(kind)
+        self.api().lists(kind) + self.api().streaming_lists(kind)
     }
 }
 
