@@ -66,6 +66,8 @@ pub struct Flags {
 
     /// A set of key=value pairs that describe feature gates for
     /// alpha/experimental features. Ignored if --config is given.
+    /// kube-proxy-rs: WatchListClient=false turns streaming lists off; other
+    /// gates are validated and ignored.
     #[arg(long = "feature-gates", value_name = "KEY=BOOL,...", value_delimiter = ',',
           action = clap::ArgAction::Append, value_parser = parse_feature_gate)]
     pub feature_gates: Option<Vec<FeatureGate>>,
@@ -128,13 +130,15 @@ pub struct Flags {
     pub bind_address_hard_fail: Option<bool>,
 
     /// If true enables profiling via web interface on /debug/pprof handler.
-    /// Ignored if --config is given.
+    /// Ignored if --config is given. kube-proxy-rs: accepted and ignored
+    /// (pprof profiles Go programs).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_go_bool)]
     pub profiling: Option<bool>,
 
     /// The previous version for which you want to show hidden metrics.
-    /// Ignored if --config is given.
+    /// Ignored if --config is given. kube-proxy-rs: accepted and ignored
+    /// (it hides no metrics).
     #[arg(long = "show-hidden-metrics-for-version", value_name = "VERSION")]
     pub show_hidden_metrics_for_version: Option<String>,
 
@@ -298,7 +302,8 @@ pub struct Flags {
     pub conntrack_udp_timeout_stream: Option<GoDuration>,
 
     /// How often configuration from the apiserver is refreshed. Must be
-    /// greater than 0 (default 15m0s).
+    /// greater than 0 (default 15m0s). kube-proxy-rs: validated and ignored
+    /// (an informer resync; the watches and --iptables-sync-period cover it).
     #[arg(long = "config-sync-period", value_name = "DURATION", allow_hyphen_values = true,
           value_parser = parse_duration)]
     pub config_sync_period: Option<GoDuration>,
@@ -328,10 +333,12 @@ pub struct Flags {
     pub v: Option<u32>,
 
     /// Comma-separated list of pattern=N settings for file-filtered logging.
+    /// kube-proxy-rs: validated and ignored (use RUST_LOG).
     #[arg(long, value_name = "PATTERN=N,...")]
     pub vmodule: Option<String>,
 
     /// Maximum number of seconds between log flushes (default 5s).
+    /// kube-proxy-rs: validated and ignored (logs are not buffered).
     #[arg(long = "log-flush-frequency", value_name = "DURATION", allow_hyphen_values = true,
           value_parser = parse_duration)]
     pub log_flush_frequency: Option<GoDuration>,

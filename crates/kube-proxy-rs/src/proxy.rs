@@ -13,6 +13,7 @@ mod nfacct_metrics;
 pub(crate) mod node_name;
 mod oom_score;
 mod serve;
+mod servers;
 mod service_health;
 mod shutdown;
 pub(crate) mod sources;

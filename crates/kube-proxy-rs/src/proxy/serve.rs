@@ -49,7 +49,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let metrics = Metrics::new(mode::metrics_mode(mode));
     nfacct_metrics::read_nfacct_at_scrape(&metrics);
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
-    start_servers(&config, &health, &metrics).await;
+    super::servers::start(&config, &health, &metrics).await?;
 
     let servers = ServiceHealthServers::new(health_addresses(&config, &families).await, health.clone());
     let service_health = Arc::new(tokio::sync::Mutex::new(SharedServiceHealth::new(servers, &families.all())));
@@ -213,23 +213,6 @@ fn log_nftables_sync(family: IpFamily, trigger: Trigger, report: &SyncReport, se
         changes = figures.changes, chains_written = figures.chains_written, rules_written = figures.rules_written,
         elements_written = figures.elements_written, deleted = figures.objects_deleted, "synced nftables rules"
     );
-}
-
-/// Starts the node health and metrics servers; a bind failure is logged
-/// and the proxy keeps running without that server.
-async fn start_servers(config: &Config, health: &ProxyHealth, metrics: &Metrics) {
-    if let Some(addr) = config.healthz_bind_address {
-        match health::bind_node_health(addr, health.clone()).await {
-            Ok(server) => drop(server.spawn()),
-            Err(err) => tracing::error!(%err, "node health server not started"),
-        }
-    }
-    if let Some(addr) = config.metrics_bind_address {
-        match health::bind_metrics(addr, metrics.clone()).await {
-            Ok(server) => drop(server.spawn()),
-            Err(err) => tracing::error!(%err, "metrics server not started"),
-        }
-    }
 }
 
 /// Where the per-service health-check servers listen, as upstream's

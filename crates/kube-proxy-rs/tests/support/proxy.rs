@@ -93,6 +93,19 @@ impl Proxy {
         panic!("no log line with {needle:?} within {PATIENCE:?}; log so far:\n{}", self.seen.join("\n"))
     }
 
+    /// Waits up to [`PATIENCE`] for the process to exit by itself; its
+    /// status, or `None` when it is still running.
+    pub fn wait_exit(&mut self) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// SIGKILL, and the process reaped.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
