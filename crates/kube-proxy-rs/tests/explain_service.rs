@@ -39,7 +39,7 @@ fn explain_service(ns: &Netns, service: &str, mode: &str, extra: &[&str]) -> ser
 }
 
 fn lines(report: &serde_json::Value, key: &str) -> Vec<String> {
-    report["drift"][key].as_array().unwrap_or_else(|| panic!("no drift.{key}: {report}")).iter().map(|l| l.as_str().unwrap().to_string()).collect()
+    report["families"][0]["drift"][key].as_array().unwrap_or_else(|| panic!("no drift.{key}: {report}")).iter().map(|l| l.as_str().unwrap().to_string()).collect()
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn iptables_rule_deleted_or_added_by_hand_is_drift() {
     let clean = explain_service(&ns, "storefront/web", "iptables", &backend);
     assert_eq!(lines(&clean, "missing"), Vec::<String>::new(), "{clean}");
     assert_eq!(lines(&clean, "extra"), Vec::<String>::new(), "{clean}");
-    let endpoints = &clean["programmed"]["ports"]["http"]["endpoints"];
+    let endpoints = &clean["families"][0]["programmed"]["ports"]["http"]["endpoints"];
     assert_eq!(endpoints.as_array().map(Vec::len), Some(3), "{clean}");
 
     let deleted = r#"-m comment --comment "storefront/web:http -> 10.244.2.11:8080" -j KUBE-SEP-MDDRPMLJIV5FU4DP"#;

@@ -37,6 +37,9 @@ pub struct DumpArgs {
     /// iptables backend to read live; default: the one holding KUBE-SERVICES.
     #[arg(long = "iptables-backend", value_enum)]
     pub iptables_backend: Option<Backend>,
+    /// The IP family whose rules to write.
+    #[arg(long, value_enum, default_value_t)]
+    pub family: Family,
     /// The proxy's own flags after `--`: write its rendering of that
     /// cluster state instead of the kernel's rules.
     #[arg(last = true, value_name = "PROXY FLAGS")]
@@ -62,6 +65,26 @@ pub enum Mode {
     Nftables,
     /// IPVS virtual servers, ipsets and companion rules.
     Ipvs,
+}
+
+/// An IP family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Family {
+    /// IPv4 (`iptables-save`, table `ip kube-proxy`).
+    #[default]
+    Ipv4,
+    /// IPv6 (`ip6tables-save`, table `ip6 kube-proxy`).
+    Ipv6,
+}
+
+impl Family {
+    /// The model's family.
+    pub fn ip_family(self) -> model::IpFamily {
+        match self {
+            Family::Ipv4 => model::IpFamily::V4,
+            Family::Ipv6 => model::IpFamily::V6,
+        }
+    }
 }
 
 /// Which iptables backend to read live.
