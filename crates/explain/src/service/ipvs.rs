@@ -205,3 +205,114 @@ fn virtual_server_view(vs: &VirtualService, kind: &str) -> String {
     let reals = if reals.is_empty() { "no real server".to_string() } else { reals.join(", ") };
     format!("{} ({kind}) -> {reals}", virtual_server_text(vs))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use model::{Endpoint, ServicePort, ServicePortName};
+    use std::sync::Arc;
+
+    /// shop/web: ClusterIP 10.96.0.10:80, NodePort 30080, LB IP 192.0.2.10,
+    /// health-check node port 32000, endpoints 10.244.0.5 (local) and
+    /// 10.244.1.5, port 8080; shop/db: ClusterIP 10.96.0.20:5432.
+    fn snapshot() -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        let web = ServicePortName::new("shop", "web", "http", Protocol::Tcp);
+        let mut port = ServicePort::cluster_ip(web.clone(), "10.96.0.10".parse().unwrap(), 80);
+        port.node_port = Some(30080);
+        port.load_balancer_ips = vec!["192.0.2.10".parse().unwrap()];
+        port.health_check_node_port = Some(32000);
+        snapshot.services.insert(web.clone(), Arc::new(port));
+        let endpoints = vec![
+            Endpoint::ready("10.244.0.5".parse().unwrap(), 8080, Some("node-a"), true),
+            Endpoint::ready("10.244.1.5".parse().unwrap(), 8080, Some("node-b"), false),
+        ];
+        snapshot.endpoints.insert(web, Arc::new(endpoints));
+        let db = ServicePortName::new("shop", "db", "pg", Protocol::Tcp);
+        snapshot.services.insert(db.clone(), Arc::new(ServicePort::cluster_ip(db, "10.96.0.20".parse().unwrap(), 5432)));
+        snapshot
+    }
+
+    const DUMP: &str = "# virtual servers
+TCP  10.96.0.10:80 rr persistent 600
+  -> 10.244.0.5:8080 Masq 1
+  -> 10.244.1.5:8080 Masq 2
+TCP  10.96.0.10:81 rr
+TCP  10.96.0.20:5432 rr
+  -> 10.244.0.9:5432 Masq 1
+TCP  192.0.2.10:80 rr
+  -> 10.244.0.5:8080 Masq 1
+TCP  192.168.0.2:30080 rr
+  -> 10.244.0.5:8080 Masq 1
+TCP  10.96.0.20:30080 rr
+UDP  192.168.0.2:30080 rr
+# addresses on the dummy interface
+10.96.0.10
+10.96.0.20
+192.0.2.10
+# ipsets
+add KUBE-CLUSTER-IP 10.96.0.10,tcp:80
+add KUBE-CLUSTER-IP 10.96.0.20,tcp:5432
+add KUBE-LOAD-BALANCER 192.0.2.10,tcp:80
+add KUBE-LOOP-BACK 10.244.0.5,tcp:8080,10.244.0.5
+add KUBE-LOOP-BACK 10.244.0.9,tcp:5432,10.244.0.9
+add KUBE-NODE-PORT-TCP 30080
+add KUBE-NODE-PORT-UDP 30080
+add KUBE-HEALTH-CHECK-NODE-PORT 32000
+add KUBE-HEALTH-CHECK-NODE-PORT 32001
+# iptables
+*nat
+:KUBE-SERVICES - [0:0]
+COMMIT
+";
+
+    #[test]
+    fn a_services_part_of_an_ipvs_dump() {
+        let dump = IpvsDump::parse(DUMP).unwrap();
+        let footprint = Footprint::of(&snapshot(), "shop/web");
+        let lines = rule_lines(&dump, "shop/web", &footprint);
+        assert_eq!(
+            lines,
+            [
+                "virtual server TCP 10.96.0.10:80 rr persistent 600",
+                "real server TCP 10.96.0.10:80 rr persistent 600 -> 10.244.0.5:8080 weight 1",
+                "real server TCP 10.96.0.10:80 rr persistent 600 -> 10.244.1.5:8080 weight 2",
+                // a port the Service does not have, at its address: someone's
+                "virtual server TCP 10.96.0.10:81 rr",
+                "virtual server TCP 192.0.2.10:80 rr",
+                "real server TCP 192.0.2.10:80 rr -> 10.244.0.5:8080 weight 1",
+                "virtual server TCP 192.168.0.2:30080 rr",
+                "real server TCP 192.168.0.2:30080 rr -> 10.244.0.5:8080 weight 1",
+                "kube-ipvs0 address 10.96.0.10",
+                "kube-ipvs0 address 192.0.2.10",
+                "ipset KUBE-CLUSTER-IP 10.96.0.10,tcp:80",
+                "ipset KUBE-HEALTH-CHECK-NODE-PORT 32000",
+                "ipset KUBE-LOAD-BALANCER 192.0.2.10,tcp:80",
+                "ipset KUBE-LOOP-BACK 10.244.0.5,tcp:8080,10.244.0.5",
+                "ipset KUBE-NODE-PORT-TCP 30080",
+            ],
+            "not shop/db's virtual servers or members, not a UDP NodePort, not a bound address's port 30080"
+        );
+        let programmed = programmed(&dump, "shop/web", &footprint);
+        let http = &programmed.ports["http"];
+        assert_eq!(http.affinity_seconds, Some(600));
+        assert_eq!(http.health_check_node_port, Some(32000));
+        assert_eq!(http.node_ports, [30080].into());
+        assert_eq!(http.endpoints, ["10.244.0.5:8080".to_string(), "10.244.1.5:8080".to_string()].into());
+        assert_eq!(
+            http.virtual_servers[0],
+            "TCP 10.96.0.10:80 rr persistent 600 (cluster IP) -> 10.244.0.5:8080 weight 1, 10.244.1.5:8080 weight 2"
+        );
+        assert!(programmed.ports.contains_key("tcp/81 (not the Service's)"), "{:?}", programmed.ports.keys());
+    }
+
+    #[test]
+    fn a_service_the_cluster_state_lacks_owns_nothing() {
+        let dump = IpvsDump::parse(DUMP).unwrap();
+        let footprint = Footprint::of(&snapshot(), "shop/gone");
+        assert!(footprint.is_empty());
+        assert_eq!(rule_lines(&dump, "shop/gone", &footprint), Vec::<String>::new());
+    }
+}
