@@ -128,6 +128,12 @@ pub async fn ipvs_dump(backend: Option<IptablesBackend>, family: IpFamily) -> Re
     })
 }
 
+/// Whether IPVS mode's dummy link `kube-ipvs0` exists (IPVS mode runs,
+/// or ran, here).
+pub fn ipvs_link_exists() -> bool {
+    run("ip", &["-o", "link", "show", "dev", "kube-ipvs0"]).is_ok()
+}
+
 /// The addresses on `kube-ipvs0` (`ip -o addr show dev kube-ipvs0`).
 fn dummy_addresses() -> Result<Vec<std::net::IpAddr>, ExplainError> {
     let text = run("ip", &["-o", "addr", "show", "dev", "kube-ipvs0"])?;

@@ -151,7 +151,7 @@ fn write_dumps_in_vm() {
     let live = ns.command(VM_BINARY).args(["explain", "dump", "--mode", "ipvs"]).output().unwrap();
     drop(proxy);
     explain_services(&ns, share, &proxy_flags, "clean");
-    let packet = ns.command(VM_BINARY).args(["explain", "packet", "tcp", "fd00:244::9", "[fd00:96::10]:80", "--from-pod", "--mode", "ipvs", "-o", "json"]).output().unwrap();
+    let packet = ns.command(VM_BINARY).args(["explain", "packet", "tcp", "fd00:244::9", "[fd00:96::10]:80", "--from-pod", "-o", "json"]).output().unwrap();
     assert!(packet.status.success(), "explain packet on the IPv6 ClusterIP: {}", String::from_utf8_lossy(&packet.stderr));
     std::fs::write(share.join("web6-packet.json"), &packet.stdout).unwrap();
     for edit in HAND_EDITS {
@@ -165,12 +165,13 @@ fn write_dumps_in_vm() {
     std::fs::write(share.join("plan.dump"), &plan.stdout).unwrap();
 }
 
-/// `explain service` of storefront/api and shop/web6 on the live node,
-/// JSON and text, into the share as `<service>-<label>.{json,txt}`.
+/// `explain service` of storefront/api (`--mode ipvs`) and shop/web6 (the
+/// mode found from `kube-ipvs0`) on the live node, JSON and text, into the
+/// share as `<service>-<label>.{json,txt}`.
 fn explain_services(ns: &testkit::netns::Netns, share: &Path, proxy_flags: &[&str], label: &str) {
-    for (service, file) in [("storefront/api", "api"), ("shop/web6", "web6")] {
+    for (service, file, mode) in [("storefront/api", "api", &["--mode", "ipvs"][..]), ("shop/web6", "web6", &[])] {
         for (format, ext) in [("json", "json"), ("text", "txt")] {
-            let out = ns.command(VM_BINARY).args(["explain", "service", service, "--mode", "ipvs", "-o", format, "--"]).args(proxy_flags).output().unwrap();
+            let out = ns.command(VM_BINARY).args(["explain", "service", service, "-o", format]).args(mode).arg("--").args(proxy_flags).output().unwrap();
             assert!(out.status.success(), "explain service {service}: {}", String::from_utf8_lossy(&out.stderr));
             std::fs::write(share.join(format!("{file}-{label}.{ext}")), &out.stdout).unwrap();
         }
@@ -242,7 +243,8 @@ fn only_family<'a>(report: &'a serde_json::Value, family: &str) -> &'a serde_jso
 }
 
 /// Host side: `explain service` saw no drift before the hand edits and
-/// exactly the edits after; `explain packet` named the IPv6 endpoint.
+/// exactly the edits after; `explain packet` (IPVS mode found from
+/// `kube-ipvs0`) named the IPv6 endpoint.
 fn check_services_on_host(share: &Path) {
     let api = report(share, "api-clean.json");
     let clean = only_family(&api, "IPv4");
@@ -268,7 +270,9 @@ fn check_services_on_host(share: &Path) {
         ["TCP [fd00:96::10]:80 rr (cluster IP) -> [fd00:244::5]:8080 weight 1"],
         "{web6}"
     );
+    assert_eq!(web6["mode"], "ipvs", "found from kube-ipvs0: {web6}");
     let packet = std::fs::read_to_string(share.join("web6-packet.json")).unwrap();
+    assert!(packet.contains("\"mode\": \"ipvs\""), "found from kube-ipvs0: {packet}");
     let outcomes = explained_outcomes(&packet).unwrap_or_else(|e| panic!("{e:#}: {packet}"));
     let endpoint: std::net::SocketAddr = "[fd00:244::5]:8080".parse().unwrap();
     let to_endpoint = |o: &testkit::tracer::Outcome| matches!(o, testkit::tracer::Outcome::Dnat { to, .. } if *to == endpoint);

@@ -99,8 +99,9 @@ pub enum Backend {
 /// Where the rules come from, shared by both subcommands.
 #[derive(Debug, Args)]
 pub struct Source {
-    /// The mode whose rules to read; default: nftables when table `ip
-    /// kube-proxy` exists (or the file is nft JSON), else iptables.
+    /// The mode whose rules to read; default: nftables when our table
+    /// exists (or the file is nft JSON), IPVS when `kube-ipvs0` exists (or
+    /// the file is an IPVS dump), else iptables.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Read a saved dump instead of the kernel: `iptables-save` output,
@@ -156,7 +157,8 @@ pub struct ServiceArgs {
     pub source_of_rules: Source,
     /// The proxy's own flags after `--` (`--config`, `--manifests`,
     /// `--kubeconfig`, `--hostname-override` …): the cluster state to
-    /// compare with, rendered as the proxy would.
+    /// compare with, rendered as the proxy would. Needed in IPVS mode,
+    /// whose virtual servers do not name their Service.
     #[arg(last = true, value_name = "PROXY FLAGS")]
     pub proxy_flags: Vec<String>,
 }

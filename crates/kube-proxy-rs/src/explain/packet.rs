@@ -71,7 +71,8 @@ impl Rules {
 
     /// The kernel's rules of `family`; without `--mode`, nftables when our
     /// table of the family (or, for IPv6, of IPv4: the proxy runs one mode)
-    /// exists, else iptables.
+    /// exists, else IPVS when `kube-ipvs0` exists and IPVS can be read,
+    /// else iptables.
     fn live(source: &Source, family: IpFamily) -> anyhow::Result<Self> {
         let nft = || explain::live::nftables_table(explain::live::nft_family(family));
         let iptables = || explain::live::iptables_save(backend(source), family);
@@ -82,7 +83,10 @@ impl Rules {
             None => match nft() {
                 Ok(table) => Ok(Rules::Nftables(vec![table])),
                 Err(e) if family == IpFamily::V6 && explain::live::nftables_table(nftables::Family::Ip).is_ok() => Err(e.into()),
-                Err(_) => Ok(Rules::Iptables(iptables()?)),
+                Err(_) => match explain::live::ipvs_link_exists().then(|| live_ipvs(backend(source), family)) {
+                    Some(Ok(dump)) => Ok(Rules::Ipvs(dump)),
+                    _ => Ok(Rules::Iptables(iptables()?)),
+                },
             },
         }
     }

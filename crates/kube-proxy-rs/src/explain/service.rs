@@ -6,7 +6,7 @@
 //! kube-proxy`, IPVS's IPv4 and IPv6 virtual servers).
 
 use super::ClusterState;
-use super::args::{Mode, Output, ServiceArgs, Source};
+use super::args::{Output, ServiceArgs, Source};
 use super::packet::{Rules, node};
 use crate::config::{Config, ProxyMode};
 use anyhow::{Context, bail};
@@ -23,8 +23,8 @@ pub fn run(args: &ServiceArgs) -> anyhow::Result<String> {
         true => None,
         false => Some(super::proxy_state(&args.proxy_flags, "explain service's drift")?),
     };
-    let node = service_node(source)?;
     let read = read_families(source)?;
+    let node = service_node(source, read.iter().any(|(_, rules)| matches!(rules, Rules::Ipvs(_))))?;
     let mut mode = "";
     let mut families = Vec::new();
     for (family, rules) in &read {
@@ -64,10 +64,10 @@ fn mode_name(rules: &Rules) -> &'static str {
 
 /// The node for rendering: `--node-ip`s, else the kernel's addresses (in
 /// IPVS mode without `kube-ipvs0`'s, as the proxy reads them).
-fn service_node(source: &Source) -> anyhow::Result<Node> {
-    match (source.mode, source.node_ips.is_empty() && source.from_file.is_none()) {
-        (Some(Mode::Ipvs), true) => Ok(Node::new(super::local_addresses(Some("kube-ipvs0"))?)),
-        _ => node(source),
+fn service_node(source: &Source, ipvs: bool) -> anyhow::Result<Node> {
+    match ipvs && source.node_ips.is_empty() && source.from_file.is_none() {
+        true => Ok(Node::new(super::local_addresses(Some("kube-ipvs0"))?)),
+        false => node(source),
     }
 }
 
