@@ -105,6 +105,25 @@ impl IpvsDump {
         }
     }
 
+    /// The IP families of its virtual servers and bound addresses (IPv4
+    /// when it has neither).
+    pub fn families(&self) -> Vec<model::IpFamily> {
+        let addresses = self.virtual_servers.iter().map(|vs| vs.address.ip()).chain(self.bound.iter().copied());
+        let present: BTreeSet<model::IpFamily> = addresses.map(model::IpFamily::of).collect();
+        if present.is_empty() { vec![model::IpFamily::V4] } else { present.into_iter().collect() }
+    }
+
+    /// The dump with only `family`'s virtual servers and bound addresses
+    /// (the sets and rules are kept: each family's rules name only its
+    /// own sets).
+    pub fn only(&self, family: model::IpFamily) -> IpvsDump {
+        IpvsDump {
+            virtual_servers: self.virtual_servers.iter().filter(|vs| model::IpFamily::of(vs.address.ip()) == family).cloned().collect(),
+            bound: self.bound.iter().filter(|a| model::IpFamily::of(**a) == family).copied().collect(),
+            ..self.clone()
+        }
+    }
+
     /// The ipsets, with a `create` line for each of upstream's sets the
     /// text does not create (a set with no member has no `add` line, and
     /// the rules still match it).

@@ -1,8 +1,11 @@
 //! The one part of `explain` that reads the kernel: `iptables-save` (or
-//! `iptables-legacy-save`), `ipset save`, and our nftables table over
-//! netlink, in the network namespace of the calling thread.
+//! `iptables-legacy-save`; `ip6tables-save` for IPv6), `ipset save`, IPVS
+//! over netlink, and our nftables tables (`ip` and `ip6 kube-proxy`) over
+//! netlink, in the network namespace of the calling thread. Each reader
+//! reads one IP family: the one of the packet or of the Service's address.
 
 use crate::error::ExplainError;
+use model::IpFamily;
 use nftables::{Family, NftSocket, TableContents};
 use std::process::Command;
 
@@ -15,9 +18,31 @@ pub enum IptablesBackend {
     Legacy,
 }
 
-/// `iptables-save` output of `backend`, or (`None`) of the first backend
-/// that holds a `KUBE-SERVICES` chain, nft first.
-pub fn iptables_save(backend: Option<IptablesBackend>) -> Result<String, ExplainError> {
+impl IptablesBackend {
+    /// The backend's save tool for `family` (`iptables-nft-save`,
+    /// `ip6tables-legacy-save`, ...).
+    pub fn save_program(self, family: IpFamily) -> &'static str {
+        match (self, family) {
+            (IptablesBackend::Nft, IpFamily::V4) => "iptables-nft-save",
+            (IptablesBackend::Legacy, IpFamily::V4) => "iptables-legacy-save",
+            (IptablesBackend::Nft, IpFamily::V6) => "ip6tables-nft-save",
+            (IptablesBackend::Legacy, IpFamily::V6) => "ip6tables-legacy-save",
+        }
+    }
+}
+
+/// Our nftables table's family for an IP family.
+pub fn nft_family(family: IpFamily) -> Family {
+    match family {
+        IpFamily::V4 => Family::Ip,
+        IpFamily::V6 => Family::Ip6,
+    }
+}
+
+/// `iptables-save` (`ip6tables-save` for IPv6) output of `backend`, or
+/// (`None`) of the first backend that holds a `KUBE-SERVICES` chain, nft
+/// first.
+pub fn iptables_save(backend: Option<IptablesBackend>, family: IpFamily) -> Result<String, ExplainError> {
     let candidates: &[IptablesBackend] = match backend {
         Some(IptablesBackend::Nft) => &[IptablesBackend::Nft],
         Some(IptablesBackend::Legacy) => &[IptablesBackend::Legacy],
@@ -25,10 +50,7 @@ pub fn iptables_save(backend: Option<IptablesBackend>) -> Result<String, Explain
     };
     let mut last = None;
     for candidate in candidates {
-        let program = match candidate {
-            IptablesBackend::Nft => "iptables-nft-save",
-            IptablesBackend::Legacy => "iptables-legacy-save",
-        };
+        let program = candidate.save_program(family);
         let text = match run(program, &[]) {
             Ok(text) => text,
             Err(e) if backend.is_some() => return Err(e),
@@ -71,14 +93,18 @@ fn run(program: &str, args: &[&str]) -> Result<String, ExplainError> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// IPVS mode's state as the kernel holds it: virtual and real servers
-/// over IPVS netlink, the addresses of `kube-ipvs0`, `ipset save` and the
-/// companion rules (`iptables-save`).
-pub async fn ipvs_dump(backend: Option<IptablesBackend>) -> Result<crate::ipvs::IpvsDump, ExplainError> {
+/// IPVS mode's state of `family` as the kernel holds it: virtual and real
+/// servers over IPVS netlink, the addresses of `kube-ipvs0`, `ipset save`
+/// (both families' sets: each family's rules name only its own) and the
+/// companion rules (`iptables-save` or `ip6tables-save`).
+pub async fn ipvs_dump(backend: Option<IptablesBackend>, family: IpFamily) -> Result<crate::ipvs::IpvsDump, ExplainError> {
     let live = |what: &str, e: ipvs::Error| ExplainError::Live { what: what.to_string(), reason: e.to_string() };
     let socket = ipvs::IpvsSocket::connect().await.map_err(|e| live("IPVS netlink", e))?;
     let mut virtual_servers = Vec::new();
     for vs in socket.services().await.map_err(|e| live("list IPVS services", e))? {
+        if IpFamily::of(vs.key.address) != family || vs.key.fwmark != 0 {
+            continue;
+        }
         let protocol = match vs.key.protocol {
             ipvs::IpProtocol::Tcp => model::Protocol::Tcp,
             ipvs::IpProtocol::Udp => model::Protocol::Udp,
@@ -96,10 +122,16 @@ pub async fn ipvs_dump(backend: Option<IptablesBackend>) -> Result<crate::ipvs::
     }
     Ok(crate::ipvs::IpvsDump {
         virtual_servers,
-        bound: dummy_addresses()?,
+        bound: dummy_addresses()?.into_iter().filter(|a| IpFamily::of(*a) == family).collect(),
         ipsets: ipset_save()?,
-        iptables: iptables_save(backend)?,
+        iptables: iptables_save(backend, family)?,
     })
+}
+
+/// Whether IPVS mode's dummy link `kube-ipvs0` exists (IPVS mode runs,
+/// or ran, here).
+pub fn ipvs_link_exists() -> bool {
+    run("ip", &["-o", "link", "show", "dev", "kube-ipvs0"]).is_ok()
 }
 
 /// The addresses on `kube-ipvs0` (`ip -o addr show dev kube-ipvs0`).

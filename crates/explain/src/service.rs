@@ -2,22 +2,34 @@
 //! ports, node ports, endpoints, affinity, health-check node port, and
 //! every rule or map element of it), and the drift from what the proxy
 //! would program — the same reading applied to the proxy's own rendering
-//! of the cluster state, compared line by line.
+//! of the cluster state, compared line by line. A dual-stack Service is
+//! reported once per IP family (each family has its own rules).
 
 pub mod iptables;
+pub mod ipvs;
 pub mod nftables;
 
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// One Service as programmed, and its drift.
+/// One Service as programmed, and its drift, per IP family.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServiceReport {
     /// `namespace/name`.
     pub service: String,
     /// The mode whose rules were read.
     pub mode: String,
+    /// One report per IP family that holds (or should hold) something of
+    /// the Service, IPv4 first.
+    pub families: Vec<FamilyReport>,
+}
+
+/// One IP family's part of a [`ServiceReport`].
+#[derive(Debug, Clone, Serialize)]
+pub struct FamilyReport {
+    /// `IPv4` or `IPv6`.
+    pub family: String,
     /// What the kernel (or the dump) holds for it.
     pub programmed: Programmed,
     /// What differs from the proxy's rendering; `None` when no cluster
@@ -47,6 +59,10 @@ pub struct PortProgrammed {
     pub affinity_seconds: Option<u64>,
     /// The health-check node port opened for it.
     pub health_check_node_port: Option<u16>,
+    /// IPVS mode: each virtual server with its scheduler, persistence and
+    /// real servers with their weights.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub virtual_servers: Vec<String>,
 }
 
 /// The difference between the kernel and the proxy's rendering.
@@ -89,7 +105,19 @@ fn minus(a: &[String], b: &[String]) -> Vec<String> {
 
 impl fmt::Display for ServiceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "service: {} ({} mode)", self.service, self.mode)?;
+        if self.families.is_empty() {
+            return writeln!(f, "service: {} ({} mode)\nprogrammed: nothing", self.service, self.mode);
+        }
+        for family in &self.families {
+            writeln!(f, "service: {} ({} mode, {})", self.service, self.mode, family.family)?;
+            write!(f, "{family}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for FamilyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.programmed.rules.is_empty() {
             writeln!(f, "programmed: nothing")?;
         }
@@ -104,6 +132,12 @@ impl fmt::Display for ServiceReport {
             }
             if let Some(hc) = port.health_check_node_port {
                 writeln!(f, "  health-check node port: {hc}")?;
+            }
+            if !port.virtual_servers.is_empty() {
+                writeln!(f, "  virtual servers:")?;
+                for vs in &port.virtual_servers {
+                    writeln!(f, "    {vs}")?;
+                }
             }
         }
         writeln!(f, "rules ({}):", self.programmed.rules.len())?;

@@ -16,6 +16,7 @@ use crate::flags::Flags;
 use anyhow::Context;
 use args::{ExplainArgs, What};
 use clap::Parser;
+use model::IpFamily;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -51,29 +52,44 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 /// How long the API server may take to list everything.
 const LIST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The cluster state of every IP family (the primary family first), as a
+/// dual-stack proxy's first syncs would see it.
+pub struct ClusterState {
+    snapshots: Vec<(IpFamily, model::Snapshot)>,
+}
+
+impl ClusterState {
+    /// `family`'s snapshot (empty when the family is not known).
+    pub fn of(&self, family: IpFamily) -> model::Snapshot {
+        self.snapshots.iter().find(|(f, _)| *f == family).map(|(_, s)| s.clone()).unwrap_or_default()
+    }
+}
+
 /// The configuration and cluster state of a proxy started with
-/// `proxy_flags`, as its first sync would see them: its `--manifests`,
+/// `proxy_flags`, as its first syncs would see them: its `--manifests`,
 /// else one complete list from its API server (`--kubeconfig`,
 /// `--master`, `KUBECONFIG`, in-cluster).
-fn proxy_state(proxy_flags: &[String], job: &str) -> anyhow::Result<(Config, model::Snapshot)> {
+fn proxy_state(proxy_flags: &[String], job: &str) -> anyhow::Result<(Config, ClusterState)> {
     let program = std::iter::once("kube-proxy-rs".to_string());
     let flags = Flags::parse_from_args(program.chain(proxy_flags.iter().cloned()))
         .map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {}", e.to_string().trim()))?;
     let config = crate::config::load(&flags).map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {e}"))?.config;
-    let snapshot = match config.manifests {
-        Some(_) => crate::proxy::dry_run::manifests_snapshot(&config, job)?.1,
-        None => listed_snapshot(&config)?,
+    let snapshots = match config.manifests {
+        Some(_) => crate::proxy::dry_run::manifests_snapshots(&config, job, true)?,
+        None => listed_snapshots(&config)?,
     };
-    Ok((config, snapshot))
+    Ok((config, ClusterState { snapshots }))
 }
 
-/// The cluster state once the API server has listed every watched kind.
-fn listed_snapshot(config: &Config) -> anyhow::Result<model::Snapshot> {
+/// Each family's cluster state once the API server has listed every
+/// watched kind.
+fn listed_snapshots(config: &Config) -> anyhow::Result<Vec<(IpFamily, model::Snapshot)>> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let settings = crate::proxy::sources::client_settings(config);
         let client = source::kube::client(&settings).await?;
-        let tracker = std::sync::Arc::new(std::sync::Mutex::new(tracker::Tracker::new(crate::proxy::node_name::resolve(config)?)));
+        let node_name = crate::proxy::node_name::resolve(config)?;
+        let tracker = std::sync::Arc::new(std::sync::Mutex::new(tracker::Tracker::with_families(node_name, IpFamily::V4, &[IpFamily::V6])));
         let listed = std::sync::Arc::new(tokio::sync::Notify::new());
         let notify = std::sync::Arc::clone(&listed);
         let on_event = move |event| {
@@ -85,8 +101,8 @@ fn listed_snapshot(config: &Config) -> anyhow::Result<model::Snapshot> {
         let done = tokio::time::timeout(LIST_PATIENCE, listed.notified()).await;
         task.abort();
         done.map_err(|_| anyhow::anyhow!("the API server did not list Services and EndpointSlices within {LIST_PATIENCE:?}"))?;
-        let snapshot = crate::proxy::sources::lock(&tracker).snapshot().0;
-        Ok(snapshot)
+        let mut tracker = crate::proxy::sources::lock(&tracker);
+        Ok(IpFamily::ALL.into_iter().filter_map(|f| Some((f, tracker.snapshot_of(f)?.0))).collect())
     })
 }
 

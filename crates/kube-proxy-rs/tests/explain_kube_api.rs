@@ -61,7 +61,7 @@ fn explain(args: &[&str], api: &str) -> String {
 fn drift(dump: &Path, api: &str) -> Value {
     let file = dump.to_str().unwrap();
     let report = explain(&["service", "shop/web", "--mode", "iptables", "--from-file", file, "-o", "json"], api);
-    serde_json::from_str::<Value>(&report).unwrap()["drift"].clone()
+    serde_json::from_str::<Value>(&report).unwrap()["families"][0]["drift"].clone()
 }
 
 async fn scenario() {

@@ -37,6 +37,9 @@ pub struct DumpArgs {
     /// iptables backend to read live; default: the one holding KUBE-SERVICES.
     #[arg(long = "iptables-backend", value_enum)]
     pub iptables_backend: Option<Backend>,
+    /// The IP family whose rules to write.
+    #[arg(long, value_enum, default_value_t)]
+    pub family: Family,
     /// The proxy's own flags after `--`: write its rendering of that
     /// cluster state instead of the kernel's rules.
     #[arg(last = true, value_name = "PROXY FLAGS")]
@@ -64,6 +67,26 @@ pub enum Mode {
     Ipvs,
 }
 
+/// An IP family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Family {
+    /// IPv4 (`iptables-save`, table `ip kube-proxy`).
+    #[default]
+    Ipv4,
+    /// IPv6 (`ip6tables-save`, table `ip6 kube-proxy`).
+    Ipv6,
+}
+
+impl Family {
+    /// The model's family.
+    pub fn ip_family(self) -> model::IpFamily {
+        match self {
+            Family::Ipv4 => model::IpFamily::V4,
+            Family::Ipv6 => model::IpFamily::V6,
+        }
+    }
+}
+
 /// Which iptables backend to read live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -76,8 +99,9 @@ pub enum Backend {
 /// Where the rules come from, shared by both subcommands.
 #[derive(Debug, Args)]
 pub struct Source {
-    /// The mode whose rules to read; default: nftables when table `ip
-    /// kube-proxy` exists (or the file is nft JSON), else iptables.
+    /// The mode whose rules to read; default: nftables when our table
+    /// exists (or the file is nft JSON), IPVS when `kube-ipvs0` exists (or
+    /// the file is an IPVS dump), else iptables.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Read a saved dump instead of the kernel: `iptables-save` output,
@@ -133,7 +157,8 @@ pub struct ServiceArgs {
     pub source_of_rules: Source,
     /// The proxy's own flags after `--` (`--config`, `--manifests`,
     /// `--kubeconfig`, `--hostname-override` …): the cluster state to
-    /// compare with, rendered as the proxy would.
+    /// compare with, rendered as the proxy would. Needed in IPVS mode,
+    /// whose virtual servers do not name their Service.
     #[arg(last = true, value_name = "PROXY FLAGS")]
     pub proxy_flags: Vec<String>,
 }

@@ -7,7 +7,6 @@
 use super::args::{DumpArgs, Mode};
 use super::packet::{backend_of, live_ipvs};
 use anyhow::bail;
-use model::IpFamily;
 
 /// The dump `args` asks for.
 pub fn run(args: &DumpArgs) -> anyhow::Result<String> {
@@ -15,15 +14,17 @@ pub fn run(args: &DumpArgs) -> anyhow::Result<String> {
         return rendered(args);
     }
     match args.mode {
-        Mode::Ipvs => Ok(live_ipvs(backend_of(args.iptables_backend))?.to_string()),
-        Mode::Iptables => Ok(explain::live::iptables_save(backend_of(args.iptables_backend))?),
+        Mode::Ipvs => Ok(live_ipvs(backend_of(args.iptables_backend), args.family.ip_family())?.to_string()),
+        Mode::Iptables => Ok(explain::live::iptables_save(backend_of(args.iptables_backend), args.family.ip_family())?),
         Mode::Nftables => bail!("for nftables mode, `nft -j list ruleset` already writes what --from-file reads"),
     }
 }
 
 /// What the proxy, started with the flags after `--`, would program.
 fn rendered(args: &DumpArgs) -> anyhow::Result<String> {
-    let (config, snapshot) = super::proxy_state(&args.proxy_flags, "explain dump")?;
+    let (config, state) = super::proxy_state(&args.proxy_flags, "explain dump")?;
+    let family = args.family.ip_family();
+    let snapshot = state.of(family);
     let local_addresses = match args.node_ips.is_empty() {
         false => args.node_ips.clone(),
         // IPVS mode's own kube-ipvs0 addresses are not the node's (the proxy leaves them out too)
@@ -33,7 +34,7 @@ fn rendered(args: &DumpArgs) -> anyhow::Result<String> {
         Mode::Ipvs => {
             let opts = ipvs::render::RenderOptions {
                 local_addresses,
-                ..crate::proxy::mode_options::ipvs(&config, IpFamily::V4).render
+                ..crate::proxy::mode_options::ipvs(&config, family).render
             };
             let state = ipvs::render::render(&snapshot, &opts);
             format!("{state}{}", builtin_jumps(&state.ruleset))
@@ -41,7 +42,7 @@ fn rendered(args: &DumpArgs) -> anyhow::Result<String> {
         Mode::Iptables => {
             let opts = iptables::render::RenderOptions {
                 local_addresses,
-                ..crate::proxy::mode_options::iptables_render_options(&config, IpFamily::V4)
+                ..crate::proxy::mode_options::iptables_render_options(&config, family)
             };
             let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
             format!("{}{}", ruleset.to_restore(), builtin_jumps(&ruleset))

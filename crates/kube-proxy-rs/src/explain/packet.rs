@@ -4,13 +4,17 @@
 use super::args::{Backend, Mode, Output, PacketArgs, Source};
 use anyhow::{Context, bail};
 use explain::{Explanation, Node, Query, Sender};
+use model::IpFamily;
 use std::net::{IpAddr, SocketAddr};
 
 /// The explanation of the packet `args` describes, formatted.
 pub fn run(args: &PacketArgs) -> anyhow::Result<String> {
-    let rules = Rules::read(&args.source_of_rules)?;
     let node = node(&args.source_of_rules)?;
     let query = query(args, &node)?;
+    if query.source.is_ipv4() != query.destination.is_ipv4() {
+        bail!("source {} and destination {} are of different IP families", query.source.ip(), query.destination.ip());
+    }
+    let rules = Rules::read(&args.source_of_rules, IpFamily::of(query.destination.ip()))?;
     let explanation = rules.explain(&node, &query)?;
     format(&explanation, args.source_of_rules.output)
 }
@@ -24,6 +28,7 @@ fn format(explanation: &Explanation, output: Output) -> anyhow::Result<String> {
 }
 
 /// The rules of one mode, as read.
+#[derive(Clone)]
 pub enum Rules {
     /// `iptables-save` text.
     Iptables(String),
@@ -34,11 +39,12 @@ pub enum Rules {
 }
 
 impl Rules {
-    /// Reads the rules `source` names: the file, else the kernel.
-    pub fn read(source: &Source) -> anyhow::Result<Self> {
+    /// Reads the rules `source` names: the file (whatever families it
+    /// holds), else the kernel's rules of `family`.
+    pub fn read(source: &Source, family: IpFamily) -> anyhow::Result<Self> {
         match &source.from_file {
             Some(path) => Self::from_file(path, source.mode),
-            None => Self::live(source),
+            None => Self::live(source, family),
         }
     }
 
@@ -63,15 +69,24 @@ impl Rules {
         }
     }
 
-    fn live(source: &Source) -> anyhow::Result<Self> {
-        let nft = || explain::live::nftables_table(nftables::Family::Ip);
+    /// The kernel's rules of `family`; without `--mode`, nftables when our
+    /// table of the family (or, for IPv6, of IPv4: the proxy runs one mode)
+    /// exists, else IPVS when `kube-ipvs0` exists and IPVS can be read,
+    /// else iptables.
+    fn live(source: &Source, family: IpFamily) -> anyhow::Result<Self> {
+        let nft = || explain::live::nftables_table(explain::live::nft_family(family));
+        let iptables = || explain::live::iptables_save(backend(source), family);
         match source.mode {
             Some(Mode::Nftables) => Ok(Rules::Nftables(vec![nft()?])),
-            Some(Mode::Iptables) => Ok(Rules::Iptables(explain::live::iptables_save(backend(source))?)),
-            Some(Mode::Ipvs) => Ok(Rules::Ipvs(live_ipvs(backend(source))?)),
+            Some(Mode::Iptables) => Ok(Rules::Iptables(iptables()?)),
+            Some(Mode::Ipvs) => Ok(Rules::Ipvs(live_ipvs(backend(source), family)?)),
             None => match nft() {
                 Ok(table) => Ok(Rules::Nftables(vec![table])),
-                Err(_) => Ok(Rules::Iptables(explain::live::iptables_save(backend(source))?)),
+                Err(e) if family == IpFamily::V6 && explain::live::nftables_table(nftables::Family::Ip).is_ok() => Err(e.into()),
+                Err(_) => match explain::live::ipvs_link_exists().then(|| live_ipvs(backend(source), family)) {
+                    Some(Ok(dump)) => Ok(Rules::Ipvs(dump)),
+                    _ => Ok(Rules::Iptables(iptables()?)),
+                },
             },
         }
     }
@@ -86,10 +101,10 @@ impl Rules {
     }
 }
 
-/// IPVS mode's state as the kernel holds it now.
-pub fn live_ipvs(backend: Option<explain::live::IptablesBackend>) -> anyhow::Result<explain::ipvs::IpvsDump> {
+/// IPVS mode's state of `family` as the kernel holds it now.
+pub fn live_ipvs(backend: Option<explain::live::IptablesBackend>, family: IpFamily) -> anyhow::Result<explain::ipvs::IpvsDump> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
-    Ok(runtime.block_on(explain::live::ipvs_dump(backend))?)
+    Ok(runtime.block_on(explain::live::ipvs_dump(backend, family))?)
 }
 
 /// The live reader's backend for the command line's choice.

@@ -40,15 +40,23 @@ pub async fn run(config: &Config) -> anyhow::Result<()> {
 /// The primary family and its cluster state of `--manifests`, as the
 /// proxy's first sync sees them (`job` names who needs it, for the error).
 pub(crate) fn manifests_snapshot(config: &Config, job: &str) -> anyhow::Result<(IpFamily, model::Snapshot)> {
+    let mut families = manifests_snapshots(config, job, false)?;
+    Ok(families.remove(0))
+}
+
+/// The cluster state of `--manifests` for the primary family and, with
+/// `both`, for the other family too (primary first).
+pub(crate) fn manifests_snapshots(config: &Config, job: &str, both: bool) -> anyhow::Result<Vec<(IpFamily, model::Snapshot)>> {
     let path = config.manifests.as_ref().with_context(|| format!("{job} needs --manifests FILE"))?;
     let checked = source::manifests::read(path)?;
     let node_name = node_name::resolve(config)?;
     let family = families::primary_family(config.bind_address, &manifests_node_host_ips(&checked, &node_name));
-    let tracker = Mutex::new(tracker::Tracker::with_family(node_name, family));
+    let others: Vec<IpFamily> = IpFamily::ALL.into_iter().filter(|f| both && *f != family).collect();
+    let tracker = Mutex::new(tracker::Tracker::with_families(node_name, family, &others));
     source::manifests::Held::default().replace(&checked, &tracker);
     drop(checked);
-    let (snapshot, _) = tracker.into_inner().unwrap_or_else(PoisonError::into_inner).snapshot();
-    Ok((family, snapshot))
+    let mut tracker = tracker.into_inner().unwrap_or_else(PoisonError::into_inner);
+    Ok(tracker.families().into_iter().filter_map(|f| Some((f, tracker.snapshot_of(f)?.0))).collect())
 }
 
 /// nftables mode's table for `snapshot` on this node, as `nft -f` text.
