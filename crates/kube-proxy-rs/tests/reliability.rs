@@ -70,6 +70,11 @@ fn fault_restore_refused() {
 }
 
 #[test]
+fn fault_transaction_refused_in_nftables_mode() {
+    faults::refused_transaction::run();
+}
+
+#[test]
 fn fault_api_server_gone_and_back() {
     faults::api_gone::run();
 }
