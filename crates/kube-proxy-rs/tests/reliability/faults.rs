@@ -37,6 +37,14 @@ pub fn periods() -> Vec<&'static str> {
     vec!["--iptables-sync-period", "4s", "--iptables-min-sync-period", "100ms"]
 }
 
+/// [`periods`] of `mode`: IPVS mode has its own (`--ipvs-sync-period`…).
+pub fn periods_for(mode: Mode) -> Vec<&'static str> {
+    match mode {
+        Mode::Ipvs => vec!["--ipvs-sync-period", "4s", "--ipvs-min-sync-period", "100ms"],
+        Mode::Iptables | Mode::Nftables => periods(),
+    }
+}
+
 /// A proxy in steady state: its rules hold `state`, probes run.
 pub struct Steady {
     /// The bed.
