@@ -52,6 +52,7 @@ pub fn run() {
     let first = s.proxy.wait_for("sync failed; will retry");
     print(SCENARIO, "first failed sync", first.split_once("WARN").map_or(first.as_str(), |l| l.1).trim());
     assert!(first.contains("refused") && first.contains("Argument list too long"), "not the kernel's E2BIG: {first}");
+    assert_eq!(healthz_status(s.bed.node()), Ok(200), "unhealthy as soon as a sync failed ({:?} after the change)", changed.elapsed());
     let mut delays = vec![retry_in(&first).unwrap_or_else(|| panic!("no retry_in in {first:?}"))];
     delays.extend(retry_delays(&mut s, 3));
     print(SCENARIO, "retry delays after failed syncs", format!("{delays:?}"));
