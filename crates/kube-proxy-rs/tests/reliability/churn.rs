@@ -13,7 +13,8 @@ use crate::observe::{RssSeries, log_time, seconds_between};
 use crate::probes::Prober;
 use crate::proxy::Proxy;
 use crate::size::Size;
-use crate::state::{CLIENT_POD, ClusterState};
+use crate::state::{CLIENT_POD, ClusterState, PORT};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Where the updates go in.
@@ -62,6 +63,11 @@ pub fn run_sized(scenario: &str, mode: Mode, via: Via, size: Size, quiet: Durati
         println!("[reliability] {scenario}: the proxy's last log lines:\n{tail}");
     }
     bed.assert_rules(mode, &state);
+    if mode == Mode::Ipvs {
+        // every service has its virtual server, with endpoints or without
+        let want: BTreeSet<String> = state.services.iter().map(|s| format!("{}:{PORT}", s.cluster_ip)).collect();
+        assert_eq!(crate::observe::ipvs_virtual_servers(&bed.ipvs_table()), want, "the virtual servers differ from the final state");
+    }
     let tally = prober.finish();
 
     let converged = seconds_between(last_change, last_sync);

@@ -208,6 +208,11 @@ pub fn ipvs_endpoints(
     found
 }
 
+/// The TCP virtual servers (`IP:PORT`) in `ipvsadm -Ln` output.
+pub fn ipvs_virtual_servers(table: &str) -> BTreeSet<String> {
+    table.lines().filter_map(|l| l.strip_prefix("TCP ")?.split_whitespace().next().map(String::from)).collect()
+}
+
 /// How many real servers in `ipvsadm -Ln` output have weight 0 (drained).
 pub fn ipvs_drained(table: &str) -> usize {
     table
@@ -263,6 +268,8 @@ TCP  192.168.86.2:30080 rr
     let found = ipvs_endpoints(table, name_of);
     assert_eq!(found, BTreeMap::from([("svc-10".to_string(), BTreeSet::from(["10.244.0.11:8080".to_string()]))]));
     assert_eq!(ipvs_drained(table), 1);
+    let servers = ["10.96.0.10:80", "10.96.0.11:80", "192.168.86.2:30080"].map(String::from);
+    assert_eq!(ipvs_virtual_servers(table), BTreeSet::from(servers));
 }
 
 #[test]
