@@ -7,6 +7,8 @@
 //! CI, `KPRS_RELIABILITY_FULL=1` runs the (see `reliability/size.rs`).
 //! Figures are printed as `[reliability] ...` lines (`--no-capture`) and
 //! recorded in RELIABILITY.md. Needs root; without it every test fails.
+//! IPVS mode runs in a VM (`reliability/ipvs_vm.rs`): this machine's
+//! kernel has no IPVS.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
@@ -27,6 +29,8 @@ mod churn;
 mod faults;
 #[path = "reliability/figures.rs"]
 mod figures;
+#[path = "reliability/ipvs_vm.rs"]
+mod ipvs_vm;
 #[path = "reliability/observe.rs"]
 mod observe;
 #[path = "reliability/probes.rs"]
@@ -70,6 +74,11 @@ fn fault_restore_refused() {
 }
 
 #[test]
+fn fault_transaction_refused_in_nftables_mode() {
+    faults::refused_transaction::run();
+}
+
+#[test]
 fn fault_api_server_gone_and_back() {
     faults::api_gone::run();
 }
@@ -82,4 +91,9 @@ fn fault_sigkill_in_the_middle_of_a_sync_and_restart() {
 #[test]
 fn fault_xtables_lock_held_by_another_process() {
     faults::xtables_lock::run();
+}
+
+#[test]
+fn reliability_in_ipvs_mode_in_a_vm() {
+    ipvs_vm::run("reliability_in_ipvs_mode_in_a_vm");
 }

@@ -76,7 +76,9 @@ impl ApiServer {
         self.api().release_lists(kind);
     }
 
-    /// How many list requests `kind` got, streaming (the default) or not.
+    /// How many lists `kind` got: list requests, and watches that list
+    /// first (`sendInitialEvents=true`, how the proxy lists when the
+    /// server streams lists).
     pub fn lists(&self, kind: Kind) -> usize {
         self.api().lists(kind) + self.api().streaming_lists(kind)
     }

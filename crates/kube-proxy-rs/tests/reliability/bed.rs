@@ -17,6 +17,7 @@ pub fn synced_line(mode: Mode) -> &'static str {
     match mode {
         Mode::Iptables => "synced iptables rules ip_family=IPv4",
         Mode::Nftables => "synced nftables rules ip_family=IPv4",
+        Mode::Ipvs => "synced IPVS rules ip_family=IPv4",
     }
 }
 
@@ -27,6 +28,9 @@ pub enum Mode {
     Iptables,
     /// `--proxy-mode nftables`.
     Nftables,
+    /// `--proxy-mode ipvs` (its companion rules with the legacy backend);
+    /// only in the VM (`ipvs_vm.rs`): this machine's kernel has no IPVS.
+    Ipvs,
 }
 
 /// Where the proxy reads the cluster from.
@@ -123,6 +127,9 @@ impl Bed {
             command.arg(r#"mount --bind "$0" /run && exec setpriv "$@""#).arg(run);
         }
         command.args(["--pdeathsig", "KILL", "--", &binary()]).args(self.args(launch));
+        if std::env::var_os("IPVS_VM").is_some() {
+            command.env("SSL_CERT_FILE", crate::ipvs_vm::VM_CA_FILE);
+        }
         if let Some(dir) = &launch.path_first {
             let path = std::env::var("PATH").unwrap_or_default();
             command.env("PATH", format!("{}:{path}", dir.display()));
@@ -151,7 +158,13 @@ impl Bed {
         match mode {
             Mode::Iptables => observe::iptables_endpoints(&self.nat()),
             Mode::Nftables => observe::nftables_endpoints(&self.nft_table()),
+            Mode::Ipvs => observe::ipvs_endpoints(&self.ipvs_table(), crate::state::service_at),
         }
+    }
+
+    /// `ipvsadm -Ln` of node-a.
+    pub fn ipvs_table(&self) -> String {
+        self.node().exec("ipvsadm", &["-Ln"]).expect("ipvsadm -Ln")
     }
 
     /// `iptables-legacy-save -t nat` of node-a.
@@ -196,8 +209,12 @@ impl Bed {
 }
 
 /// The binary under test: this build's, or the one `KPRS_RELIABILITY_BINARY`
-/// names (a release build, for figures).
+/// names (a release build, for figures); in the VM, the one `ipvs-vm.sh`
+/// put there.
 fn binary() -> String {
+    if std::env::var_os("IPVS_VM").is_some() {
+        return crate::ipvs_vm::VM_BINARY.to_string();
+    }
     std::env::var("KPRS_RELIABILITY_BINARY").unwrap_or_else(|_| BINARY.to_string())
 }
 
@@ -205,6 +222,7 @@ fn mode_flag(mode: Mode) -> &'static str {
     match mode {
         Mode::Iptables => "iptables",
         Mode::Nftables => "nftables",
+        Mode::Ipvs => "ipvs",
     }
 }
 

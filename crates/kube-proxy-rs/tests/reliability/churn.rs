@@ -13,7 +13,8 @@ use crate::observe::{RssSeries, log_time, seconds_between};
 use crate::probes::Prober;
 use crate::proxy::Proxy;
 use crate::size::Size;
-use crate::state::{CLIENT_POD, ClusterState};
+use crate::state::{CLIENT_POD, ClusterState, PORT};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Where the updates go in.
@@ -33,7 +34,13 @@ const FIRST_RULES: Duration = Duration::from_secs(20);
 
 /// Runs one churn scenario and checks it.
 pub fn run(scenario: &str, mode: Mode, via: Via) {
-    let size = Size::from_env();
+    let quiet = if via == Via::Api { Duration::from_secs(3) } else { Duration::from_secs(4) };
+    run_sized(scenario, mode, via, Size::from_env(), quiet);
+}
+
+/// [`run`] at `size`, the rules checked once the proxy logged no sync for
+/// `quiet` (longer than one sync takes).
+pub fn run_sized(scenario: &str, mode: Mode, via: Via, size: Size, quiet: Duration) {
     let bed = Bed::build();
     let mut state = ClusterState::new(size.services);
     bed.write(&state);
@@ -49,9 +56,18 @@ pub fn run(scenario: &str, mode: Mode, via: Via) {
     let prober = Prober::start(&bed.client_netns(), CLIENT_POD.1, state.healthy_addresses());
     let mut rss = RssSeries::default();
     let (updates, last_change, seen) = churn(&size, &mut state, api.as_ref(), &bed, &mut proxy, &mut rss);
-    let quiet = if via == Via::Api { Duration::from_secs(3) } else { Duration::from_secs(4) };
     let (last_sync, syncs, took) = wait_until_quiet(&mut proxy, mode, quiet, seen);
+    if bed.rules_endpoints(mode) != state.expected() {
+        let log = proxy.drain_all();
+        let tail = log.iter().rev().take(12).rev().cloned().collect::<Vec<_>>().join("\n");
+        println!("[reliability] {scenario}: the proxy's last log lines:\n{tail}");
+    }
     bed.assert_rules(mode, &state);
+    if mode == Mode::Ipvs {
+        // every service has its virtual server, with endpoints or without
+        let want: BTreeSet<String> = state.services.iter().map(|s| format!("{}:{PORT}", s.cluster_ip)).collect();
+        assert_eq!(crate::observe::ipvs_virtual_servers(&bed.ipvs_table()), want, "the virtual servers differ from the final state");
+    }
     let tally = prober.finish();
 
     let converged = seconds_between(last_change, last_sync);
@@ -60,6 +76,9 @@ pub fn run(scenario: &str, mode: Mode, via: Via) {
     print(scenario, "last change → last sync ended (s, periodic resyncs left out)", figure);
     print(scenario, "RSS", rss.summary());
     print(scenario, "probes to healthy services", &tally);
+    if mode == Mode::Ipvs {
+        print(scenario, "real servers left drained (weight 0)", crate::observe::ipvs_drained(&bed.ipvs_table()));
+    }
     assert!(converged >= 0.0, "no sync ended after the last change ({converged:.3} s)");
     assert_eq!(tally.failed, 0, "connections to healthy, unchanged services failed during churn: {tally}");
     let bound = 2 * rss.first() + 32 * 1024;

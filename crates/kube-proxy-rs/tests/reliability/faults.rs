@@ -1,6 +1,7 @@
 //! Faults, one scenario each, on a proxy in steady state with probes to
 //! the healthy services running throughout: our chains or table removed by
-//! hand, a restore the kernel's tool refuses, the API server gone and back,
+//! hand, a restore the kernel's tool refuses, an nftables transaction the
+//! kernel refuses, the API server gone and back,
 //! SIGKILL in the middle of a sync, the xtables lock held by another
 //! process. Each counts the failed connections to healthy services, phase
 //! by phase; only a fault that itself removes their rules may cost any.
@@ -9,6 +10,8 @@
 pub mod api_gone;
 #[path = "faults/failing_restore.rs"]
 pub mod failing_restore;
+#[path = "faults/refused_transaction.rs"]
+pub mod refused_transaction;
 #[path = "faults/removed_by_hand.rs"]
 pub mod removed_by_hand;
 #[path = "faults/sigkill.rs"]
@@ -32,6 +35,14 @@ pub const SYNC_PERIOD: Duration = Duration::from_secs(4);
 /// The flags every fault scenario adds.
 pub fn periods() -> Vec<&'static str> {
     vec!["--iptables-sync-period", "4s", "--iptables-min-sync-period", "100ms"]
+}
+
+/// [`periods`] of `mode`: IPVS mode has its own (`--ipvs-sync-period`…).
+pub fn periods_for(mode: Mode) -> Vec<&'static str> {
+    match mode {
+        Mode::Ipvs => vec!["--ipvs-sync-period", "4s", "--ipvs-min-sync-period", "100ms"],
+        Mode::Iptables | Mode::Nftables => periods(),
+    }
 }
 
 /// A proxy in steady state: its rules hold `state`, probes run.

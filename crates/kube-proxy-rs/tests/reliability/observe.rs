@@ -178,6 +178,50 @@ pub fn nftables_endpoints(table: &str) -> BTreeMap<String, BTreeSet<String>> {
     found
 }
 
+/// Per service port name (`name_of` a virtual server's address), the
+/// real servers of weight above 0 in `ipvsadm -Ln` output; drained ones
+/// (weight 0, graceful termination) are no longer where new connections go.
+pub fn ipvs_endpoints(
+    table: &str,
+    name_of: impl Fn(std::net::Ipv4Addr) -> Option<String>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current = None;
+    for line in table.lines() {
+        if let Some(rest) = line.strip_prefix("TCP ") {
+            let addr = rest.split_whitespace().next().and_then(|a| a.parse::<SocketAddr>().ok());
+            current = match addr {
+                Some(SocketAddr::V4(a)) => name_of(*a.ip()),
+                _ => None,
+            };
+        } else if let (Some(name), Some(rest)) = (&current, line.trim_start().strip_prefix("->")) {
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if let [dest, _forward, weight, ..] = fields[..]
+                && weight.parse::<u32>().is_ok_and(|w| w > 0)
+            {
+                found.entry(name.clone()).or_default().insert(dest.to_string());
+            }
+        } else if !line.starts_with(' ') {
+            current = None;
+        }
+    }
+    found
+}
+
+/// The TCP virtual servers (`IP:PORT`) in `ipvsadm -Ln` output.
+pub fn ipvs_virtual_servers(table: &str) -> BTreeSet<String> {
+    table.lines().filter_map(|l| l.strip_prefix("TCP ")?.split_whitespace().next().map(String::from)).collect()
+}
+
+/// How many real servers in `ipvsadm -Ln` output have weight 0 (drained).
+pub fn ipvs_drained(table: &str) -> usize {
+    table
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("->"))
+        .filter(|rest| rest.split_whitespace().nth(2) == Some("0"))
+        .count()
+}
+
 /// `HASH-NS/NAME/tcp/PORT__IP/PORT` → (`NS/NAME:PORT`, `IP:PORT`).
 fn endpoint_chain(name: &str) -> Option<(String, String)> {
     let (port, endpoint) = name.split_once('-')?.1.split_once("__")?;
@@ -205,6 +249,27 @@ fn iptables_endpoints_follow_the_chains_with_or_without_comments() {
     let found = iptables_endpoints(nat);
     let want = BTreeSet::from(["10.244.0.11:8080".to_string(), "10.244.0.12:8080".to_string()]);
     assert_eq!(found, BTreeMap::from([("rel/a:http".to_string(), want)]), "b has no endpoint, SEP-3 is unused");
+}
+
+#[test]
+fn ipvs_endpoints_are_the_real_servers_of_weight_above_zero() {
+    let table = "\
+IP Virtual Server version 1.2.1 (size=4096)
+Prot LocalAddress:Port Scheduler Flags
+  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn
+TCP  10.96.0.10:80 rr
+  -> 10.244.0.11:8080             Masq    1      0          0
+  -> 10.244.0.12:8080             Masq    0      0          1
+TCP  10.96.0.11:80 rr
+TCP  192.168.86.2:30080 rr
+  -> 10.244.0.13:8080             Masq    1      0          0
+";
+    let name_of = |ip: std::net::Ipv4Addr| (ip.octets()[0] == 10).then(|| format!("svc-{}", ip.octets()[3]));
+    let found = ipvs_endpoints(table, name_of);
+    assert_eq!(found, BTreeMap::from([("svc-10".to_string(), BTreeSet::from(["10.244.0.11:8080".to_string()]))]));
+    assert_eq!(ipvs_drained(table), 1);
+    let servers = ["10.96.0.10:80", "10.96.0.11:80", "192.168.86.2:30080"].map(String::from);
+    assert_eq!(ipvs_virtual_servers(table), BTreeSet::from(servers));
 }
 
 #[test]

@@ -131,12 +131,38 @@ impl ClusterState {
     }
 }
 
+/// The service port name (`rel/name:http`) whose ClusterIP is `ip` (the
+/// addresses [`ClusterState::new`] gives), if any.
+pub fn service_at(ip: Ipv4Addr) -> Option<String> {
+    let [a, b, c, d] = ip.octets();
+    if a != 10 || b != 96 || d < 10 {
+        return None;
+    }
+    let name = match c {
+        0 if usize::from(d - 10) < HEALTHY => format!("healthy-{}", d - 10),
+        0 => return None,
+        _ if d < 210 => format!("churn-{}", usize::from(c - 1) * 200 + usize::from(d - 10)),
+        _ => return None,
+    };
+    Some(format!("{NAMESPACE}/{name}:http"))
+}
+
 /// Endpoints of churned service `i` at `generation`: `generation % 4`
 /// addresses in 10.248.0.0/13 (routed nowhere), rotating so that every
 /// generation differs from the one before.
 fn churned_endpoints(i: usize, generation: u32) -> Vec<Ipv4Addr> {
     let count = generation % 4;
     (0..count).map(|k| Ipv4Addr::new(10, 248 + ((generation + k) % 8) as u8, (i >> 8) as u8, (i & 255) as u8)).collect()
+}
+
+#[test]
+fn services_are_found_by_their_cluster_ip() {
+    let state = ClusterState::new(450);
+    for s in &state.services {
+        assert_eq!(service_at(s.cluster_ip), Some(format!("{NAMESPACE}/{}:http", s.name)));
+    }
+    assert_eq!(service_at(Ipv4Addr::new(10, 96, 0, 20)), None);
+    assert_eq!(service_at(Ipv4Addr::new(10, 97, 1, 10)), None);
 }
 
 fn node() -> Value {

@@ -63,6 +63,12 @@ impl Proxy {
         new
     }
 
+    /// Every line logged so far.
+    pub fn drain_all(&mut self) -> &[String] {
+        self.drain();
+        &self.seen
+    }
+
     /// Blocks until a new line contains `needle`.
     pub fn wait_for(&mut self, needle: &str) -> String {
         let deadline = Instant::now() + PATIENCE;

@@ -82,7 +82,7 @@ fn which(program: &str) -> String {
 }
 
 /// The `retry_in` of the next `n` "sync failed; will retry" lines.
-fn retry_delays(s: &mut Steady, n: usize) -> Vec<Duration> {
+pub fn retry_delays(s: &mut Steady, n: usize) -> Vec<Duration> {
     (0..n)
         .map(|_| {
             let line = s.proxy.wait_for("sync failed; will retry");
@@ -92,7 +92,7 @@ fn retry_delays(s: &mut Steady, n: usize) -> Vec<Duration> {
 }
 
 /// `retry_in=1.5s` / `retry_in=500ms` in a log line.
-fn retry_in(line: &str) -> Option<Duration> {
+pub fn retry_in(line: &str) -> Option<Duration> {
     let value = line.split_whitespace().find_map(|w| w.strip_prefix("retry_in="))?;
     if let Some(ms) = value.strip_suffix("ms") {
         return Some(Duration::from_secs_f64(ms.parse::<f64>().ok()? / 1e3));

@@ -1,9 +1,10 @@
-//! Our chains (iptables) or our table (nftables) flushed or deleted by
-//! hand: the fault removes the healthy services' rules, so probes may fail
+//! Our chains (iptables), our table (nftables) or our virtual servers and
+//! ipsets (IPVS) flushed or deleted by hand: the fault removes the healthy
+//! services' rules (all but the ipsets), so probes may fail
 //! until the next sync repairs it (the next full one, at most a sync period
 //! away, as upstream's canary); after the repair none may.
 
-use super::{SYNC_PERIOD, Steady, periods, wait_until};
+use super::{SYNC_PERIOD, Steady, periods_for, wait_until};
 use crate::bed::{Bed, Launch, Mode, Source, run_in, sh_in};
 use crate::figures::print;
 use crate::state::ClusterState;
@@ -15,16 +16,24 @@ const AFTER_REPAIR: Duration = Duration::from_secs(2);
 /// Runs the scenario in `mode`: first a partial removal (iptables: the
 /// `KUBE-SERVICES` chain flushed; nftables: the table flushed), then
 /// everything (iptables: every table flushed and every chain deleted, the
-/// canary included; nftables: the table deleted).
+/// canary included; nftables: the table deleted). IPVS: every virtual
+/// server cleared (`ipvsadm -C`), then every ipset emptied (`ipset flush`).
 pub fn run(mode: Mode) {
+    run_sized(mode, super::CHURNED, Duration::from_secs(4));
+}
+
+/// [`run`] with `churned` churned services, each repair awaited for the
+/// sync period and `slack` (more than one sync takes).
+pub fn run_sized(mode: Mode, churned: usize, slack: Duration) {
     let scenario = match mode {
         Mode::Iptables => "chains flushed / deleted by hand (iptables)",
         Mode::Nftables => "table flushed / deleted by hand (nftables)",
+        Mode::Ipvs => "virtual servers cleared / ipsets flushed by hand (IPVS)",
     };
     let bed = Bed::build();
-    let state = ClusterState::new(super::CHURNED);
+    let state = ClusterState::new(churned);
     bed.write(&state);
-    let s = Steady::start(bed, state, Launch::new(mode, Source::Manifests).with(&periods()));
+    let s = Steady::start(bed, state, Launch::new(mode, Source::Manifests).with(&periods_for(mode)));
     std::thread::sleep(Duration::from_secs(1));
     let before = s.prober.take();
     print(scenario, "before the fault", &before);
@@ -32,7 +41,7 @@ pub fn run(mode: Mode) {
     let services = service_rules(&s);
     for (what, fault) in faults(mode) {
         fault(&s.bed);
-        let repaired = wait_until(&format!("{what}: repaired"), SYNC_PERIOD + Duration::from_secs(4), || {
+        let repaired = wait_until(&format!("{what}: repaired"), SYNC_PERIOD + slack, || {
             s.rules_match() && service_rules(&s) == services
         });
         // Probes already under way when the repair landed count with the fault.
@@ -55,7 +64,16 @@ fn faults(mode: Mode) -> Vec<(&'static str, Fault)> {
             vec![("KUBE-SERVICES flushed", flush_kube_services), ("every chain deleted", delete_every_chain)]
         }
         Mode::Nftables => vec![("table flushed", flush_table), ("table deleted", delete_table)],
+        Mode::Ipvs => vec![("virtual servers cleared", clear_virtual_servers), ("ipsets flushed", flush_ipsets)],
     }
+}
+
+fn clear_virtual_servers(bed: &Bed) {
+    run_in(bed.node(), "ipvsadm", &["-C"]);
+}
+
+fn flush_ipsets(bed: &Bed) {
+    run_in(bed.node(), "ipset", &["flush"]);
 }
 
 fn flush_kube_services(bed: &Bed) {
@@ -76,12 +94,17 @@ fn delete_table(bed: &Bed) {
     run_in(bed.node(), "nft", &["delete", "table", "ip", "kube-proxy"]);
 }
 
-/// The rules that send traffic to the services: `KUBE-SERVICES` (iptables)
-/// or the `service-ips` map's elements (nftables), sorted.
+/// The rules that send traffic to the services: `KUBE-SERVICES` (iptables),
+/// the `service-ips` map's elements (nftables) or the ipsets' members and
+/// the virtual servers (IPVS), sorted.
 fn service_rules(s: &Steady) -> Vec<String> {
     let (text, keep): (String, fn(&str) -> bool) = match s.mode() {
         Mode::Iptables => (s.bed.nat(), |l| l.starts_with("-A KUBE-SERVICES")),
         Mode::Nftables => (s.bed.nft_table(), |l| l.contains(" : goto service-")),
+        Mode::Ipvs => {
+            let sets = run_in(s.bed.node(), "ipset", &["save"]);
+            (sets + &s.bed.ipvs_table(), |l| l.starts_with("add KUBE-") || l.starts_with("TCP "))
+        }
     };
     let mut rules: Vec<String> = text.lines().filter(|l| keep(l)).map(str::to_string).collect();
     rules.sort();
