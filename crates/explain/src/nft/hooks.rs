@@ -136,19 +136,13 @@ impl Run<'_> {
 
     fn finish(&mut self, flights: Vec<Flight>, delivered_locally: bool) {
         for flight in flights {
-            let outcome = if flight.dnat {
-                Outcome::Dnat { to: flight.destination(), masquerade: flight.snat }
-            } else if delivered_locally {
-                Outcome::Local
-            } else {
-                Outcome::Accept { masquerade: flight.snat }
-            };
+            let outcome = flight.through_every_hook(delivered_locally);
             self.end(flight, outcome);
         }
     }
 
     fn end(&mut self, flight: Flight, outcome: Outcome) {
-        self.ended.push(Path { outcome, probability: flight.probability, sticky: flight.sticky, steps: flight.steps });
+        self.ended.push(flight.ended(outcome));
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::context::TraceContext;
 use super::packet::{Origin, Packet, Protocol};
-use super::verdict::Step;
+use super::verdict::{Outcome, Path, Step};
 use std::net::{IpAddr, SocketAddr};
 
 /// A netfilter hook.
@@ -68,6 +68,22 @@ pub(crate) struct Flight {
 }
 
 impl Flight {
+    /// How this path ends once it made it through every hook.
+    pub fn through_every_hook(&self, delivered_locally: bool) -> Outcome {
+        if self.dnat {
+            Outcome::Dnat { to: self.destination(), masquerade: self.snat }
+        } else if delivered_locally {
+            Outcome::Local
+        } else {
+            Outcome::Accept { masquerade: self.snat }
+        }
+    }
+
+    /// This path, ended with `outcome`.
+    pub fn ended(self, outcome: Outcome) -> Path {
+        Path { outcome, probability: self.probability, sticky: self.sticky, steps: self.steps }
+    }
+
     /// The packet as it enters its first hook.
     pub fn start(packet: &Packet) -> Self {
         let (hook, input) = match &packet.origin {
