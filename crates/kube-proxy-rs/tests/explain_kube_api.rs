@@ -13,30 +13,15 @@
 #[path = "../../source/tests/kube/fake_api.rs"]
 mod fake_api;
 
+#[path = "support/shop_objects.rs"]
+mod shop_objects;
+
 use fake_api::{FakeApi, Kind};
+use shop_objects::{service, slice};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 use testkit::netns::Netns;
-
-fn service() -> Value {
-    json!({
-        "metadata": {"namespace": "shop", "name": "web", "labels": {}},
-        "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.40", "clusterIPs": ["10.96.0.40"],
-                 "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]},
-    })
-}
-
-fn slice(ips: &[&str]) -> Value {
-    let endpoints: Vec<Value> =
-        ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": "node-b"})).collect();
-    json!({
-        "metadata": {"namespace": "shop", "name": "web-1", "labels": {"kubernetes.io/service-name": "web"}},
-        "addressType": "IPv4",
-        "endpoints": endpoints,
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-    })
-}
 
 fn node() -> Value {
     json!({
