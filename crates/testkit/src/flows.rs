@@ -21,12 +21,16 @@
 //! ([`explain_args`]) and its answer must be the flow's verdict
 //! ([`check_explained`]).
 //!
+//! IPVS mode answers some flows otherwise by design: [`ipvs_flows`] are
+//! the same flows with IPVS mode's verdicts ([`ipvs_differences`]).
+//!
 //! [`TraceContext`]: crate::tracer::TraceContext
 
 mod case;
 mod counters;
 mod expected;
 mod explained;
+mod ipvs;
 mod load;
 mod paths;
 mod probe;
@@ -39,6 +43,7 @@ pub use case::{FlowCase, FlowSource, Observation, RuleHit, TracedPath};
 pub use counters::{RuleKey, check_hits, moved, rule_counters};
 pub use expected::{Expected, Masquerade};
 pub use explained::{check_explained, explain_args, explained_outcomes};
+pub use ipvs::{IpvsDifference, ipvs_difference, ipvs_differences, ipvs_flows};
 pub use load::{iptables_flows, load_flows, nftables_flows};
 pub use reference::{REFERENCE_DIR_ENV, read_reference, reference_dir};
 pub use paths::check_paths;
