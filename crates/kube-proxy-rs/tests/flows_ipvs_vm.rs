@@ -22,9 +22,13 @@
 //! asked about (its InternalIP): in IPVS mode the kernel would pick the
 //! service address bound on `kube-ipvs0` as their source.
 //!
-//! Then the proxy is stopped and its rules removed (`--cleanup`), every
-//! flow is replayed and explained again, and most must now go otherwise
-//! and be explained otherwise: the checks can fail.
+//! `explain`'s answer is compared with the flow's verdict and with the
+//! connections themselves (`testkit::flows::check_explained_traffic`).
+//! Then the proxy is stopped and its virtual servers removed (`ipvsadm
+//! -C`; `kube-ipvs0`, the ipsets and the iptables rules stay), every flow
+//! is replayed and explained again: each must still be explained as its
+//! traffic went, and most must now go otherwise than expected and be
+//! explained otherwise — the checks can fail.
 //! A failure prints the VM's console: every flow as seen, node-a's IPVS
 //! table, ipsets and rules, and the proxy's log.
 //! Needs root, qemu and the network for the first boot's kernel package
@@ -64,10 +68,11 @@ const VM_TIMEOUT: Duration = Duration::from_secs(3);
 const VM_WORKERS: usize = 4;
 /// How long the proxy may take to start and sync in the VM.
 const VM_PATIENCE: Duration = Duration::from_secs(240);
-/// With the rules removed, at least this many of the 64 flows must go
-/// otherwise and be explained otherwise (measured: every flow but the
-/// few whose expected verdict is "no rule matched" and, for traffic, the
-/// ones that need no rule to end that way).
+/// With the virtual servers removed, at least this many of the 64 flows
+/// must go otherwise than expected and be explained otherwise (every flow
+/// that needs a virtual server: all but the drops by the source ranges'
+/// rules, KUBE-IPVS-FILTER's reject, the localhost NodePorts and the
+/// flows no rule matches).
 const FLUSHED_AT_LEAST: usize = 50;
 
 /// Host tools the VM gets besides what its image has: `setpriv` (busybox's

@@ -19,7 +19,8 @@
 //!
 //! The binary's `explain packet` is asked about every flow too
 //! ([`explain_args`]) and its answer must be the flow's verdict
-//! ([`check_explained`]).
+//! ([`check_explained`]) and what its traffic did
+//! ([`check_explained_traffic`]).
 //!
 //! IPVS mode answers some flows otherwise by design: [`ipvs_flows`] are
 //! the same flows with IPVS mode's verdicts ([`ipvs_differences`]).
@@ -37,6 +38,7 @@ mod probe;
 mod reference;
 mod replay;
 mod topology;
+mod traffic;
 mod verdict;
 
 pub use case::{FlowCase, FlowSource, Observation, RuleHit, TracedPath};
@@ -52,4 +54,5 @@ pub use replay::{GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, count_all, replay,
 pub use topology::{
     CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, NODE_A_ADDRESSES, NODE_A_EXT0, NODE_A_IP, POD_CIDR, POD_GATEWAY, node_a,
 };
+pub use traffic::check_explained_traffic;
 pub use verdict::{check, check_dropped_in_node, check_passed_through_node, summary};

@@ -10,7 +10,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -18,9 +18,10 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::flows::{
-    Expected, FlowCase, Replayed, Seen, check_explained, check_hits, check_paths, count_all, explain_args,
-    explained_outcomes, ipvs_difference, replay_all, summary, trace_all,
+    Expected, FlowCase, Replayed, Seen, check_explained, check_explained_traffic, check_hits, check_paths, count_all,
+    explain_args, explained_outcomes, ipvs_difference, replay_all, summary, trace_all,
 };
+use testkit::tracer::Outcome;
 use testkit::netns::Netns;
 use testkit::reference_node::{ReferenceNode, Responder, WITNESS_TABLE};
 
@@ -88,6 +89,18 @@ impl ProxyMode {
         commands.iter().map(dump).collect::<Vec<_>>().join("\n")
     }
 
+    /// What the control of [`Replay::flushed_control`] removes: IPVS mode's
+    /// virtual servers (its addresses, ipsets and iptables rules stay, so
+    /// `explain` still reads a whole node), iptables mode's nat table,
+    /// nftables mode's table.
+    fn flush(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            ProxyMode::Ipvs => ("ipvsadm", &["-C"]),
+            ProxyMode::Iptables => ("iptables-legacy", &["-t", "nat", "-F"]),
+            ProxyMode::Nftables => ("nft", &["flush", "table", "ip", "kube-proxy"]),
+        }
+    }
+
     /// `explain packet` reads this mode's rules (live, nftables and
     /// iptables are told apart by what the kernel holds).
     fn explain_mode(self) -> &'static [&'static str] {
@@ -120,10 +133,11 @@ pub struct Replay {
     /// about (its InternalIP; 127.0.0.1 to a loopback address), not from
     /// the one the kernel picks by route.
     pub bind_node_source: bool,
-    /// After the replay, the proxy is stopped and its rules removed
-    /// (`--cleanup`), and every flow is replayed and explained again: at
-    /// least this many must then differ from the expected verdicts, in
-    /// traffic and in `explain`'s answers (a check that can fail).
+    /// After the replay, the proxy is stopped and part of its rules removed
+    /// ([`ProxyMode::flush`]), and every flow is replayed and explained
+    /// again: each must still be explained as its traffic went, and at
+    /// least this many must differ from the expected verdicts, in traffic
+    /// and in `explain`'s answers (checks that can fail).
     pub flushed_control: Option<usize>,
 }
 
@@ -256,7 +270,7 @@ impl Replay {
             );
         }
         let before = failures.len();
-        failures.extend(self.explain_differences(node.node(), flows));
+        failures.extend(self.explain_differences(node.node(), flows, &replays));
         eprintln!(
             "explain packet: {} of {} flows explained as traffic went",
             flows.len() - (failures.len() - before),
@@ -273,7 +287,7 @@ impl Replay {
                 self.flushed_control(&node, flows, at_least);
                 eprintln!(
                     "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), as expected; \
-                     with the rules removed, in {:?} in all",
+                     again with the rules flushed, in {:?} in all",
                     flows.len(),
                     mode.dir(),
                     started.elapsed()
@@ -298,74 +312,114 @@ impl Replay {
         );
     }
 
+    /// `explain packet`'s endings for `flow` (reading node-a's live
+    /// kernel), with its JSON answer; `Err` if it failed.
+    fn explain(&self, ns: &Netns, flow: &FlowCase) -> Result<(BTreeSet<Outcome>, String), String> {
+        let mut args = explain_args(flow);
+        args.extend(self.mode.explain_mode().iter().map(|a| a.to_string()));
+        let output = match ns.command(&self.binary.to_string_lossy()).args(&args).output() {
+            Ok(output) if output.status.success() => output,
+            Ok(output) => {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                return Err(format!("explain failed ({}): {stderr}", output.status));
+            }
+            Err(e) => return Err(format!("explain could not run: {e}")),
+        };
+        let json = String::from_utf8_lossy(&output.stdout).into_owned();
+        let endings = explained_outcomes(&json).map_err(|e| format!("explain packet {}: {e:#}\n{json}", args[2..].join(" ")))?;
+        Ok((endings, json))
+    }
+
     /// Asks the binary's `explain packet` (reading node-a's live kernel)
-    /// about each flow: every flow whose answer is not the flow's verdict
-    /// (which the replay found traffic to follow), with the answer.
-    fn explain_differences(&self, ns: &Netns, flows: &[FlowCase]) -> Vec<String> {
+    /// about each flow: every flow whose answer is not the flow's verdict,
+    /// or not what its traffic did in `replays`, with the answer.
+    fn explain_differences(&self, ns: &Netns, flows: &[FlowCase], replays: &[anyhow::Result<Replayed>]) -> Vec<String> {
         let mut failures = Vec::new();
-        for flow in flows {
-            let mut args = explain_args(flow);
-            args.extend(self.mode.explain_mode().iter().map(|a| a.to_string()));
-            let output = ns.command(&self.binary.to_string_lossy()).args(&args).output();
-            let output = match output {
-                Ok(output) if output.status.success() => output,
-                Ok(output) => {
-                    let stderr = String::from_utf8_lossy(&output.stderr);
-                    failures.push(format!("{}\n    explain failed ({}): {stderr}", flow.label(), output.status));
-                    continue;
-                }
+        for (flow, replayed) in flows.iter().zip(replays) {
+            let (endings, json) = match self.explain(ns, flow) {
+                Ok(answer) => answer,
                 Err(e) => {
-                    failures.push(format!("{}\n    explain could not run: {e}", flow.label()));
+                    failures.push(format!("{}\n    {e}", flow.label()));
                     continue;
                 }
             };
-            let json = String::from_utf8_lossy(&output.stdout);
-            let verdict =
-                explained_outcomes(&json).map_err(|e| format!("{e:#}")).and_then(|got| check_explained(flow, &got));
-            match verdict {
+            let as_traffic = match replayed {
+                Ok(r) => check_explained_traffic(flow, flow.source(), &r.seen, r.passage, &endings),
+                Err(_) => Ok(()), // reported with the replay
+            };
+            match check_explained(flow, &endings).and(as_traffic) {
                 Ok(()) => eprintln!("{}: explained as traffic went", flow.id),
                 Err(e) => failures.push(format!(
-                    "{}{}\n    explain packet {}: {e}\n{json}",
+                    "{}{}\n    explain packet: {e}\n{json}",
                     flow.label(),
                     differs_by_design(self.mode, flow),
-                    args[2..].join(" ")
                 )),
             }
         }
         failures
     }
 
-    /// With the proxy stopped and its rules removed (`kube-proxy-rs
-    /// --cleanup` in node-a), every flow is replayed and explained again:
-    /// at least `at_least` must now differ in traffic, and as many in
-    /// `explain`'s answers, or the checks above could not have failed.
+    /// With the proxy stopped and part of its rules removed
+    /// ([`ProxyMode::flush`]), every flow is replayed and explained again:
+    /// `explain` must still answer each flow with what its traffic did,
+    /// and at least `at_least` flows must now go otherwise than expected,
+    /// and as many be explained otherwise, or the checks above could not
+    /// have failed.
     fn flushed_control(&self, node: &ReferenceNode, flows: &[FlowCase], at_least: usize) {
-        let cleanup = node.node().command(&self.binary.to_string_lossy()).arg("--cleanup").output();
-        match cleanup {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => panic!("kube-proxy-rs --cleanup failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr)),
-            Err(e) => panic!("kube-proxy-rs --cleanup could not run: {e}"),
-        }
+        let (program, args) = self.mode.flush();
+        node.node().exec(program, args).unwrap_or_else(|e| panic!("{program} {}: {e:#}", args.join(" ")));
         node.node().exec("nft", &["delete", "table", "ip", WITNESS_TABLE]).expect("remove the witness table");
         let replays = replay_all(node, flows, TRACE_TIMEOUT, self.workers).expect("the witness table in node-a");
-        let failed: Vec<&str> = flows
-            .iter()
-            .zip(&replays)
-            .filter(|(_, r)| !matches!(r, Ok(r) if r.mismatch.is_none()))
-            .map(|(f, _)| f.id.as_str())
-            .collect();
-        let explained = self.explain_differences(node.node(), flows).len();
+        let mut went_otherwise = Vec::new();
+        let mut explained_otherwise = Vec::new();
+        let mut failures = Vec::new();
+        for (flow, replayed) in flows.iter().zip(&replays) {
+            let replayed = match replayed {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!("{}: could not be replayed: {e:#}", flow.label()));
+                    continue;
+                }
+            };
+            if replayed.mismatch.is_some() {
+                went_otherwise.push(flow.id.as_str());
+            }
+            match self.explain(node.node(), flow) {
+                Ok((endings, json)) => {
+                    if check_explained(flow, &endings).is_err() {
+                        explained_otherwise.push(flow.id.as_str());
+                    }
+                    if let Err(e) = check_explained_traffic(flow, flow.source(), &replayed.seen, replayed.passage, &endings) {
+                        failures.push(format!("{}\n    traffic: {}\n    {e}\n{json}", flow.label(), summary(&replayed.seen)));
+                    }
+                }
+                Err(e) => failures.push(format!("{}\n    {e}", flow.label())),
+            }
+        }
         eprintln!(
-            "rules removed: {} of {} flows went otherwise ({}), {explained} explained otherwise",
-            failed.len(),
+            "with `{program} {}`: {} of {} flows went otherwise ({}), {} explained otherwise, {} explained unlike their traffic",
+            args.join(" "),
+            went_otherwise.len(),
             flows.len(),
-            failed.join(" ")
+            went_otherwise.join(" "),
+            explained_otherwise.len(),
+            failures.len()
         );
         assert!(
-            failed.len() >= at_least && explained >= at_least,
-            "with the rules removed only {} flows went otherwise and {explained} were explained otherwise (at least \
-             {at_least} should): the replay or the explain check cannot tell the proxy's rules from none",
-            failed.len()
+            failures.is_empty(),
+            "with `{program} {}`, {} flows were not explained as their traffic went:\n\n{}\n\n=== node-a rules ===\n{}",
+            args.join(" "),
+            failures.len(),
+            failures.join("\n\n"),
+            self.mode.rules(node.node())
+        );
+        assert!(
+            went_otherwise.len() >= at_least && explained_otherwise.len() >= at_least,
+            "with `{program} {}` only {} flows went otherwise and {} were explained otherwise (at least {at_least} \
+             should): the checks cannot tell the proxy's rules from none",
+            args.join(" "),
+            went_otherwise.len(),
+            explained_otherwise.len()
         );
     }
 }
