@@ -281,19 +281,17 @@ impl Replay {
         }
         let replayed = started.elapsed();
         let rules = if failures.is_empty() { String::new() } else { mode.rules(node.node()) };
-        if failures.is_empty() {
-            if let Some(at_least) = self.flushed_control {
-                drop(proxy);
-                self.flushed_control(&node, flows, at_least);
-                eprintln!(
-                    "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), as expected; \
-                     again with the rules flushed, in {:?} in all",
-                    flows.len(),
-                    mode.dir(),
-                    started.elapsed()
-                );
-                return;
-            }
+        if let (true, Some(at_least)) = (failures.is_empty(), self.flushed_control) {
+            drop(proxy);
+            self.flushed_control(&node, flows, at_least);
+            eprintln!(
+                "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), as expected; \
+                 again with the rules flushed, in {:?} in all",
+                flows.len(),
+                mode.dir(),
+                started.elapsed()
+            );
+            return;
         }
         eprintln!(
             "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), {} difference(s) from upstream",
@@ -350,9 +348,10 @@ impl Replay {
             match check_explained(flow, &endings).and(as_traffic) {
                 Ok(()) => eprintln!("{}: explained as traffic went", flow.id),
                 Err(e) => failures.push(format!(
-                    "{}{}\n    explain packet: {e}\n{json}",
+                    "{}{}\n    explain packet {}: {e}\n{json}",
                     flow.label(),
                     differs_by_design(self.mode, flow),
+                    explain_args(flow)[2..].join(" "),
                 )),
             }
         }
