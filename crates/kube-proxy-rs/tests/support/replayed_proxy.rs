@@ -345,7 +345,10 @@ impl Replay {
                 Ok(r) => check_explained_traffic(flow, flow.source(), &r.seen, r.passage, &endings),
                 Err(_) => Ok(()), // reported with the replay
             };
-            match check_explained(flow, &endings).and(as_traffic) {
+            let as_verdict = || {
+                check_explained(flow, &endings).map_err(|e| format!("as the traffic went, but not as expected: {e}"))
+            };
+            match as_traffic.and_then(|()| as_verdict()) {
                 Ok(()) => eprintln!("{}: explained as traffic went", flow.id),
                 Err(e) => failures.push(format!(
                     "{}{}\n    explain packet {}: {e}\n{json}",
