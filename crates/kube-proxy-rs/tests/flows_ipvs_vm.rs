@@ -28,7 +28,9 @@
 //! -C`; `kube-ipvs0`, the ipsets and the iptables rules stay), every flow
 //! is replayed and explained again: each must still be explained as its
 //! traffic went, and most must now go otherwise than expected and be
-//! explained otherwise — the checks can fail.
+//! explained otherwise — the checks can fail (also checked by hand: with
+//! F22 taken off the list of differences, the run fails naming F22's
+//! traffic, unmasqueraded, and `explain`'s answer, which follows it).
 //! A failure prints the VM's console: every flow as seen, node-a's IPVS
 //! table, ipsets and rules, and the proxy's log.
 //! Needs root, qemu and the network for the first boot's kernel package
