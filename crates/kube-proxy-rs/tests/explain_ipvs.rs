@@ -6,44 +6,21 @@
 //! then walks every reference flow through it (iptables rules, ipsets and
 //! IPVS between INPUT/OUTPUT and POSTROUTING). Each flow must get
 //! upstream's iptables-mode verdict, except where IPVS mode works
-//! otherwise by design — each such flow is listed with the answer IPVS
-//! mode gives and why. `explain service --mode ipvs --from-file` reads a
-//! Service's virtual servers, real servers, persistence, bound addresses
-//! and ipset members from the plan, and a plan edited by hand (a real
-//! server and a NodePort virtual server deleted, a real server and a set
-//! member added) shows exactly those lines as drift. Needs no kernel and
-//! no root (the real IPVS datapath is checked by `e2e_ipvs_vm`, the drift
-//! on a live IPVS node by `explain_ipvs_vm`).
+//! otherwise by design — each such flow is listed, with the verdict IPVS
+//! mode gives and why, in `testkit::flows::ipvs_differences` (the list
+//! `flows_ipvs_vm` checks real traffic against). `explain service --mode
+//! ipvs --from-file` reads a Service's virtual servers, real servers,
+//! persistence, bound addresses and ipset members from the plan, and a
+//! plan edited by hand (a real server and a NodePort virtual server
+//! deleted, a real server and a set member added) shows exactly those
+//! lines as drift. Needs no kernel and no root (the real IPVS datapath is
+//! checked by `flows_ipvs_vm` and `e2e_ipvs_vm`, the drift on a live IPVS
+//! node by `explain_ipvs_vm`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeSet;
 use std::process::Command;
-use testkit::flows::{self, NODE_A_ADDRESSES, check_explained, explain_args, explained_outcomes};
-use testkit::tracer::{Outcome, describe_outcomes};
-
-/// Flows whose IPVS-mode answer differs from iptables mode's: id, the
-/// endings IPVS mode gives, and why.
-fn ipvs_differences() -> Vec<(&'static str, BTreeSet<Outcome>, &'static str)> {
-    let dnat = |to: &str| Outcome::Dnat { to: to.parse().unwrap(), masquerade: false };
-    vec![
-        ("F05", [Outcome::Reject].into(), "ClusterIPs are bound to kube-ipvs0; KUBE-IPVS-FILTER rejects their other ports"),
-        ("F13", [Outcome::Local].into(), "no virtual server on 127.0.0.1: localhost NodePorts are iptables mode's"),
-        ("F18", [Outcome::Local].into(), "no virtual server on 127.0.0.1: localhost NodePorts are iptables mode's"),
-        ("F16", [dnat("10.244.0.14:8443")].into(), "one virtual server per NodePort: pods get only the local endpoints of an ETP Local service"),
-        ("F63", [dnat("10.244.0.29:8080")].into(), "one virtual server per LB IP: pods get only the local endpoints of an ETP Local service"),
-        ("F38", [dnat("10.244.0.18:8080"), dnat("10.244.0.19:8080")].into(), "one virtual server per LB IP: pods get only the local endpoints of an ETP Local service"),
-        ("F39", [dnat("10.244.0.18:8080"), dnat("10.244.0.19:8080")].into(), "one virtual server per LB IP: the node gets only the local endpoints, unmasqueraded (KUBE-NODE-PORT / LB -LOCAL sets return before KUBE-MARK-MASQ)"),
-        ("F17", [dnat("10.244.0.14:8443")].into(), "one virtual server per NodePort: the node gets only the local endpoints of an ETP Local service, unmasqueraded"),
-        ("F22", [dnat("10.244.1.15:8080"), dnat("10.244.2.15:8080")].into(), "ETP Local NodePort from the node itself: not masqueraded in IPVS mode"),
-        ("F27", [dnat("10.244.1.16:9200"), dnat("10.244.2.16:9200")].into(), "ETP Local LB IP from the node itself: not masqueraded in IPVS mode"),
-        ("F50", [Outcome::Reject].into(), "a virtual server without real servers answers ICMP port unreachable"),
-        ("F51", [Outcome::Reject].into(), "a virtual server without real servers answers ICMP port unreachable"),
-        ("F20", [dnat("10.244.1.15:8080"), dnat("10.244.2.15:8080")].into(), "our IPVS plan keeps every endpoint on an ETP Local NodePort without local endpoints"),
-        ("F24", [dnat("10.244.1.16:9200"), dnat("10.244.2.16:9200")].into(), "our IPVS plan keeps every endpoint on an ETP Local LB IP without local endpoints"),
-        ("F25", [dnat("10.244.1.16:9200"), dnat("10.244.2.16:9200")].into(), "our IPVS plan keeps every endpoint on an ETP Local NodePort without local endpoints"),
-    ]
-}
+use testkit::flows::{self, NODE_A_ADDRESSES, check_explained, explain_args, explained_outcomes, ipvs_difference};
 
 fn node_ips() -> Vec<String> {
     NODE_A_ADDRESSES.iter().flat_map(|ip| ["--node-ip".to_string(), ip.to_string()]).collect()
@@ -69,8 +46,7 @@ fn every_flow_explained_on_ipvs_modes_plan() {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), &text).unwrap();
 
-    let differences = ipvs_differences();
-    let flows = flows::iptables_flows().unwrap();
+    let flows = flows::ipvs_flows().unwrap();
     let mut failures = Vec::new();
     for flow in &flows {
         let mut args = explain_args(flow);
@@ -85,13 +61,9 @@ fn every_flow_explained_on_ipvs_modes_plan() {
                 continue;
             }
         };
-        let verdict = match differences.iter().find(|(id, ..)| *id == flow.id) {
-            Some((_, ipvs, _)) if got == *ipvs => Ok(()),
-            Some((_, ipvs, why)) => Err(format!("IPVS mode should give {} ({why}), explain says {}", describe_outcomes(ipvs), describe_outcomes(&got))),
-            None => check_explained(flow, &got),
-        };
-        if let Err(e) = verdict {
-            failures.push(format!("{}\n    {e}\n{stdout}", flow.label()));
+        if let Err(e) = check_explained(flow, &got) {
+            let why = ipvs_difference(&flow.id).map(|why| format!(" (IPVS mode by design: {why})")).unwrap_or_default();
+            failures.push(format!("{}{why}\n    {e}\n{stdout}", flow.label()));
         }
     }
     assert!(failures.is_empty(), "{} of {} flows:\n{}", failures.len(), flows.len(), failures.join("\n"));

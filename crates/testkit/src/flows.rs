@@ -19,7 +19,11 @@
 //!
 //! The binary's `explain packet` is asked about every flow too
 //! ([`explain_args`]) and its answer must be the flow's verdict
-//! ([`check_explained`]).
+//! ([`check_explained`]) and what its traffic did
+//! ([`check_explained_traffic`]).
+//!
+//! IPVS mode answers some flows otherwise by design: [`ipvs_flows`] are
+//! the same flows with IPVS mode's verdicts ([`ipvs_differences`]).
 //!
 //! [`TraceContext`]: crate::tracer::TraceContext
 
@@ -27,18 +31,21 @@ mod case;
 mod counters;
 mod expected;
 mod explained;
+mod ipvs;
 mod load;
 mod paths;
 mod probe;
 mod reference;
 mod replay;
 mod topology;
+mod traffic;
 mod verdict;
 
 pub use case::{FlowCase, FlowSource, Observation, RuleHit, TracedPath};
 pub use counters::{RuleKey, check_hits, moved, rule_counters};
 pub use expected::{Expected, Masquerade};
 pub use explained::{check_explained, explain_args, explained_outcomes};
+pub use ipvs::{IpvsDifference, ipvs_difference, ipvs_differences, ipvs_flows};
 pub use load::{iptables_flows, load_flows, nftables_flows};
 pub use reference::{REFERENCE_DIR_ENV, read_reference, reference_dir};
 pub use paths::check_paths;
@@ -47,4 +54,5 @@ pub use replay::{GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, count_all, replay,
 pub use topology::{
     CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, NODE_A_ADDRESSES, NODE_A_EXT0, NODE_A_IP, POD_CIDR, POD_GATEWAY, node_a,
 };
+pub use traffic::check_explained_traffic;
 pub use verdict::{check, check_dropped_in_node, check_passed_through_node, summary};

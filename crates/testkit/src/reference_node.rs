@@ -63,6 +63,7 @@ struct EndpointPod {
 /// endpoint pods, the client pod, the external clients, node-a, its LAN.
 #[derive(Debug)]
 pub struct ReferenceNode {
+    bind_node_source: bool,
     endpoints: Vec<EndpointPod>,
     client_pod: Netns,
     external: Netns,
@@ -89,7 +90,16 @@ impl ReferenceNode {
             let echo = EchoServer::start(&ns, &r.ip.to_string(), IpAddr::V4(r.ip), &tcp, &udp)?;
             endpoints.push(EndpointPod { _echo: echo, ip: r.ip, ns });
         }
-        Ok(Self { endpoints, client_pod, external, node, _lan: lan })
+        Ok(Self { bind_node_source: false, endpoints, client_pod, external, node, _lan: lan })
+    }
+
+    /// From now on node-a's own flows bind the source a flow names
+    /// ([`FlowCase::source`]: the InternalIP, 127.0.0.1 to a loopback
+    /// address) instead of letting the kernel pick one by route. In IPVS
+    /// mode the route to a service address bound on `kube-ipvs0` picks
+    /// that address itself as the source.
+    pub fn bind_node_source(&mut self) {
+        self.bind_node_source = true;
     }
 
     /// node-a's namespace, where the proxy runs.
@@ -145,6 +155,15 @@ impl ReferenceNode {
                 Ok((ns, Some(IpAddr::V4(ip))))
             }
             other => bail!("no client {other:?} in the reference topology"),
+        }
+    }
+
+    /// Where `flow` is sent from: [`ReferenceNode::client`], with node-a's
+    /// source bound when [`ReferenceNode::bind_node_source`] asked so.
+    pub fn client_for(&self, flow: &FlowCase) -> Result<(&Netns, Option<IpAddr>)> {
+        match flow.from {
+            FlowSource::Node if self.bind_node_source => Ok((&self.node, Some(flow.source()))),
+            from => self.client(from),
         }
     }
 }

@@ -1,14 +1,16 @@
 //! The harness of the flow replays (`flows_nftables.rs`,
-//! `flows_iptables.rs`): the reference node built in namespaces,
-//! kube-proxy-rs started in node-a with the reference's config and
-//! manifests, every flow replayed (all at once, `WORKERS` at a time), then
-//! traced (nftables) or counted (iptables) one flow after the other, and
-//! one failure listing every flow that differs from upstream, with
-//! node-a's rules and the proxy's log.
+//! `flows_iptables.rs`, `flows_ipvs_vm.rs`): the reference node built in
+//! namespaces, kube-proxy-rs started in node-a with the reference's config
+//! and manifests, every flow replayed (all at once, `WORKERS` at a time),
+//! then traced (nftables) or counted (iptables) one flow after the other,
+//! `explain packet` asked about each flow on the live kernel, and one
+//! failure listing every flow that differs from upstream (IPVS mode: from
+//! IPVS mode's verdicts, `testkit::flows::ipvs_flows`), with node-a's
+//! rules and the proxy's log.
 
 #![allow(dead_code)] // each test binary uses its own part
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -16,11 +18,12 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::flows::{
-    Expected, FlowCase, Replayed, Seen, check_explained, check_hits, check_paths, count_all, explain_args,
-    explained_outcomes, replay_all, summary, trace_all,
+    Expected, FlowCase, Replayed, Seen, check_explained, check_explained_traffic, check_hits, check_paths, count_all,
+    explain_args, explained_outcomes, ipvs_difference, replay_all, summary, trace_all,
 };
+use testkit::tracer::Outcome;
 use testkit::netns::Netns;
-use testkit::reference_node::{ReferenceNode, Responder};
+use testkit::reference_node::{ReferenceNode, Responder, WITNESS_TABLE};
 
 /// How long a replayed connection waits (upstream's run: 2 s). An expected
 /// DROP costs 3 of these; a connection through node-a takes milliseconds,
@@ -43,6 +46,9 @@ pub enum ProxyMode {
     Nftables,
     /// `iptables/kube-proxy-config.yaml` (mode: iptables).
     Iptables,
+    /// `iptables/kube-proxy-config.yaml` with `mode: ipvs` (the reference
+    /// has no IPVS run; the caller writes that file).
+    Ipvs,
 }
 
 impl ProxyMode {
@@ -50,6 +56,7 @@ impl ProxyMode {
         match self {
             ProxyMode::Nftables => "nftables",
             ProxyMode::Iptables => "iptables",
+            ProxyMode::Ipvs => "ipvs",
         }
     }
 
@@ -58,16 +65,97 @@ impl ProxyMode {
         match self {
             ProxyMode::Nftables => "synced nftables rules ip_family=IPv4",
             ProxyMode::Iptables => "synced iptables rules ip_family=IPv4",
+            ProxyMode::Ipvs => "synced IPVS rules ip_family=IPv4",
         }
     }
 
     /// What node-a's kernel holds, for failure messages.
     fn rules(self, ns: &Netns) -> String {
-        let (program, args): (&str, &[&str]) = match self {
-            ProxyMode::Nftables => ("nft", &["list", "ruleset"]),
-            ProxyMode::Iptables => ("iptables-legacy-save", &["-c"]),
+        let commands: &[(&str, &[&str])] = match self {
+            ProxyMode::Nftables => &[("nft", &["list", "ruleset"])],
+            ProxyMode::Iptables => &[("iptables-legacy-save", &["-c"])],
+            ProxyMode::Ipvs => &[
+                ("ipvsadm", &["-Ln"]),
+                ("ip", &["-br", "addr", "show", "kube-ipvs0"]),
+                ("ipset", &["save"]),
+                ("iptables-legacy-save", &["-c"]),
+                ("iptables-nft-save", &["-c"]),
+            ],
         };
-        ns.exec(program, args).unwrap_or_else(|e| format!("({program} failed: {e:#})"))
+        let dump = |(program, args): &(&str, &[&str])| {
+            let text = ns.exec(program, args).unwrap_or_else(|e| format!("({program} failed: {e:#})"));
+            format!("--- {program} {} ---\n{text}", args.join(" "))
+        };
+        commands.iter().map(dump).collect::<Vec<_>>().join("\n")
+    }
+
+    /// What the control of [`Replay::flushed_control`] removes: IPVS mode's
+    /// virtual servers (its addresses, ipsets and iptables rules stay, so
+    /// `explain` still reads a whole node), iptables mode's nat table,
+    /// nftables mode's table.
+    fn flush(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            ProxyMode::Ipvs => ("ipvsadm", &["-C"]),
+            ProxyMode::Iptables => ("iptables-legacy", &["-t", "nat", "-F"]),
+            ProxyMode::Nftables => ("nft", &["flush", "table", "ip", "kube-proxy"]),
+        }
+    }
+
+    /// `explain packet` reads this mode's rules (live, nftables and
+    /// iptables are told apart by what the kernel holds).
+    fn explain_mode(self) -> &'static [&'static str] {
+        match self {
+            ProxyMode::Ipvs => &["--mode", "ipvs"],
+            ProxyMode::Nftables | ProxyMode::Iptables => &[],
+        }
+    }
+}
+
+/// One replay: the mode, the proxy binary and the files it runs with, and
+/// how patient to be.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The proxy mode under test.
+    pub mode: ProxyMode,
+    /// The kube-proxy-rs binary (run for the proxy and for `explain`).
+    pub binary: PathBuf,
+    /// Its `--config` file.
+    pub config: PathBuf,
+    /// Its `--manifests` file.
+    pub manifests: PathBuf,
+    /// How long the proxy may take to start and sync.
+    pub patience: Duration,
+    /// How long a replayed connection waits.
+    pub timeout: Duration,
+    /// Flows replayed at once.
+    pub workers: usize,
+    /// Node-a's own flows are sent from the source `explain` is asked
+    /// about (its InternalIP; 127.0.0.1 to a loopback address), not from
+    /// the one the kernel picks by route.
+    pub bind_node_source: bool,
+    /// After the replay, the proxy is stopped and part of its rules removed
+    /// ([`ProxyMode::flush`]), and every flow is replayed and explained
+    /// again: each must still be explained as its traffic went, and at
+    /// least this many must differ from the expected verdicts, in traffic
+    /// and in `explain`'s answers (checks that can fail).
+    pub flushed_control: Option<usize>,
+}
+
+impl Replay {
+    /// A replay on this machine: the binary cargo built, the reference's
+    /// config for `mode` and `cluster.yaml`.
+    pub fn on_host(mode: ProxyMode) -> Self {
+        Self {
+            mode,
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_kube-proxy-rs")),
+            config: reference_file(&format!("{}/kube-proxy-config.yaml", mode.dir())),
+            manifests: reference_file("cluster.yaml"),
+            patience: PATIENCE,
+            timeout: TIMEOUT,
+            workers: WORKERS,
+            bind_node_source: false,
+            flushed_control: None,
+        }
     }
 }
 
@@ -119,115 +207,231 @@ pub fn reference_responders(flows: &[FlowCase]) -> Vec<Responder> {
 /// every flow and fails naming each one whose verdict differs from
 /// upstream's.
 pub fn replay_reference_flows(mode: ProxyMode, flows: &[FlowCase], responders: &[Responder]) {
-    let started = Instant::now();
-    let node = ReferenceNode::build(responders).expect("build the reference topology");
-    let built = started.elapsed();
-    let mut proxy = RunningProxy::start(node.node(), mode);
-    proxy.wait_for(mode.synced());
-    let synced = started.elapsed();
-    let replays = replay_all(&node, flows, TIMEOUT, WORKERS).expect("the witness table in node-a");
-    let mut failures = Vec::new();
-    for (flow, replayed) in flows.iter().zip(&replays) {
-        match replayed {
-            Ok(r) if r.mismatch.is_none() => eprintln!("{}: as upstream: {}{}", flow.id, summary(&r.seen), through(r)),
-            Ok(r) => failures.push(r.report(flow)),
-            Err(e) => failures.push(format!("{}\n    could not be replayed: {e:#}", flow.label())),
-        }
-    }
-    if mode == ProxyMode::Nftables {
-        let (traced, complaints) = trace_all(&node, flows, TRACE_TIMEOUT).expect("trace the flows in node-a");
-        let before = failures.len();
-        for flow in flows {
-            let ours = traced.get(&flow.id).cloned().unwrap_or_default();
-            if let Err(e) = check_paths(flow, &ours) {
-                failures.push(format!(
-                    "{}\n    nft trace differs: {e}\n    (nft monitor said: {complaints:?})",
-                    flow.label()
-                ));
-            }
-        }
-        eprintln!(
-            "nft trace: {} of {} flows took only paths upstream's trace shows",
-            flows.len() - (failures.len() - before),
-            flows.len()
-        );
-    }
-    if mode == ProxyMode::Iptables {
-        let counted = count_all(&node, flows, TRACE_TIMEOUT).expect("count the flows' rule hits in node-a");
-        let before = failures.len();
-        for flow in flows {
-            let ours = counted.get(&flow.id).cloned().unwrap_or_default();
-            if let Err(e) = check_hits(flow, &ours) {
-                failures.push(format!("{}\n    iptables counters differ: {e}", flow.label()));
-            }
-        }
-        eprintln!(
-            "iptables counters: {} of {} flows hit only rules upstream's run hit",
-            flows.len() - (failures.len() - before),
-            flows.len()
-        );
-    }
-    let before = failures.len();
-    failures.extend(explain_differences(node.node(), flows));
-    eprintln!(
-        "explain packet: {} of {} flows explained as traffic went",
-        flows.len() - (failures.len() - before),
-        flows.len()
-    );
-    if let Some(status) = proxy.exited() {
-        failures.push(format!("kube-proxy-rs exited during the replay: {status}"));
-    }
-    eprintln!(
-        "{} {} flows replayed in {:?} (topology {built:?}, first sync at {synced:?}), {} difference(s) from upstream",
-        flows.len(),
-        mode.dir(),
-        started.elapsed(),
-        failures.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} difference(s) from upstream v1.36 in the {} {} flows:\n\n{}\n\n=== node-a rules ===\n{}\n=== kube-proxy-rs log (last {LOG_TAIL} lines) ===\n{}",
-        failures.len(),
-        flows.len(),
-        mode.dir(),
-        failures.join("\n\n"),
-        mode.rules(node.node()),
-        proxy.log_tail()
-    );
+    Replay::on_host(mode).run(flows, responders);
 }
 
-/// Asks the binary's `explain packet` (reading node-a's live kernel)
-/// about each flow: every flow whose answer is not what traffic did, with
-/// the answer.
-fn explain_differences(ns: &Netns, flows: &[FlowCase]) -> Vec<String> {
-    let mut failures = Vec::new();
-    for flow in flows {
-        let args = explain_args(flow);
-        let output = ns.command(env!("CARGO_BIN_EXE_kube-proxy-rs")).args(&args).output();
-        let output = match output {
+impl Replay {
+    /// Builds the reference node, starts the proxy there, replays every
+    /// flow and fails naming each one whose verdict (or `explain`'s
+    /// answer) differs from the expected one.
+    pub fn run(&self, flows: &[FlowCase], responders: &[Responder]) {
+        let mode = self.mode;
+        let started = Instant::now();
+        let mut node = ReferenceNode::build(responders).expect("build the reference topology");
+        if self.bind_node_source {
+            node.bind_node_source();
+        }
+        let built = started.elapsed();
+        let mut proxy = RunningProxy::start(node.node(), self);
+        proxy.wait_for(mode.synced(), self.patience);
+        let synced = started.elapsed();
+        let replays = replay_all(&node, flows, self.timeout, self.workers).expect("the witness table in node-a");
+        let mut failures = Vec::new();
+        for (flow, replayed) in flows.iter().zip(&replays) {
+            match replayed {
+                Ok(r) if r.mismatch.is_none() => {
+                    eprintln!("{}: as expected{}: {}{}", flow.id, differs_by_design(mode, flow), summary(&r.seen), through(r));
+                }
+                Ok(r) => failures.push(format!("{}{}", r.report(flow), differs_by_design(mode, flow))),
+                Err(e) => failures.push(format!("{}\n    could not be replayed: {e:#}", flow.label())),
+            }
+        }
+        if mode == ProxyMode::Nftables {
+            let (traced, complaints) = trace_all(&node, flows, TRACE_TIMEOUT).expect("trace the flows in node-a");
+            let before = failures.len();
+            for flow in flows {
+                let ours = traced.get(&flow.id).cloned().unwrap_or_default();
+                if let Err(e) = check_paths(flow, &ours) {
+                    failures.push(format!(
+                        "{}\n    nft trace differs: {e}\n    (nft monitor said: {complaints:?})",
+                        flow.label()
+                    ));
+                }
+            }
+            eprintln!(
+                "nft trace: {} of {} flows took only paths upstream's trace shows",
+                flows.len() - (failures.len() - before),
+                flows.len()
+            );
+        }
+        if mode == ProxyMode::Iptables {
+            let counted = count_all(&node, flows, TRACE_TIMEOUT).expect("count the flows' rule hits in node-a");
+            let before = failures.len();
+            for flow in flows {
+                let ours = counted.get(&flow.id).cloned().unwrap_or_default();
+                if let Err(e) = check_hits(flow, &ours) {
+                    failures.push(format!("{}\n    iptables counters differ: {e}", flow.label()));
+                }
+            }
+            eprintln!(
+                "iptables counters: {} of {} flows hit only rules upstream's run hit",
+                flows.len() - (failures.len() - before),
+                flows.len()
+            );
+        }
+        let before = failures.len();
+        failures.extend(self.explain_differences(node.node(), flows, &replays));
+        eprintln!(
+            "explain packet: {} of {} flows explained as traffic went",
+            flows.len() - (failures.len() - before),
+            flows.len()
+        );
+        if let Some(status) = proxy.exited() {
+            failures.push(format!("kube-proxy-rs exited during the replay: {status}"));
+        }
+        let replayed = started.elapsed();
+        let rules = if failures.is_empty() { String::new() } else { mode.rules(node.node()) };
+        if let (true, Some(at_least)) = (failures.is_empty(), self.flushed_control) {
+            drop(proxy);
+            self.flushed_control(&node, flows, at_least);
+            eprintln!(
+                "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), as expected; \
+                 again with the rules flushed, in {:?} in all",
+                flows.len(),
+                mode.dir(),
+                started.elapsed()
+            );
+            return;
+        }
+        eprintln!(
+            "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), {} difference(s) from upstream",
+            flows.len(),
+            mode.dir(),
+            failures.len()
+        );
+        assert!(
+            failures.is_empty(),
+            "{} difference(s) from upstream v1.36 in the {} {} flows:\n\n{}\n\n=== node-a rules ===\n{rules}\n=== kube-proxy-rs log (last {LOG_TAIL} lines) ===\n{}",
+            failures.len(),
+            flows.len(),
+            mode.dir(),
+            failures.join("\n\n"),
+            proxy.log_tail()
+        );
+    }
+
+    /// `explain packet`'s endings for `flow` (reading node-a's live
+    /// kernel), with its JSON answer; `Err` if it failed.
+    fn explain(&self, ns: &Netns, flow: &FlowCase) -> Result<(BTreeSet<Outcome>, String), String> {
+        let mut args = explain_args(flow);
+        args.extend(self.mode.explain_mode().iter().map(|a| a.to_string()));
+        let output = match ns.command(&self.binary.to_string_lossy()).args(&args).output() {
             Ok(output) if output.status.success() => output,
             Ok(output) => {
                 let stderr = String::from_utf8_lossy(&output.stderr);
-                failures.push(format!("{}
-    explain failed ({}): {stderr}", flow.label(), output.status));
-                continue;
+                return Err(format!("explain failed ({}): {stderr}", output.status));
             }
-            Err(e) => {
-                failures.push(format!("{}
-    explain could not run: {e}", flow.label()));
-                continue;
-            }
+            Err(e) => return Err(format!("explain could not run: {e}")),
         };
-        let json = String::from_utf8_lossy(&output.stdout);
-        let verdict = explained_outcomes(&json).map_err(|e| format!("{e:#}")).and_then(|got| check_explained(flow, &got));
-        match verdict {
-            Ok(()) => eprintln!("{}: explained as traffic went", flow.id),
-            Err(e) => failures.push(format!("{}
-    explain packet {}: {e}
-{json}", flow.label(), args[2..].join(" "))),
-        }
+        let json = String::from_utf8_lossy(&output.stdout).into_owned();
+        let endings = explained_outcomes(&json).map_err(|e| format!("explain packet {}: {e:#}\n{json}", args[2..].join(" ")))?;
+        Ok((endings, json))
     }
-    failures
+
+    /// Asks the binary's `explain packet` (reading node-a's live kernel)
+    /// about each flow: every flow whose answer is not the flow's verdict,
+    /// or not what its traffic did in `replays`, with the answer.
+    fn explain_differences(&self, ns: &Netns, flows: &[FlowCase], replays: &[anyhow::Result<Replayed>]) -> Vec<String> {
+        let mut failures = Vec::new();
+        for (flow, replayed) in flows.iter().zip(replays) {
+            let (endings, json) = match self.explain(ns, flow) {
+                Ok(answer) => answer,
+                Err(e) => {
+                    failures.push(format!("{}\n    {e}", flow.label()));
+                    continue;
+                }
+            };
+            let as_traffic = match replayed {
+                Ok(r) => check_explained_traffic(flow, flow.source(), &r.seen, r.passage, &endings),
+                Err(_) => Ok(()), // reported with the replay
+            };
+            let as_verdict = || {
+                check_explained(flow, &endings).map_err(|e| format!("as the traffic went, but not as expected: {e}"))
+            };
+            match as_traffic.and_then(|()| as_verdict()) {
+                Ok(()) => eprintln!("{}: explained as traffic went", flow.id),
+                Err(e) => failures.push(format!(
+                    "{}{}\n    explain packet {}: {e}\n{json}",
+                    flow.label(),
+                    differs_by_design(self.mode, flow),
+                    explain_args(flow)[2..].join(" "),
+                )),
+            }
+        }
+        failures
+    }
+
+    /// With the proxy stopped and part of its rules removed
+    /// ([`ProxyMode::flush`]), every flow is replayed and explained again:
+    /// `explain` must still answer each flow with what its traffic did,
+    /// and at least `at_least` flows must now go otherwise than expected,
+    /// and as many be explained otherwise, or the checks above could not
+    /// have failed.
+    fn flushed_control(&self, node: &ReferenceNode, flows: &[FlowCase], at_least: usize) {
+        let (program, args) = self.mode.flush();
+        node.node().exec(program, args).unwrap_or_else(|e| panic!("{program} {}: {e:#}", args.join(" ")));
+        node.node().exec("nft", &["delete", "table", "ip", WITNESS_TABLE]).expect("remove the witness table");
+        let replays = replay_all(node, flows, TRACE_TIMEOUT, self.workers).expect("the witness table in node-a");
+        let mut went_otherwise = Vec::new();
+        let mut explained_otherwise = Vec::new();
+        let mut failures = Vec::new();
+        for (flow, replayed) in flows.iter().zip(&replays) {
+            let replayed = match replayed {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!("{}: could not be replayed: {e:#}", flow.label()));
+                    continue;
+                }
+            };
+            if replayed.mismatch.is_some() {
+                went_otherwise.push(flow.id.as_str());
+            }
+            match self.explain(node.node(), flow) {
+                Ok((endings, json)) => {
+                    if check_explained(flow, &endings).is_err() {
+                        explained_otherwise.push(flow.id.as_str());
+                    }
+                    if let Err(e) = check_explained_traffic(flow, flow.source(), &replayed.seen, replayed.passage, &endings) {
+                        failures.push(format!("{}\n    traffic: {}\n    {e}\n{json}", flow.label(), summary(&replayed.seen)));
+                    }
+                }
+                Err(e) => failures.push(format!("{}\n    {e}", flow.label())),
+            }
+        }
+        eprintln!(
+            "with `{program} {}`: {} of {} flows went otherwise ({}), {} explained otherwise, {} explained unlike their traffic",
+            args.join(" "),
+            went_otherwise.len(),
+            flows.len(),
+            went_otherwise.join(" "),
+            explained_otherwise.len(),
+            failures.len()
+        );
+        assert!(
+            failures.is_empty(),
+            "with `{program} {}`, {} flows were not explained as their traffic went:\n\n{}\n\n=== node-a rules ===\n{}",
+            args.join(" "),
+            failures.len(),
+            failures.join("\n\n"),
+            self.mode.rules(node.node())
+        );
+        assert!(
+            went_otherwise.len() >= at_least && explained_otherwise.len() >= at_least,
+            "with `{program} {}` only {} flows went otherwise and {} were explained otherwise (at least {at_least} \
+             should): the checks cannot tell the proxy's rules from none",
+            args.join(" "),
+            went_otherwise.len(),
+            explained_otherwise.len()
+        );
+    }
+}
+
+/// For a flow IPVS mode answers otherwise by design, why.
+fn differs_by_design(mode: ProxyMode, flow: &FlowCase) -> String {
+    match (mode, ipvs_difference(&flow.id)) {
+        (ProxyMode::Ipvs, Some(why)) => format!(" (IPVS mode by design: {why})"),
+        _ => String::new(),
+    }
 }
 
 /// What node-a's witness counted, for a silent flow.
@@ -248,17 +452,16 @@ struct RunningProxy {
 }
 
 impl RunningProxy {
-    fn start(ns: &Netns, mode: ProxyMode) -> Self {
-        let config = reference_file(&format!("{}/kube-proxy-config.yaml", mode.dir()));
-        let manifests = reference_file("cluster.yaml");
-        require_files(&[&config, &manifests]);
+    fn start(ns: &Netns, replay: &Replay) -> Self {
+        require_files(&[&replay.binary, &replay.config, &replay.manifests]);
         let mut command = ns.command("setpriv");
         command
-            .args(["--pdeathsig", "KILL", "--", env!("CARGO_BIN_EXE_kube-proxy-rs")])
+            .args(["--pdeathsig", "KILL", "--"])
+            .arg(&replay.binary)
             .arg("--config")
-            .arg(&config)
+            .arg(&replay.config)
             .arg("--manifests")
-            .arg(&manifests)
+            .arg(&replay.manifests)
             .args(["--hostname-override", "node-a"])
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -277,8 +480,8 @@ impl RunningProxy {
     }
 
     /// Waits until a log line contains `needle`.
-    fn wait_for(&mut self, needle: &str) {
-        let deadline = Instant::now() + PATIENCE;
+    fn wait_for(&mut self, needle: &str, patience: Duration) {
+        let deadline = Instant::now() + patience;
         while Instant::now() < deadline {
             if self.log.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|l| l.contains(needle)) {
                 return;
@@ -288,7 +491,7 @@ impl RunningProxy {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("no log line with {needle:?} within {PATIENCE:?}:\n{}", self.log_tail());
+        panic!("no log line with {needle:?} within {patience:?}:\n{}", self.log_tail());
     }
 
     fn exited(&mut self) -> Option<std::process::ExitStatus> {

@@ -68,5 +68,5 @@ pub fn check_explained(flow: &FlowCase, explained: &BTreeSet<Outcome>) -> Result
         Expected::Dnat { .. } => "DNAT set and masquerading",
         _ => "ending",
     };
-    Err(format!("explain says {}, traffic showed {} ({what} differ)", describe_outcomes(explained), describe_outcomes(&expected)))
+    Err(format!("explain says {}, the flow's verdict is {} ({what} differ)", describe_outcomes(explained), describe_outcomes(&expected)))
 }

@@ -57,7 +57,7 @@ impl Replayed {
 /// Replays `flow` from its client in `node`, waiting `timeout` for each
 /// connection.
 pub fn replay(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Result<Replayed> {
-    let (ns, source) = node.client(flow.from)?;
+    let (ns, source) = node.client_for(flow)?;
     let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
     let seen = ns.run(move || {
         let mut seen: Vec<Seen> = Vec::new();
@@ -145,7 +145,7 @@ pub fn trace_all(
 /// Up to [`TRACE_TRIES`] connections of `flow` from its client, stopping at
 /// the first one not answered.
 fn send_answered_run(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Result<()> {
-    let (ns, source) = node.client(flow.from)?;
+    let (ns, source) = node.client_for(flow)?;
     let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
     ns.run(move || {
         for _ in 0..TRACE_TRIES {
