@@ -18,41 +18,16 @@ mod vm {
     pub mod traffic;
 }
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::time::Instant;
+use testkit::vm::VmRun;
 
 #[test]
 fn ipvs_mode_in_a_vm() {
-    if std::env::var_os("IPVS_VM").is_some() {
+    if testkit::vm::inside() {
         vm::checks::run_all();
         return;
     }
     testkit::netns::require_kernel();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-    assert!(script.exists(), "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository", script.display());
-    let exe = std::env::current_exe().unwrap();
-    let log = std::env::temp_dir().join(format!("ipvs-vm-{}.log", std::process::id()));
-    let started = Instant::now();
-    let out = Command::new("bash")
-        .arg(&script)
-        .args(["-q", "--no-selftest", "--timeout", "1200", "--"])
-        .arg(&exe)
-        .args(["--exact", "ipvs_mode_in_a_vm", "--nocapture", "--test-threads=1"])
-        .env("IPVS_VM_KEEP_LOG", &log)
-        .output()
-        .expect("run ipvs-vm.sh");
-    let console = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    println!("ipvs-vm.sh finished in {:.1}s", started.elapsed().as_secs_f64());
-    if !out.status.success() || !console.contains("IPVS-VM-CHECKS: ALL PASSED") {
-        panic!(
-            "VM run failed ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr),
-            console
-        );
-    }
+    let console = VmRun::new("ipvs_mode_in_a_vm", "IPVS checks").timeout_secs(1200).boot("IPVS-VM-CHECKS: ALL PASSED");
     for line in console.lines().filter(|l| l.starts_with("IPVS-VM-CHECK")) {
         println!("{line}");
     }

@@ -17,9 +17,8 @@ mod proxy;
 
 use dual_stack::{MANIFESTS, dual_stack_node, get, keys_of_body};
 use proxy::Proxy;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use testkit::vm::VmRun;
+use std::path::Path;
 
 /// Where the VM puts the proxy binary (`ipvs-vm.sh --add`).
 const VM_BINARY: &str = "/payload/kube-proxy-rs";
@@ -31,7 +30,7 @@ const NODE_HEALTH: &str = "127.0.0.1:10256";
 
 #[test]
 fn dual_stack_ipvs_in_a_vm() {
-    if std::env::var_os("IPVS_VM").is_some() {
+    if testkit::vm::inside() {
         check_in_vm();
         println!("{PASSED}");
         return;
@@ -43,25 +42,8 @@ fn dual_stack_ipvs_in_a_vm() {
 /// Host side: boots the VM with this test binary as the payload; fails with
 /// the guest console unless every check passed there.
 fn boot_vm() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-    assert!(script.exists(), "{} not found", script.display());
-    let exe = std::env::current_exe().unwrap();
-    let log = std::env::temp_dir().join(format!("kprs-dual-stack-ipvs-vm-{}.log", std::process::id()));
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script).args(["-q", "--no-selftest", "--timeout", "600", "--add", env!("CARGO_BIN_EXE_kube-proxy-rs")]);
-    cmd.arg("--").arg(&exe).args(["--exact", "dual_stack_ipvs_in_a_vm", "--nocapture", "--test-threads=1"]);
-    let started = Instant::now();
-    let out = cmd.env("IPVS_VM_KEEP_LOG", &log).output().expect("run ipvs-vm.sh");
-    let console = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    println!("ipvs-vm.sh (dual-stack IPVS) finished in {:.1} s", started.elapsed().as_secs_f64());
-    assert!(
-        out.status.success() && console.contains(PASSED),
-        "the dual-stack IPVS checks failed in the VM ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        console
-    );
+    let run = VmRun::new("dual_stack_ipvs_in_a_vm", "dual-stack IPVS").add(env!("CARGO_BIN_EXE_kube-proxy-rs"));
+    let console = run.boot(PASSED);
     for line in console.lines().filter(|l| l.starts_with("TCP ") || l.trim_start().starts_with("->")) {
         println!("{line}");
     }

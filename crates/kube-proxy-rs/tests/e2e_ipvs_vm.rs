@@ -18,10 +18,10 @@
 #[path = "e2e/suite.rs"]
 mod suite;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 use suite::scenario::Mode;
+use testkit::vm::VmRun;
 
 /// Where the VM puts the proxy binary (`ipvs-vm.sh --add`).
 const VM_BINARY: &str = "/payload/kube-proxy-rs";
@@ -33,7 +33,7 @@ const PASSED: &str = "E2E-IPVS-VM: ALL PASSED";
 /// holds it for 1–3 s.
 const VM_SLOWDOWN: u32 = 4;
 /// Wall-clock limit for the whole VM run.
-const VM_TIMEOUT_SECS: &str = "1500";
+const VM_TIMEOUT_SECS: u64 = 1500;
 /// Environment variable (on the host) naming the cases to run in the VM,
 /// comma-separated; unset or `all` runs every case.
 const CASES_VAR: &str = "KPRS_E2E_CASES";
@@ -53,7 +53,7 @@ const EXTRA_TOOLS: [&str; 1] = ["/usr/bin/setpriv"];
 
 #[test]
 fn e2e_ipvs_in_a_vm() {
-    if std::env::var_os("IPVS_VM").is_some() {
+    if testkit::vm::inside() {
         prepare_vm().unwrap_or_else(|why| panic!("the VM cannot run the suite: {why}"));
         let cases = std::env::var("IPVS_VM_SHARE").ok().and_then(|dir| std::fs::read_to_string(Path::new(&dir).join(CASES_FILE)).ok());
         let only: Option<Vec<&str>> = cases.as_deref().map(|c| c.split(',').map(str::trim).filter(|c| !c.is_empty()).collect());
@@ -68,36 +68,15 @@ fn e2e_ipvs_in_a_vm() {
 /// Host side: boots the VM with this test binary as the payload and fails
 /// with the guest console unless the suite passed there.
 fn boot_vm() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-    assert!(script.exists(), "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository", script.display());
-    let exe = std::env::current_exe().unwrap();
-    let log = std::env::temp_dir().join(format!("kprs-e2e-ipvs-vm-{}.log", std::process::id()));
     let share = tempfile::Builder::new().prefix("kprs-e2e-vm-").tempdir().unwrap();
     let cases = std::env::var(CASES_VAR).unwrap_or_else(|_| "all".to_string());
     if cases != "all" {
         println!("cases run in the VM: {cases}");
         std::fs::write(share.path().join(CASES_FILE), cases).unwrap();
     }
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script).args(["-q", "--smp", VM_CPUS, "--no-selftest", "--timeout", VM_TIMEOUT_SECS, "--add", env!("CARGO_BIN_EXE_kube-proxy-rs")]);
-    cmd.arg("--share").arg(share.path());
-    for tool in EXTRA_TOOLS {
-        cmd.args(["--add", tool]);
-    }
-    cmd.arg("--").arg(&exe).args(["--exact", "e2e_ipvs_in_a_vm", "--nocapture", "--test-threads=1"]);
-    let started = Instant::now();
-    let out = cmd.env("IPVS_VM_KEEP_LOG", &log).output().expect("run ipvs-vm.sh");
-    let console = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    println!("ipvs-vm.sh (e2e suite, IPVS mode) finished in {:.1} s", started.elapsed().as_secs_f64());
-    if !out.status.success() || !console.contains(PASSED) {
-        panic!(
-            "the e2e suite failed in the VM ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr),
-            console
-        );
-    }
+    let run = VmRun::new("e2e_ipvs_in_a_vm", "e2e suite, IPVS mode").cpus(VM_CPUS).timeout_secs(VM_TIMEOUT_SECS);
+    let run = EXTRA_TOOLS.iter().fold(run.add(env!("CARGO_BIN_EXE_kube-proxy-rs")), |run, tool| run.add(tool));
+    let console = run.share(share.path()).boot(PASSED);
     let shown = ["ok ", "FAIL", "== ", "cluster built", "proxy under test"];
     for line in console.lines().filter(|l| shown.iter().any(|s| l.starts_with(s)) || l.contains(" checks, ")) {
         println!("{line}");

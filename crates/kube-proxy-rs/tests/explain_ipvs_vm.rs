@@ -22,11 +22,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use testkit::flows::{self, explain_args, explained_outcomes};
 use testkit::tracer::describe_outcomes;
+use testkit::vm::VmRun;
 
 /// Where the VM puts the proxy binary (`ipvs-vm.sh --add`).
 const VM_BINARY: &str = "/payload/kube-proxy-rs";
@@ -70,7 +71,7 @@ const HAND_EDITS: [&[&str]; 5] = [
 
 #[test]
 fn explain_reads_a_live_ipvs_node() {
-    if std::env::var_os("IPVS_VM").is_some() {
+    if testkit::vm::inside() {
         write_dumps_in_vm();
         println!("{DONE}");
         return;
@@ -90,27 +91,8 @@ fn explain_reads_a_live_ipvs_node() {
 
 /// Host side: the VM with this binary and kube-proxy-rs as payload.
 fn boot_vm(share: &Path) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-    let log = std::env::temp_dir().join(format!("kprs-explain-ipvs-vm-{}.log", std::process::id()));
-    let out = Command::new("bash")
-        .arg(&script)
-        .args(["-q", "--no-selftest", "--timeout", "600", "--add", env!("CARGO_BIN_EXE_kube-proxy-rs")])
-        .arg("--share")
-        .arg(share)
-        .arg("--")
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "explain_reads_a_live_ipvs_node", "--nocapture", "--test-threads=1"])
-        .env("IPVS_VM_KEEP_LOG", &log)
-        .output()
-        .expect("run ipvs-vm.sh");
-    let console = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    assert!(
-        out.status.success() && console.contains(DONE),
-        "the VM did not write the dumps ({}).\n--- stderr ---\n{}\n--- console ---\n{console}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = VmRun::new("explain_reads_a_live_ipvs_node", "explain, IPVS mode").add(env!("CARGO_BIN_EXE_kube-proxy-rs"));
+    run.share(share).boot(DONE);
 }
 
 /// Inside the VM: node-a's namespace, the proxy in IPVS mode until its

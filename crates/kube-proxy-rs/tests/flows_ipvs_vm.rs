@@ -44,8 +44,9 @@ mod replayed_proxy;
 use replayed_proxy::{ProxyMode, Replay, reference_responders};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testkit::flows::{self, REFERENCE_DIR_ENV};
+use testkit::vm::VmRun;
 
 /// Where the VM puts the proxy binary (`ipvs-vm.sh --add`).
 const VM_BINARY: &str = "/payload/kube-proxy-rs";
@@ -58,7 +59,7 @@ const REFERENCE_IN_SHARE: &str = "reference";
 const PASSED: &str = "FLOWS-IPVS-VM: ALL PASSED";
 /// Wall-clock limit for the whole VM run (boot, topology, first sync, two
 /// replays): 2½ minutes measured on 2 busy cores, 5½ beside another VM.
-const VM_TIMEOUT_SECS: &str = "600";
+const VM_TIMEOUT_SECS: u64 = 600;
 /// Guest vCPUs: the proxy, 40 echo servers and 4 replaying workers share
 /// them.
 const VM_CPUS: &str = "2";
@@ -88,7 +89,7 @@ const REFERENCE_FILES: [&str; 3] = ["cluster.yaml", "iptables/flows.json", "ipta
 
 #[test]
 fn flows_ipvs_in_a_vm() {
-    if std::env::var_os("IPVS_VM").is_some() {
+    if testkit::vm::inside() {
         replay_in_vm();
         println!("{PASSED}");
         return;
@@ -110,31 +111,13 @@ fn flows_ipvs_in_a_vm() {
 /// Host side: the VM with this binary, kube-proxy-rs and `setpriv` as
 /// payload; fails with the guest console unless every flow passed there.
 fn boot_vm(share: &Path) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-    assert!(script.exists(), "{} not found", script.display());
     let exe = std::env::current_exe().unwrap();
     let exe_name = exe.file_name().unwrap().to_string_lossy().into_owned();
-    let log = std::env::temp_dir().join(format!("kprs-flows-ipvs-vm-{}.log", std::process::id()));
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script).args(["-q", "--smp", VM_CPUS, "--no-selftest", "--timeout", VM_TIMEOUT_SECS]);
-    cmd.args(["--add", env!("CARGO_BIN_EXE_kube-proxy-rs")]).arg("--add").arg(&exe);
-    for tool in EXTRA_TOOLS {
-        cmd.args(["--add", tool]);
-    }
-    cmd.arg("--share").arg(share).arg("--").arg(ENV);
-    cmd.arg(format!("{REFERENCE_DIR_ENV}={VM_SHARE}/{REFERENCE_IN_SHARE}"));
-    cmd.arg(format!("/payload/{exe_name}")).args(["--exact", "flows_ipvs_in_a_vm", "--nocapture", "--test-threads=1"]);
-    let started = Instant::now();
-    let out = cmd.env("IPVS_VM_KEEP_LOG", &log).output().expect("run ipvs-vm.sh");
-    let console = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    println!("ipvs-vm.sh (flow replay, IPVS mode) finished in {:.1} s", started.elapsed().as_secs_f64());
-    assert!(
-        out.status.success() && console.contains(PASSED),
-        "the flows did not all go as expected in the VM ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{console}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let reference = format!("{REFERENCE_DIR_ENV}={VM_SHARE}/{REFERENCE_IN_SHARE}");
+    let run = VmRun::new("flows_ipvs_in_a_vm", "flow replay, IPVS mode").cpus(VM_CPUS).timeout_secs(VM_TIMEOUT_SECS);
+    let run = EXTRA_TOOLS.iter().fold(run.add(env!("CARGO_BIN_EXE_kube-proxy-rs")).add(&exe), |run, tool| run.add(tool));
+    let command = vec![ENV.into(), reference.into(), format!("/payload/{exe_name}").into()];
+    let console = run.share(share).command(command).boot(PASSED);
     for line in console.lines().filter(|l| l.starts_with('F') || l.contains(" flows ") || l.starts_with("IPVS-VM:")) {
         println!("{line}");
     }

@@ -9,6 +9,7 @@ pub mod flows;
 pub mod netns;
 pub mod reference_node;
 pub mod reference_scenario;
+pub mod vm;
 /// The packet tracer, now in the product crate `explain` (re-exported so
 /// the tests keep their paths).
 pub use explain::tracer;

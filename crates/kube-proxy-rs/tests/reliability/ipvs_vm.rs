@@ -19,9 +19,9 @@ use crate::bed::Mode;
 use crate::churn::{self, Via};
 use crate::faults;
 use crate::size::Size;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use testkit::vm::VmRun;
+use std::path::Path;
+use std::time::Duration;
 
 /// Where the VM puts the proxy binary (`ipvs-vm.sh --add`).
 pub const VM_BINARY: &str = "/payload/kube-proxy-rs";
@@ -55,7 +55,7 @@ const REPAIR_SLACK: Duration = Duration::from_secs(10);
 
 /// Runs the IPVS scenarios: boots the VM (on the host) or runs them (inside).
 pub fn run(test_name: &str) {
-    if std::env::var_os("IPVS_VM").is_some() {
+    if testkit::vm::inside() {
         prepare_vm();
         churn::run_sized("churn (API server, IPVS, in the VM)", Mode::Ipvs, Via::Api, SIZE, QUIET);
         faults::removed_by_hand::run_sized(Mode::Ipvs, CHURNED, REPAIR_SLACK);
@@ -70,30 +70,9 @@ pub fn run(test_name: &str) {
 /// with the guest console unless every scenario passed there, and prints
 /// the figures.
 fn boot_vm(test_name: &str) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-    assert!(script.exists(), "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository", script.display());
-    let exe = std::env::current_exe().expect("this test binary");
-    let log = std::env::temp_dir().join(format!("kprs-reliability-ipvs-vm-{}.log", std::process::id()));
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script).args(["-q", "--smp", VM_CPUS, "--no-selftest", "--timeout", &VM_TIMEOUT_SECS.to_string()]);
-    cmd.args(["--add", env!("CARGO_BIN_EXE_kube-proxy-rs")]);
-    for tool in EXTRA_FILES {
-        cmd.args(["--add", tool]);
-    }
-    cmd.arg("--").arg(&exe).args(["--exact", test_name, "--nocapture", "--test-threads=1"]);
-    let started = Instant::now();
-    let out = cmd.env("IPVS_VM_KEEP_LOG", &log).output().expect("run ipvs-vm.sh");
-    let console = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    let took = started.elapsed();
-    println!("ipvs-vm.sh (reliability, IPVS mode) finished in {:.1} s", took.as_secs_f64());
-    assert!(
-        out.status.success() && console.contains(PASSED),
-        "the IPVS reliability scenarios failed in the VM ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        console
-    );
+    let run = VmRun::new(test_name, "reliability, IPVS mode").cpus(VM_CPUS).timeout_secs(VM_TIMEOUT_SECS);
+    let run = EXTRA_FILES.iter().fold(run.add(env!("CARGO_BIN_EXE_kube-proxy-rs")), |run, file| run.add(file));
+    let console = run.boot(PASSED);
     for line in console.lines().filter(|l| l.contains("[reliability]")) {
         println!("{}", &line[line.find("[reliability]").unwrap_or(0)..]);
     }
