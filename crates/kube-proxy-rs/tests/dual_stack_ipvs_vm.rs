@@ -42,7 +42,7 @@ fn dual_stack_ipvs_in_a_vm() {
 /// Host side: boots the VM with this test binary as the payload; fails with
 /// the guest console unless every check passed there.
 fn boot_vm() {
-    let run = VmRun::new("dual_stack_ipvs_in_a_vm", "dual-stack IPVS").add(env!("CARGO_BIN_EXE_kube-proxy-rs"));
+    let run = VmRun::new("dual_stack_ipvs_in_a_vm", "dual-stack IPVS").with_file(env!("CARGO_BIN_EXE_kube-proxy-rs"));
     let console = run.boot(PASSED);
     for line in console.lines().filter(|l| l.starts_with("TCP ") || l.trim_start().starts_with("->")) {
         println!("{line}");

@@ -75,7 +75,7 @@ fn boot_vm() {
         std::fs::write(share.path().join(CASES_FILE), cases).unwrap();
     }
     let run = VmRun::new("e2e_ipvs_in_a_vm", "e2e suite, IPVS mode").cpus(VM_CPUS).timeout_secs(VM_TIMEOUT_SECS);
-    let run = EXTRA_TOOLS.iter().fold(run.add(env!("CARGO_BIN_EXE_kube-proxy-rs")), |run, tool| run.add(tool));
+    let run = EXTRA_TOOLS.iter().fold(run.with_file(env!("CARGO_BIN_EXE_kube-proxy-rs")), |run, tool| run.with_file(tool));
     let console = run.share(share.path()).boot(PASSED);
     let shown = ["ok ", "FAIL", "== ", "cluster built", "proxy under test"];
     for line in console.lines().filter(|l| shown.iter().any(|s| l.starts_with(s)) || l.contains(" checks, ")) {

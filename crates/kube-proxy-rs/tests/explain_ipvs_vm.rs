@@ -91,7 +91,7 @@ fn explain_reads_a_live_ipvs_node() {
 
 /// Host side: the VM with this binary and kube-proxy-rs as payload.
 fn boot_vm(share: &Path) {
-    let run = VmRun::new("explain_reads_a_live_ipvs_node", "explain, IPVS mode").add(env!("CARGO_BIN_EXE_kube-proxy-rs"));
+    let run = VmRun::new("explain_reads_a_live_ipvs_node", "explain, IPVS mode").with_file(env!("CARGO_BIN_EXE_kube-proxy-rs"));
     run.share(share).boot(DONE);
 }
 

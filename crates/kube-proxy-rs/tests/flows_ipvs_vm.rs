@@ -115,7 +115,7 @@ fn boot_vm(share: &Path) {
     let exe_name = exe.file_name().unwrap().to_string_lossy().into_owned();
     let reference = format!("{REFERENCE_DIR_ENV}={VM_SHARE}/{REFERENCE_IN_SHARE}");
     let run = VmRun::new("flows_ipvs_in_a_vm", "flow replay, IPVS mode").cpus(VM_CPUS).timeout_secs(VM_TIMEOUT_SECS);
-    let run = EXTRA_TOOLS.iter().fold(run.add(env!("CARGO_BIN_EXE_kube-proxy-rs")).add(&exe), |run, tool| run.add(tool));
+    let run = EXTRA_TOOLS.iter().fold(run.with_file(env!("CARGO_BIN_EXE_kube-proxy-rs")).with_file(&exe), |run, tool| run.with_file(tool));
     let command = vec![ENV.into(), reference.into(), format!("/payload/{exe_name}").into()];
     let console = run.share(share).command(command).boot(PASSED);
     for line in console.lines().filter(|l| l.starts_with('F') || l.contains(" flows ") || l.starts_with("IPVS-VM:")) {

@@ -5,6 +5,8 @@
 //! marker once every check passed. [`VmRun::boot`] returns the guest
 //! console, and fails the test with it unless the run printed the marker.
 
+#![allow(clippy::expect_used, clippy::panic)] // a test harness: it fails the test
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,7 +57,7 @@ impl VmRun {
     }
 
     /// A host file the VM gets under `/payload/`.
-    pub fn add(mut self, file: impl AsRef<Path>) -> Self {
+    pub fn with_file(mut self, file: impl AsRef<Path>) -> Self {
         self.adds.push(file.as_ref().to_path_buf());
         self
     }
@@ -68,7 +70,7 @@ impl VmRun {
 
     /// What the VM runs instead of this binary (whose test arguments are
     /// appended): e.g. `env VAR=… /payload/<binary>` for a binary added
-    /// with [`VmRun::add`].
+    /// with [`VmRun::with_file`].
     pub fn command(mut self, command: Vec<OsString>) -> Self {
         self.command = Some(command);
         self

@@ -71,7 +71,7 @@ pub fn run(test_name: &str) {
 /// the figures.
 fn boot_vm(test_name: &str) {
     let run = VmRun::new(test_name, "reliability, IPVS mode").cpus(VM_CPUS).timeout_secs(VM_TIMEOUT_SECS);
-    let run = EXTRA_FILES.iter().fold(run.add(env!("CARGO_BIN_EXE_kube-proxy-rs")), |run, file| run.add(file));
+    let run = EXTRA_FILES.iter().fold(run.with_file(env!("CARGO_BIN_EXE_kube-proxy-rs")), |run, file| run.with_file(file));
     let console = run.boot(PASSED);
     for line in console.lines().filter(|l| l.contains("[reliability]")) {
         println!("{}", &line[line.find("[reliability]").unwrap_or(0)..]);
