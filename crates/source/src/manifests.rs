@@ -24,6 +24,7 @@ mod object;
 mod plain_yaml;
 mod replace;
 mod split;
+mod wake;
 mod watch;
 
 use crate::Error;

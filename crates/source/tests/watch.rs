@@ -45,7 +45,11 @@ struct Running {
 
 impl Running {
     fn start(path: &Path) -> Self {
-        let w = watch(path, POLL).unwrap();
+        Self::start_polling(path, POLL)
+    }
+
+    fn start_polling(path: &Path, poll: Duration) -> Self {
+        let w = watch(path, poll).unwrap();
         let tracker = Arc::new(Mutex::new(Tracker::new("node-a")));
         let (tx, events) = mpsc::unbounded_channel();
         let task = tokio::spawn(run(w, Arc::clone(&tracker), move |event| {
@@ -67,7 +71,11 @@ impl Running {
 
     /// Waits for the first read to be in.
     async fn started(path: &Path) -> Self {
-        let mut running = Self::start(path);
+        Self::started_polling(path, POLL).await
+    }
+
+    async fn started_polling(path: &Path, poll: Duration) -> Self {
+        let mut running = Self::start_polling(path, poll);
         assert_eq!(running.next_event().await, SourceEvent::InitialListDone);
         running
     }
@@ -105,6 +113,25 @@ async fn picks_up_changes_in_place_and_by_rename() {
     assert_eq!(w.next_event().await, SourceEvent::Changed);
     assert_eq!(w.services().len(), 2);
 
+    write_atomically(&path, &services(3));
+    assert_eq!(w.next_event().await, SourceEvent::Changed);
+    assert_eq!(w.services().len(), 3);
+}
+
+#[tokio::test]
+async fn a_write_wakes_the_watcher_without_waiting_for_the_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cluster.yaml");
+    std::fs::write(&path, services(1)).unwrap();
+    let mut w = Running::started_polling(&path, Duration::from_secs(3600)).await;
+    // Another file of the directory wakes nothing.
+    std::fs::write(dir.path().join("other.yaml"), services(4)).unwrap();
+    sleep(QUIET).await;
+    w.assert_quiet();
+
+    std::fs::write(&path, services(2)).unwrap();
+    assert_eq!(w.next_event().await, SourceEvent::Changed);
+    assert_eq!(w.services().len(), 2);
     write_atomically(&path, &services(3));
     assert_eq!(w.next_event().await, SourceEvent::Changed);
     assert_eq!(w.services().len(), 3);

@@ -1,6 +1,7 @@
 //! Re-reading the manifests file when it changes, feeding the tracker.
 //!
-//! A tokio task checks the file every `poll`: when its modification time,
+//! A tokio task checks the file when [`Wake`] says it was written, and
+//! every `poll` in any case: when its modification time,
 //! size or inode differ from the last read (or the last read was so soon
 //! after a write that a second write in the same timestamp tick could have
 //! been missed), it reads the file and compares a hash of the content.
@@ -11,6 +12,7 @@
 
 use super::Checked;
 use super::replace::{Held, Replaced};
+use super::wake::Wake;
 use crate::{Error, SourceEvent};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
@@ -80,8 +82,15 @@ where
     let mut ticker = tokio::time::interval(poll);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
+    let mut wake = Wake::new(&path);
     loop {
-        ticker.tick().await;
+        match wake.as_mut() {
+            Some(wake) => tokio::select! {
+                _ = ticker.tick() => {}
+                () = wake.written() => {}
+            },
+            None => _ = ticker.tick().await,
+        }
         let Some(checked) = check_once(&path, &mut seen, &held).await else {
             continue;
         };
