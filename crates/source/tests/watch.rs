@@ -44,10 +44,6 @@ struct Running {
 }
 
 impl Running {
-    fn start(path: &Path) -> Self {
-        Self::start_polling(path, POLL)
-    }
-
     fn start_polling(path: &Path, poll: Duration) -> Self {
         let w = watch(path, poll).unwrap();
         let tracker = Arc::new(Mutex::new(Tracker::new("node-a")));
