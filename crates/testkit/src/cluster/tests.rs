@@ -34,7 +34,7 @@ fn plan() -> Plan {
 }
 
 fn once(ns: &Netns, proto: Proto, dst: SocketAddr, src: Option<IpAddr>) -> Outcome {
-    let p = Probe { proto, dst, src, timeout: Duration::from_millis(800) };
+    let p = Probe { proto, dst, src, timeout: Duration::from_secs(3) };
     probe(ns, p, 1).unwrap().remove(0).outcome
 }
 
