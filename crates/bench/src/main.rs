@@ -182,6 +182,10 @@ enum Command {
         /// binary's: 1,000).
         #[arg(long, default_value_t = 1000)]
         part_size: usize,
+        /// Full syncs that find nothing to change, run after the changes
+        /// (each read back and diffed; the periodic resync).
+        #[arg(long, default_value_t = 1)]
+        full_syncs: usize,
     },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
@@ -274,9 +278,14 @@ fn main() -> Result<()> {
             };
             print!("{}", datapath::run_datapath(&setup)?);
         }
-        Command::NftablesMemory { load, part_size } => {
+        Command::NftablesMemory {
+            load,
+            part_size,
+            full_syncs,
+        } => {
             interrupt::install()?;
-            print!("{}", nftables_memory::run_memory(&load.load(), part_size.max(1))?)
+            let report = nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
+            print!("{report}")
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

@@ -22,14 +22,23 @@ impl AnonymousNames {
     /// Continues past every `__kp<n>` name in `contents`.
     pub(crate) fn seed(&mut self, contents: &TableContents) {
         for set in &contents.sets {
-            if let Some(n) = set
-                .name
-                .strip_prefix(ANONYMOUS_PREFIX)
-                .and_then(|n| n.parse::<u64>().ok())
-            {
-                self.next = self.next.max(n + 1);
-            }
+            self.seed_name(&set.name);
         }
+    }
+
+    /// Continues past `name` if it is a `__kp<n>` name.
+    pub(crate) fn seed_name(&mut self, name: &str) {
+        if let Some(n) = name
+            .strip_prefix(ANONYMOUS_PREFIX)
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            self.next = self.next.max(n + 1);
+        }
+    }
+
+    /// Continues past every name `other` would give.
+    pub(crate) fn merge(&mut self, other: &AnonymousNames) {
+        self.next = self.next.max(other.next);
     }
 
     pub(crate) fn next(&mut self) -> String {
