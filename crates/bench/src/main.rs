@@ -116,6 +116,15 @@ enum Command {
         /// Copy the proxy's log to stderr.
         #[arg(long)]
         echo: bool,
+        /// After the changes, wait for this many periodic full syncs (the
+        /// sync period is then `--full-sync-period` instead of 1h), each
+        /// reading our table back; the peak RSS at the end covers them.
+        #[arg(long, default_value_t = 0)]
+        full_syncs: usize,
+        /// The sync period when `--full-syncs` is given, in seconds (longer
+        /// than the first sync and the two changes).
+        #[arg(long, default_value_t = 30)]
+        full_sync_period: u64,
     },
     /// Parse, tracker and render in-process (no kernel), render repeated.
     Render {
@@ -212,6 +221,8 @@ fn main() -> Result<()> {
             binary,
             proxy_args,
             echo,
+            full_syncs,
+            full_sync_period,
         } => {
             interrupt::install()?;
             let binary = match binary {
@@ -227,6 +238,8 @@ fn main() -> Result<()> {
                 cap: Duration::from_secs(cap),
                 proxy_args,
                 echo,
+                full_syncs,
+                full_sync_period: Duration::from_secs(full_sync_period),
             };
             let repeats = run::run_all(&setup)?;
             println!("{}", run_report::render_report(&setup, &repeats));

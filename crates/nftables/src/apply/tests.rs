@@ -690,3 +690,115 @@ fn timing_probe_state_and_diff() {
         );
     }
 }
+
+/// `table(services)` as the kernel lists it after we wrote it: anonymous
+/// sets named by us and carrying their fingerprint.
+fn listed(services: &[Svc]) -> TableContents {
+    let mut model = Model::default();
+    model.apply(&diff(&table(services), None));
+    model.contents().unwrap()
+}
+
+#[test]
+fn a_full_sync_compares_anonymous_sets_by_the_fingerprint_listed() {
+    // not dumped: the listing holds no elements for them
+    let mut current = listed(&three());
+    current.elements.retain(|name, _| !name.starts_with("__kp"));
+    assert!(reduced_diff(&table(&three()), &current).unwrap().ops.is_empty());
+
+    // a fingerprint that is not what we want: that chain is rewritten
+    let mut services = three();
+    services[2].endpoints.pop();
+    let tx = reduced_diff(&table(&services), &current).unwrap();
+    assert_eq!(
+        kinds(&tx),
+        [
+            "flush chain service-c",
+            "add set __kp3",
+            "add 1 to __kp3",
+            "add rule service-c"
+        ]
+    );
+}
+
+#[test]
+fn a_full_sync_dumps_and_compares_an_anonymous_set_someone_else_made() {
+    // made by hand (`nft add rule … map { … }`): the kernel's name, no
+    // fingerprint, its elements listed
+    let mut current = listed(&three());
+    let set = current.sets.iter_mut().find(|s| s.name == "__kp1").unwrap();
+    set.comment = None;
+    set.name = "__set0".into();
+    let elements = current.elements.remove("__kp1").unwrap();
+    current.elements.insert("__set0".into(), elements);
+    for r in &mut current.rules {
+        for e in &mut r.exprs {
+            if let Expr::Lookup { set, .. } = e
+                && set.name == "__kp1"
+            {
+                set.name = "__set0".into();
+            }
+        }
+    }
+    assert!(diff_both(&table(&three()), Some(&current)).ops.is_empty());
+    // with other elements it is rewritten
+    current.elements.get_mut("__set0").unwrap().pop();
+    let tx = diff_both(&table(&three()), Some(&current));
+    assert_eq!(SyncCounts::of(&tx).chains_flushed, 1);
+    assert_eq!(SyncCounts::of(&tx).rules_written, 1);
+}
+
+#[test]
+fn a_rule_changed_by_hand_is_rewritten_and_a_named_set_redumped() {
+    let mut current = listed(&three());
+    // a rule of `services` changed, an element of `cluster-ips` gone and
+    // one added
+    let rule = current.rules.iter_mut().find(|r| r.chain == "services").unwrap();
+    rule.exprs.push(Expr::Counter {
+        bytes: 1,
+        packets: 1,
+    });
+    rule.exprs.push(Expr::Notrack);
+    let ips = current.elements.get_mut("cluster-ips").unwrap();
+    ips.remove(0);
+    ips.push(Element::new(vec![ip([10, 96, 9, 9])]));
+    let mut dumped = Vec::new();
+    let listed = super::listed::listed_of(&current);
+    let (fixed, chains) = super::state::TableState::new(table(&three())).split_rules();
+    let mut names = super::names::AnonymousNames::default();
+    names.merge(&listed.names);
+    let tx = super::stream::diff_listed(
+        &fixed,
+        chains.into_iter(),
+        &listed,
+        |s| {
+            dumped.push(s.name.clone());
+            Ok(current.elements[&s.name].clone())
+        },
+        &mut names,
+    )
+    .unwrap();
+    assert_eq!(dumped, ["cluster-ips"], "only the set whose digest differs");
+    assert_eq!(
+        kinds(&tx),
+        [
+            "flush chain services",
+            "delete 1 from cluster-ips",
+            "add 1 to cluster-ips",
+            "add rule services"
+        ]
+    );
+    assert_eq!(tx, diff(&table(&three()), Some(&current)));
+}
+
+#[test]
+fn rules_of_a_chain_listed_apart_make_it_rewritten() {
+    // never from the kernel, which lists a chain's rules together
+    let mut current = listed(&three());
+    let at = current.rules.iter().position(|r| r.chain == "services").unwrap();
+    let rule = current.rules.remove(at);
+    current.rules.insert(0, rule.clone());
+    current.rules.push(rule);
+    let tx = reduced_diff(&table(&three()), &current).unwrap();
+    assert_eq!(kinds(&tx), ["flush chain services", "add rule services"]);
+}
