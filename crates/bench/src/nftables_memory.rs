@@ -168,9 +168,11 @@ fn sync_in_namespace(
             let peak = peak_bytes().saturating_sub(before);
             let kernel = report.kernel.unwrap_or_default().as_secs_f64() * 1e3;
             let read_back = report.nftables.map_or(0.0, |f| f.read_back.as_secs_f64() * 1e3);
+            let read_back_kernel =
+                report.nftables.map_or(0.0, |f| f.read_back_kernel.as_secs_f64() * 1e3);
             let line = format!(
-                "{what}: {total:.1} ms (render {:.1} ms, kernel's transactions {kernel:.1} ms, read back {read_back:.1} ms, \
-                 ours {:.1} ms); peak live heap of the sync {:.1} MiB above the {:.1} MiB live before",
+                "{what}: {total:.1} ms (render {:.1} ms, kernel's transactions {kernel:.1} ms, read back {read_back:.1} ms \
+                 (kernel's dumps {read_back_kernel:.1} ms), ours {:.1} ms); peak live heap of the sync {:.1} MiB above the {:.1} MiB live before",
                 report.render.as_secs_f64() * 1e3,
                 total - kernel - read_back,
                 mib(peak as u64),

@@ -179,10 +179,12 @@ fn describe(r: &Repeat) -> String {
         .iter()
         .map(|s| {
             format!(
-                "partial={} apply {:.1} ms (read back {:.1} ms, kernel {:.1} ms)",
+                "partial={} render {:.1} ms apply {:.1} ms (read back {:.1} ms of which kernel {:.1} ms; transaction kernel {:.1} ms)",
                 s.partial.as_deref().unwrap_or("?"),
+                s.render_ms,
                 s.apply_ms,
                 s.read_back_ms,
+                s.read_back_kernel_ms,
                 s.kernel_ms
             )
         })

@@ -97,6 +97,11 @@ fn rows(r: &[Repeat]) -> Vec<Row> {
             collect(r, periodic(|s| s.read_back_ms)),
             1,
         ));
+        rows.push((
+            "    of which inside the socket's send/recv: the kernel's dumps (ms)".into(),
+            collect(r, periodic(|s| s.read_back_kernel_ms)),
+            1,
+        ));
     }
     let tail: [(&str, Samples, usize); 8] = [
         (
@@ -204,6 +209,11 @@ fn nftables_rows(r: &[Repeat]) -> Vec<Row> {
         rows.push((
             "  of which reading our table back (ms)".into(),
             collect(r, periodic(|s| s.read_back_ms)),
+            1,
+        ));
+        rows.push((
+            "    of which inside the socket's send/recv: the kernel's dumps (ms)".into(),
+            collect(r, periodic(|s| s.read_back_kernel_ms)),
             1,
         ));
     }
