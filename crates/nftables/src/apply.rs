@@ -31,7 +31,7 @@
 
 mod cleanup;
 mod diff;
-mod digest;
+pub(crate) mod digest;
 mod fingerprint;
 pub(crate) mod listed;
 mod names;

@@ -39,6 +39,25 @@ const RCVBUF: usize = 16 << 20;
 /// `ENOENT`: no such table.
 const ENOENT: i32 = 2;
 
+/// What a full sync knows of our table without listing its sets (see
+/// [`NftSocket::list_table_reduced`]).
+pub(crate) struct KnownSets<'a> {
+    /// The table's handle when we wrote into it last.
+    pub(crate) handle: u64,
+    /// The identities of the `__kp<n>` sets we wrote into it, by `n`.
+    pub(crate) sets: std::collections::HashMap<u64, crate::apply::digest::Digest>,
+    /// The named sets we want.
+    pub(crate) named: &'a [String],
+}
+
+/// One reduced listing's outcome.
+enum Reduced {
+    Absent,
+    Listed(ListedTable),
+    /// Listed with known sets, but the table holds others: list it whole.
+    Incomplete,
+}
+
 /// An nf_tables netlink socket.
 #[derive(Debug)]
 pub struct NftSocket {
@@ -360,16 +379,44 @@ impl NftSocket {
     /// dumped only where no fingerprint of ours stands for them, those of
     /// named sets (but the packet path's) and the rules folded into
     /// digests as they are read, never held. `None` if it does not exist.
+    ///
+    /// With `known` (the table's handle when we last wrote it, the
+    /// identities of the `__kp<n>` sets we wrote into it, and the named
+    /// sets we want), the table's sets are not dumped — each resumed set
+    /// dump makes the kernel walk the table's sets from the first, O(n²)
+    /// in the anonymous sets — but the named ones asked for by name; if
+    /// the table is another, a rule binds a set we did not write, or the
+    /// table's use count shows sets not seen, it is listed again whole.
     pub(crate) fn list_table_reduced(
         &mut self,
         family: Family,
         name: &str,
+        known: Option<KnownSets<'_>>,
     ) -> Result<Option<ListedTable>, Error> {
+        if let Some(known) = known {
+            match self.list_reduced(family, name, Some(known))? {
+                Reduced::Incomplete => {}
+                Reduced::Absent => return Ok(None),
+                Reduced::Listed(t) => return Ok(Some(t)),
+            }
+        }
+        match self.list_reduced(family, name, None)? {
+            Reduced::Listed(t) => Ok(Some(t)),
+            _ => Ok(None),
+        }
+    }
+
+    fn list_reduced(
+        &mut self,
+        family: Family,
+        name: &str,
+        known: Option<KnownSets<'_>>,
+    ) -> Result<Reduced, Error> {
         let nfproto = family.nfproto();
         let ours = |m: u16, want: u16, f: u8, p: &[u8]| -> Result<bool, DecodeError> {
             Ok(m == want && f == nfproto && names_table(p, name)?)
         };
-        let mut table = None;
+        let (mut table, mut handle, mut table_use) = (None, 0, 0);
         let table_op = format!("get table {} {name}", family.name());
         match self.request(
             NFT_MSG_GETTABLE,
@@ -380,17 +427,32 @@ impl NftSocket {
             |m, f, p| {
                 if ours(m, NFT_MSG_NEWTABLE, f, p)? {
                     table = Some(message::parse_table(f, p)?);
+                    for a in attrs(p) {
+                        let (k, v) = a?;
+                        match k {
+                            NFTA_TABLE_HANDLE => handle = be64(v)?,
+                            NFTA_TABLE_USE => table_use = be32(v)?,
+                            _ => {}
+                        }
+                    }
                 }
                 Ok(())
             },
         ) {
             Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => {
-                return Ok(None);
+                return Ok(Reduced::Absent);
             }
             other => other?,
         }
-        let Some(table) = table else { return Ok(None) };
+        let Some(table) = table else {
+            return Ok(Reduced::Absent);
+        };
         let mut listing = Listing::new(table);
+        let known = match known {
+            Some(k) if k.handle == handle => Some(k),
+            Some(_) => return Ok(Reduced::Incomplete),
+            None => None,
+        };
         let op = format!("list chains of table {} {name}", family.name());
         self.request(NFT_MSG_GETCHAIN, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| {
             if ours(m, NFT_MSG_NEWCHAIN, f, p)? {
@@ -398,13 +460,38 @@ impl NftSocket {
             }
             Ok(())
         })?;
-        let op = format!("list sets of table {} {name}", family.name());
-        self.request(NFT_MSG_GETSET, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| {
-            if ours(m, NFT_MSG_NEWSET, f, p)? {
-                listing.set(message::parse_set(p)?.1);
+        match known {
+            Some(KnownSets { sets, named, .. }) => {
+                listing = listing.with_known(sets);
+                for set in named {
+                    let op = format!("get set {} {name} {set}", family.name());
+                    let fill = |w: &mut AttrWriter<'_>| {
+                        w.str(NFTA_SET_TABLE, name);
+                        w.str(NFTA_SET_NAME, set);
+                    };
+                    let got = self.request(NFT_MSG_GETSET, 0, nfproto, &op, fill, |m, f, p| {
+                        if ours(m, NFT_MSG_NEWSET, f, p)? {
+                            listing.set(message::parse_set(p)?.1);
+                        }
+                        Ok(())
+                    });
+                    match got {
+                        Err(Error::Kernel { source, .. })
+                            if source.raw_os_error() == Some(ENOENT) => {}
+                        other => other?,
+                    }
+                }
             }
-            Ok(())
-        })?;
+            None => {
+                let op = format!("list sets of table {} {name}", family.name());
+                self.request(NFT_MSG_GETSET, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| {
+                    if ours(m, NFT_MSG_NEWSET, f, p)? {
+                        listing.set(message::parse_set(p)?.1);
+                    }
+                    Ok(())
+                })?;
+            }
+        }
         for set in listing.unprinted().to_vec() {
             let elements = self.set_elements(family, name, &set)?;
             listing.anonymous_elements(&set, elements);
@@ -422,7 +509,11 @@ impl NftSocket {
             }
             Ok(())
         })?;
-        Ok(Some(listing.finish()))
+        let fast = listing.is_known();
+        if fast && !listing.complete(table_use) {
+            return Ok(Reduced::Incomplete);
+        }
+        Ok(Reduced::Listed(listing.finish(handle)))
     }
 
     /// The elements of set `set` of table `family table`, as listed.

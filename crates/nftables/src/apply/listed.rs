@@ -13,7 +13,7 @@
 
 use super::digest::{self, Digest, ElementsDigest, RulesDigest};
 use super::fingerprint;
-use super::names::AnonymousNames;
+use super::names::{AnonymousNames, number};
 use super::state::{element_order, is_anonymous};
 use crate::{Chain, Element, Expr, Rule, Set, SetFlags, SetRef, Table, TableContents};
 use std::collections::HashMap;
@@ -30,6 +30,10 @@ pub(crate) struct ListedTable {
     set_index: HashMap<String, usize>,
     /// Names for new anonymous sets, past every `__kp<n>` listed.
     pub(crate) names: AnonymousNames,
+    /// The identities of the `__kp<n>` sets its rules bind, by `n`.
+    pub(crate) known: HashMap<u64, Digest>,
+    /// The kernel's handle of the table (`NFTA_TABLE_HANDLE`).
+    pub(crate) handle: u64,
 }
 
 /// A chain, its rule count and the digest of its rules.
@@ -81,6 +85,11 @@ pub(crate) struct Listing {
     open: Option<(usize, RulesDigest)>,
     /// Chains whose rules were listed already.
     closed: Vec<bool>,
+    /// Identities of our `__kp<n>` sets known without listing the sets
+    /// (see [`Listing::with_known`]).
+    given: Option<HashMap<u64, Digest>>,
+    /// A rule names a set that is neither listed nor known.
+    unknown: bool,
 }
 
 impl Listing {
@@ -93,12 +102,41 @@ impl Listing {
                 sets: Vec::new(),
                 set_index: HashMap::new(),
                 names: AnonymousNames::default(),
+                known: HashMap::new(),
+                handle: 0,
             },
             anonymous: HashMap::new(),
             unprinted: Vec::new(),
             open: None,
             closed: Vec::new(),
+            given: None,
+            unknown: false,
         }
+    }
+
+    /// A listing that does not list the table's sets but the named ones it
+    /// wants by name: the anonymous sets its rules bind must be ones we
+    /// wrote, `known` by `n` of their `__kp<n>` name. Whether that held is
+    /// [`Listing::complete`].
+    pub(crate) fn with_known(mut self, known: HashMap<u64, Digest>) -> Self {
+        self.given = Some(known);
+        self
+    }
+
+    /// Whether it was made [`Listing::with_known`].
+    pub(crate) fn is_known(&self) -> bool {
+        self.given.is_some()
+    }
+
+    /// Whether a listing [`Listing::with_known`] saw every object of the
+    /// table: no rule named a set neither listed nor known, and the
+    /// table's use count (`NFTA_TABLE_USE`: chains and sets, anonymous
+    /// ones too, and any other object) is that of the chains and sets
+    /// seen, so no set went unlisted.
+    pub(crate) fn complete(&self, table_use: u32) -> bool {
+        let t = &self.table;
+        let seen = t.chains.len() + t.sets.len() + t.known.len();
+        !self.unknown && usize::try_from(table_use).is_ok_and(|u| u == seen)
     }
 
     pub(crate) fn chain(&mut self, chain: Chain) {
@@ -195,7 +233,7 @@ impl Listing {
         }
         rule.handle = None;
         let mut anonymous = Vec::new();
-        let named = &mut self.table.chains[chain].named_sets;
+        let mut named = std::mem::take(&mut self.table.chains[chain].named_sets);
         for expr in &mut rule.exprs {
             match expr {
                 Expr::Lookup { set, .. } | Expr::Dynset { set, .. } => {
@@ -203,22 +241,42 @@ impl Listing {
                         Some(id) => format!("{}#{id}", set.name),
                         None => set.name.clone(),
                     };
-                    match self.anonymous.remove(&key) {
+                    let n = set.id.is_none().then(|| number(&set.name)).flatten();
+                    if n.is_some() {
+                        self.table.names.seed_name(&set.name);
+                    }
+                    let identity = match self.anonymous.remove(&key) {
+                        Some(identity) => Some(identity),
+                        None => n
+                            .filter(|n| !self.table.known.contains_key(n))
+                            .and_then(|n| self.given.as_ref()?.get(&n).copied()),
+                    };
+                    match identity {
                         Some(identity) => {
+                            if let Some(n) = n {
+                                self.table.known.insert(n, identity);
+                            }
                             *set = SetRef {
                                 name: String::new(),
                                 id: Some(anonymous.len() as u32),
                             };
                             anonymous.push(identity);
                         }
-                        None if !named.contains(&set.name) => named.push(set.name.clone()),
-                        None => {}
+                        None => {
+                            if self.given.is_some() && !self.table.set_index.contains_key(&set.name) {
+                                self.unknown = true;
+                            }
+                            if !named.contains(&set.name) {
+                                named.push(set.name.clone());
+                            }
+                        }
                     }
                 }
                 Expr::Counter { bytes, packets } => (*bytes, *packets) = (0, 0),
                 _ => {}
             }
         }
+        self.table.chains[chain].named_sets = named;
         if let Some((_, d)) = &mut self.open {
             d.push(&rule, &anonymous);
         }
@@ -236,8 +294,9 @@ impl Listing {
         }
     }
 
-    pub(crate) fn finish(mut self) -> ListedTable {
+    pub(crate) fn finish(mut self, handle: u64) -> ListedTable {
         self.close();
+        self.table.handle = handle;
         self.table
     }
 }
@@ -270,5 +329,5 @@ pub(crate) fn listed_of(contents: &crate::TableContents) -> ListedTable {
     for r in &contents.rules {
         listing.rule(r.clone());
     }
-    listing.finish()
+    listing.finish(0)
 }

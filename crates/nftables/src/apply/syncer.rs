@@ -18,6 +18,7 @@ use super::split::split;
 use super::staged::create_in_parts;
 use super::state::{ChainState, TableState, is_anonymous};
 use super::stream::diff_listed;
+use crate::socket::KnownSets;
 use crate::{Error, Family, NftSocket, Set, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
 
@@ -36,6 +37,9 @@ pub struct Syncer {
     lean: bool,
     /// A sync succeeded and none failed since.
     applied: bool,
+    /// The handle of our table when a lean full sync last listed or made
+    /// it: the anonymous sets `names` knows are in that table.
+    known_table: Option<u64>,
 }
 
 impl std::fmt::Debug for Syncer {
@@ -79,6 +83,7 @@ impl Syncer {
             max_anonymous: None,
             lean: false,
             applied: false,
+            known_table: None,
         }
     }
 
@@ -90,6 +95,7 @@ impl Syncer {
     /// objects this way not kept between syncs.
     pub fn without_applied_state(mut self) -> Self {
         self.lean = true;
+        self.names.recording();
         self
     }
 
@@ -196,7 +202,13 @@ impl Syncer {
         let generation = socket.generation()?;
         let reading = Instant::now();
         socket.take_request_time();
-        let listed = socket.list_table_reduced(self.family, &self.table)?;
+        let named: Vec<String> = fixed.sets.iter().map(|s| s.set.name.clone()).collect();
+        let known = self.known_table.take().map(|handle| KnownSets {
+            handle,
+            sets: std::mem::take(&mut self.names.known),
+            named: &named,
+        });
+        let listed = socket.list_table_reduced(self.family, &self.table, known)?;
         let read_back = reading.elapsed();
         let read_back_kernel = socket.take_request_time();
         let tx = match listed {
@@ -204,8 +216,10 @@ impl Syncer {
                 Some(max) => return self.create_in_parts(socket, fixed, chains, max, generation, start),
                 None => create_all(fixed.with_chains(chains), &mut self.names),
             },
-            Some(listed) if listed.table == fixed.table => {
+            Some(mut listed) if listed.table == fixed.table => {
                 self.names.merge(&listed.names);
+                self.names.known = std::mem::take(&mut listed.known);
+                self.known_table = Some(listed.handle);
                 let (family, table) = (self.family, self.table.clone());
                 let tx = diff_listed(
                     &fixed,
@@ -228,6 +242,10 @@ impl Syncer {
         report.full = true;
         report.read_back = read_back;
         report.read_back_kernel = read_back_kernel;
+        if self.known_table.is_none() {
+            // a table we made: what we wrote is all it holds
+            self.known_table = self.seen.and_then(|s| s.table).map(|t| t.handle);
+        }
         Ok(report)
     }
 
@@ -255,6 +273,7 @@ impl Syncer {
             applied
         })?;
         self.seen = Some(self.look(socket)?);
+        self.known_table = self.seen.and_then(|s| s.table).map(|t| t.handle);
         report.total = start.elapsed();
         Ok(report)
     }
