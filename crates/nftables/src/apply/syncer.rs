@@ -180,7 +180,8 @@ impl Syncer {
             return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
         }
         let chains = pieces.flat_map(|piece| TableState::new(piece).chains);
-        self.full_reduced(socket, TableState::new(skeleton), chains, start)
+        let fixed = TableState::new(skeleton).without_chain_index();
+        self.full_reduced(socket, fixed, chains, start)
     }
 
     /// A full sync of a syncer that keeps nothing
