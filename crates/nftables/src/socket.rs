@@ -450,7 +450,10 @@ impl NftSocket {
         let mut listing = Listing::new(table);
         let known = match known {
             Some(k) if k.handle == handle => Some(k),
-            Some(_) => return Ok(Reduced::Incomplete),
+            Some(k) => {
+                tracing::debug!(handle, known = k.handle, "our table was made again: listing it whole");
+                return Ok(Reduced::Incomplete);
+            }
             None => None,
         };
         let op = format!("list chains of table {} {name}", family.name());
@@ -511,6 +514,7 @@ impl NftSocket {
         })?;
         let fast = listing.is_known();
         if fast && !listing.complete(table_use) {
+            tracing::debug!(table_use, seen = %listing.counts(), "our table holds sets not known: listing it whole");
             return Ok(Reduced::Incomplete);
         }
         Ok(Reduced::Listed(listing.finish(handle)))

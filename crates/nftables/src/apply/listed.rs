@@ -123,19 +123,35 @@ impl Listing {
         self
     }
 
+    /// What it saw, for a log line.
+    pub(crate) fn counts(&self) -> String {
+        let t = &self.table;
+        format!(
+            "chains {} named sets {} anonymous sets known {} of {} (a set not known: {})",
+            t.chains.len(),
+            t.sets.len(),
+            t.known.len(),
+            self.given.as_ref().map_or(0, |g| g.len()),
+            self.unknown
+        )
+    }
+
     /// Whether it was made [`Listing::with_known`].
     pub(crate) fn is_known(&self) -> bool {
         self.given.is_some()
     }
 
     /// Whether a listing [`Listing::with_known`] saw every object of the
-    /// table: no rule named a set neither listed nor known, and the
-    /// table's use count (`NFTA_TABLE_USE`: chains and sets, anonymous
-    /// ones too, and any other object) is that of the chains and sets
-    /// seen, so no set went unlisted.
+    /// table: no rule named a set neither listed nor known (an anonymous
+    /// set exists only bound to a rule, and every rule is listed), and the
+    /// table's use count (`NFTA_TABLE_USE`) is that of the chains and
+    /// named sets seen, so no named set (or other object) went unlisted.
+    /// The kernel (6.18) counts chains, named sets and other objects in it,
+    /// not the anonymous sets bound to rules; a kernel that counts them
+    /// too makes every such listing incomplete (then listed whole).
     pub(crate) fn complete(&self, table_use: u32) -> bool {
         let t = &self.table;
-        let seen = t.chains.len() + t.sets.len() + t.known.len();
+        let seen = t.chains.len() + t.sets.len();
         !self.unknown && usize::try_from(table_use).is_ok_and(|u| u == seen)
     }
 
