@@ -16,20 +16,20 @@
 //! Blocking: from async code, call it inside `spawn_blocking` (the kernel
 //! spends its transaction time inside `sendmsg`).
 
+use crate::apply::listed::{ListedTable, Listing};
 use crate::codec::attrs::{AttrWriter, attrs, be32, be64};
 use crate::codec::constants::*;
+use crate::codec::message;
 use crate::codec::message::{begin_message, end_message, nft_type};
 use crate::codec::reply::{Reply, parse_replies};
-use crate::apply::listed::{ListedTable, Listing};
-use crate::codec::message;
 use crate::listing::{TableContents, TableReader, names_table};
 use crate::{Batch, Error, Family, Refusal, Transaction};
+use netlink_packet_core::DecodeError;
 use netlink_sys::protocols::NETLINK_NETFILTER;
 use netlink_sys::{Socket, SocketAddr};
 use nix::sys::socket::{MsgFlags, NetlinkAddr, setsockopt, sockopt};
 use std::io::{self, IoSlice};
 use std::os::fd::AsRawFd;
-use netlink_packet_core::DecodeError;
 use std::time::{Duration, Instant};
 
 /// Receive buffer size; replies of a dump come in messages of up to 16 KiB.
@@ -53,7 +53,7 @@ pub(crate) struct KnownSets<'a> {
 /// One reduced listing's outcome.
 enum Reduced {
     Absent,
-    Listed(ListedTable),
+    Listed(Box<ListedTable>),
     /// Listed with known sets, but the table holds others: list it whole.
     Incomplete,
 }
@@ -397,11 +397,11 @@ impl NftSocket {
             match self.list_reduced(family, name, Some(known))? {
                 Reduced::Incomplete => {}
                 Reduced::Absent => return Ok(None),
-                Reduced::Listed(t) => return Ok(Some(t)),
+                Reduced::Listed(t) => return Ok(Some(*t)),
             }
         }
         match self.list_reduced(family, name, None)? {
-            Reduced::Listed(t) => Ok(Some(t)),
+            Reduced::Listed(t) => Ok(Some(*t)),
             _ => Ok(None),
         }
     }
@@ -451,18 +451,29 @@ impl NftSocket {
         let known = match known {
             Some(k) if k.handle == handle => Some(k),
             Some(k) => {
-                tracing::debug!(handle, known = k.handle, "our table was made again: listing it whole");
+                tracing::debug!(
+                    handle,
+                    known = k.handle,
+                    "our table was made again: listing it whole"
+                );
                 return Ok(Reduced::Incomplete);
             }
             None => None,
         };
         let op = format!("list chains of table {} {name}", family.name());
-        self.request(NFT_MSG_GETCHAIN, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| {
-            if ours(m, NFT_MSG_NEWCHAIN, f, p)? {
-                listing.chain(message::parse_chain(p)?.1);
-            }
-            Ok(())
-        })?;
+        self.request(
+            NFT_MSG_GETCHAIN,
+            NLM_F_DUMP,
+            nfproto,
+            &op,
+            |w| w.str(1, name),
+            |m, f, p| {
+                if ours(m, NFT_MSG_NEWCHAIN, f, p)? {
+                    listing.chain(message::parse_chain(p)?.1);
+                }
+                Ok(())
+            },
+        )?;
         match known {
             Some(KnownSets { sets, named, .. }) => {
                 listing = listing.with_known(sets);
@@ -487,12 +498,19 @@ impl NftSocket {
             }
             None => {
                 let op = format!("list sets of table {} {name}", family.name());
-                self.request(NFT_MSG_GETSET, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| {
-                    if ours(m, NFT_MSG_NEWSET, f, p)? {
-                        listing.set(message::parse_set(p)?.1);
-                    }
-                    Ok(())
-                })?;
+                self.request(
+                    NFT_MSG_GETSET,
+                    NLM_F_DUMP,
+                    nfproto,
+                    &op,
+                    |w| w.str(1, name),
+                    |m, f, p| {
+                        if ours(m, NFT_MSG_NEWSET, f, p)? {
+                            listing.set(message::parse_set(p)?.1);
+                        }
+                        Ok(())
+                    },
+                )?;
             }
         }
         for set in listing.unprinted().to_vec() {
@@ -506,18 +524,25 @@ impl NftSocket {
             })?;
         }
         let op = format!("list rules of table {} {name}", family.name());
-        self.request(NFT_MSG_GETRULE, NLM_F_DUMP, nfproto, &op, |w| w.str(1, name), |m, f, p| {
-            if ours(m, NFT_MSG_NEWRULE, f, p)? {
-                listing.rule(message::parse_rule(p)?.1);
-            }
-            Ok(())
-        })?;
+        self.request(
+            NFT_MSG_GETRULE,
+            NLM_F_DUMP,
+            nfproto,
+            &op,
+            |w| w.str(1, name),
+            |m, f, p| {
+                if ours(m, NFT_MSG_NEWRULE, f, p)? {
+                    listing.rule(message::parse_rule(p)?.1);
+                }
+                Ok(())
+            },
+        )?;
         let fast = listing.is_known();
         if fast && !listing.complete(table_use) {
             tracing::debug!(table_use, seen = %listing.counts(), "our table holds sets not known: listing it whole");
             return Ok(Reduced::Incomplete);
         }
-        Ok(Reduced::Listed(listing.finish(handle)))
+        Ok(Reduced::Listed(Box::new(listing.finish(handle))))
     }
 
     /// The elements of set `set` of table `family table`, as listed.
@@ -542,17 +567,28 @@ impl NftSocket {
         mut each: impl FnMut(Vec<crate::Element>),
     ) -> Result<(), Error> {
         let nfproto = family.nfproto();
-        let op = format!("list elements of set {} {table} {}", family.name(), set.name);
+        let op = format!(
+            "list elements of set {} {table} {}",
+            family.name(),
+            set.name
+        );
         let fill = |w: &mut AttrWriter<'_>| {
             w.str(NFTA_SET_ELEM_LIST_TABLE, table);
             w.str(NFTA_SET_ELEM_LIST_SET, &set.name);
         };
-        self.request(NFT_MSG_GETSETELEM, NLM_F_DUMP, nfproto, &op, fill, |m, f, p| {
-            if m == NFT_MSG_NEWSETELEM && f == nfproto && names_table(p, table)? {
-                each(message::parse_elements(set, p)?);
-            }
-            Ok(())
-        })
+        self.request(
+            NFT_MSG_GETSETELEM,
+            NLM_F_DUMP,
+            nfproto,
+            &op,
+            fill,
+            |m, f, p| {
+                if m == NFT_MSG_NEWSETELEM && f == nfproto && names_table(p, table)? {
+                    each(message::parse_elements(set, p)?);
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Sends one request and hands every object of the reply to `each`

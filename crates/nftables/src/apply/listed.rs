@@ -279,7 +279,8 @@ impl Listing {
                             anonymous.push(identity);
                         }
                         None => {
-                            if self.given.is_some() && !self.table.set_index.contains_key(&set.name) {
+                            if self.given.is_some() && !self.table.set_index.contains_key(&set.name)
+                            {
                                 self.unknown = true;
                             }
                             if !named.contains(&set.name) {

@@ -362,23 +362,16 @@ mod tests {
         let (skeleton, pieces) = pieces(table(5));
         let (fixed, chains) = normalized(skeleton, pieces);
         let mut sent = 0;
-        let result = create_in_parts(
-            fixed,
-            chains,
-            1,
-            7,
-            &mut AnonymousNames::default(),
-            |_| {
-                sent += 1;
-                match sent {
-                    2 => Err(Error::Decode {
-                        operation: "test".into(),
-                        reason: "refused".into(),
-                    }),
-                    _ => Ok(()),
-                }
-            },
-        );
+        let result = create_in_parts(fixed, chains, 1, 7, &mut AnonymousNames::default(), |_| {
+            sent += 1;
+            match sent {
+                2 => Err(Error::Decode {
+                    operation: "test".into(),
+                    reason: "refused".into(),
+                }),
+                _ => Ok(()),
+            }
+        });
         assert!(result.is_err());
         assert_eq!(sent, 2);
     }

@@ -152,7 +152,8 @@ impl TableState {
         self.chains.clear();
         self.chain_index.clear();
         for c in chains {
-            self.chain_index.insert(c.chain.name.clone(), self.chains.len());
+            self.chain_index
+                .insert(c.chain.name.clone(), self.chains.len());
             self.chains.push(c);
         }
         self

@@ -214,7 +214,9 @@ impl Syncer {
         let read_back_kernel = socket.take_request_time();
         let tx = match listed {
             None => match self.max_anonymous {
-                Some(max) => return self.create_in_parts(socket, fixed, chains, max, generation, start),
+                Some(max) => {
+                    return self.create_in_parts(socket, fixed, chains, max, generation, start);
+                }
                 None => create_all(fixed.with_chains(chains), &mut self.names),
             },
             Some(mut listed) if listed.table == fixed.table => {

@@ -704,7 +704,12 @@ fn a_full_sync_compares_anonymous_sets_by_the_fingerprint_listed() {
     // not dumped: the listing holds no elements for them
     let mut current = listed(&three());
     current.elements.retain(|name, _| !name.starts_with("__kp"));
-    assert!(reduced_diff(&table(&three()), &current).unwrap().ops.is_empty());
+    assert!(
+        reduced_diff(&table(&three()), &current)
+            .unwrap()
+            .ops
+            .is_empty()
+    );
 
     // a fingerprint that is not what we want: that chain is rewritten
     let mut services = three();
@@ -753,7 +758,11 @@ fn a_rule_changed_by_hand_is_rewritten_and_a_named_set_redumped() {
     let mut current = listed(&three());
     // a rule of `services` changed, an element of `cluster-ips` gone and
     // one added
-    let rule = current.rules.iter_mut().find(|r| r.chain == "services").unwrap();
+    let rule = current
+        .rules
+        .iter_mut()
+        .find(|r| r.chain == "services")
+        .unwrap();
     rule.exprs.push(Expr::Counter {
         bytes: 1,
         packets: 1,
@@ -795,7 +804,11 @@ fn a_rule_changed_by_hand_is_rewritten_and_a_named_set_redumped() {
 fn rules_of_a_chain_listed_apart_make_it_rewritten() {
     // never from the kernel, which lists a chain's rules together
     let mut current = listed(&three());
-    let at = current.rules.iter().position(|r| r.chain == "services").unwrap();
+    let at = current
+        .rules
+        .iter()
+        .position(|r| r.chain == "services")
+        .unwrap();
     let rule = current.rules.remove(at);
     current.rules.insert(0, rule.clone());
     current.rules.push(rule);
