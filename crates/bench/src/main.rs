@@ -116,6 +116,15 @@ enum Command {
         /// Copy the proxy's log to stderr.
         #[arg(long)]
         echo: bool,
+        /// After the changes, wait for this many periodic full syncs (the
+        /// sync period is then `--full-sync-period` instead of 1h), each
+        /// reading our table back; the peak RSS at the end covers them.
+        #[arg(long, default_value_t = 0)]
+        full_syncs: usize,
+        /// The sync period when `--full-syncs` is given, in seconds (longer
+        /// than the first sync and the two changes).
+        #[arg(long, default_value_t = 30)]
+        full_sync_period: u64,
     },
     /// Parse, tracker and render in-process (no kernel), render repeated.
     Render {
@@ -182,6 +191,10 @@ enum Command {
         /// binary's: 1,000).
         #[arg(long, default_value_t = 1000)]
         part_size: usize,
+        /// Full syncs that find nothing to change, run after the changes
+        /// (each read back and diffed; the periodic resync).
+        #[arg(long, default_value_t = 1)]
+        full_syncs: usize,
     },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
@@ -208,6 +221,8 @@ fn main() -> Result<()> {
             binary,
             proxy_args,
             echo,
+            full_syncs,
+            full_sync_period,
         } => {
             interrupt::install()?;
             let binary = match binary {
@@ -223,6 +238,8 @@ fn main() -> Result<()> {
                 cap: Duration::from_secs(cap),
                 proxy_args,
                 echo,
+                full_syncs,
+                full_sync_period: Duration::from_secs(full_sync_period),
             };
             let repeats = run::run_all(&setup)?;
             println!("{}", run_report::render_report(&setup, &repeats));
@@ -274,9 +291,14 @@ fn main() -> Result<()> {
             };
             print!("{}", datapath::run_datapath(&setup)?);
         }
-        Command::NftablesMemory { load, part_size } => {
+        Command::NftablesMemory {
+            load,
+            part_size,
+            full_syncs,
+        } => {
             interrupt::install()?;
-            print!("{}", nftables_memory::run_memory(&load.load(), part_size.max(1))?)
+            let report = nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
+            print!("{report}")
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

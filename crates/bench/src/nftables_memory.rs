@@ -24,14 +24,14 @@ use std::time::Instant;
 use tracker::Tracker;
 
 /// Runs the benchmark and returns its report.
-pub fn run_memory(load: &Load, part_size: usize) -> Result<String> {
+pub fn run_memory(load: &Load, part_size: usize, full_syncs: usize) -> Result<String> {
     let mut out = String::new();
     let (tracker, snapshot) = load_tracker(load, &mut out)?;
     stages(&snapshot, &mut out);
     drop(snapshot);
     let ns = BenchNetns::labelled("nftmem")?;
     let load = load.clone();
-    let synced = ns.run(move || sync_in_namespace(tracker, &load, part_size))??;
+    let synced = ns.run(move || sync_in_namespace(tracker, &load, part_size, full_syncs))??;
     out.push_str(&synced);
     let _ = writeln!(
         out,
@@ -122,7 +122,12 @@ type Step = (&'static str, Option<(usize, usize)>, bool);
 
 /// The proxier's syncs, each with its report and the peak live heap it
 /// added.
-fn sync_in_namespace(mut tracker: Tracker, load: &Load, part_size: usize) -> Result<String> {
+fn sync_in_namespace(
+    mut tracker: Tracker,
+    load: &Load,
+    part_size: usize,
+    full_syncs: usize,
+) -> Result<String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
         let mut out = String::new();
@@ -132,12 +137,14 @@ fn sync_in_namespace(mut tracker: Tracker, load: &Load, part_size: usize) -> Res
         };
         let mut proxier = NftablesProxier::new(options).context("nf_tables socket")?;
         // (what, the service changed and its endpoint count, full)
-        let steps: [Step; 4] = [
+        let mut steps: Vec<Step> = vec![
             ("cold start (full sync, no table)", None, true),
             ("one endpoint added (partial)", Some((0, load.endpoints + 1)), false),
             ("one service added (partial)", Some((load.services, load.endpoints)), false),
-            ("full sync, nothing changed (read back + diff)", None, true),
         ];
+        steps.extend((0..full_syncs).map(|_| -> Step {
+            ("full sync, nothing changed (read back + diff)", None, true)
+        }));
         for (what, change, full) in steps {
             if let Some((service, endpoints)) = change {
                 let text = generate::service_documents(load, service, endpoints);
@@ -161,15 +168,19 @@ fn sync_in_namespace(mut tracker: Tracker, load: &Load, part_size: usize) -> Res
             let peak = peak_bytes().saturating_sub(before);
             let kernel = report.kernel.unwrap_or_default().as_secs_f64() * 1e3;
             let read_back = report.nftables.map_or(0.0, |f| f.read_back.as_secs_f64() * 1e3);
-            let _ = writeln!(
-                out,
-                "{what}: {total:.1} ms (render {:.1} ms, kernel's transactions {kernel:.1} ms, read back {read_back:.1} ms, \
-                 ours {:.1} ms); peak live heap of the sync {:.1} MiB above the {:.1} MiB live before",
+            let read_back_kernel =
+                report.nftables.map_or(0.0, |f| f.read_back_kernel.as_secs_f64() * 1e3);
+            let line = format!(
+                "{what}: {total:.1} ms (render {:.1} ms, kernel's transactions {kernel:.1} ms, read back {read_back:.1} ms \
+                 (kernel's dumps {read_back_kernel:.1} ms), ours {:.1} ms); peak live heap of the sync {:.1} MiB above the {:.1} MiB live before",
                 report.render.as_secs_f64() * 1e3,
                 total - kernel - read_back,
                 mib(peak as u64),
                 mib(before as u64)
             );
+            // progress, for a profiler attached between steps
+            eprintln!("{line}");
+            let _ = writeln!(out, "{line}");
         }
         Ok(out)
     })

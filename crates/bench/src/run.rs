@@ -36,6 +36,10 @@ pub struct RunSetup {
     pub proxy_args: Vec<String>,
     /// Copy the proxy's log to stderr.
     pub echo: bool,
+    /// Periodic full syncs awaited after the changes.
+    pub full_syncs: usize,
+    /// The sync period then.
+    pub full_sync_period: Duration,
 }
 
 /// What one repeat measured; `None` where the cap passed first.
@@ -55,6 +59,8 @@ pub struct Repeat {
     pub peak_rss_kib: Option<u64>,
     /// Tables in the kernel after the first sync (nftables: at the end).
     pub kernel: BTreeMap<String, TableCount>,
+    /// The periodic full syncs after the changes, as logged.
+    pub full_syncs: Vec<SyncLine>,
 }
 
 /// The three manifests states a repeat goes through.
@@ -103,7 +109,10 @@ fn proxy_args(setup: &RunSetup, manifests: &Path) -> Vec<String> {
         "--iptables-min-sync-period",
         "0s",
         "--iptables-sync-period",
-        "1h",
+        &match setup.full_syncs {
+            0 => "1h".to_string(),
+            _ => format!("{}s", setup.full_sync_period.as_secs().max(1)),
+        },
         "--healthz-bind-address",
         "127.0.0.1:10256",
         "--metrics-bind-address",
@@ -147,6 +156,13 @@ fn run_once(setup: &RunSetup, path: &Path, states: &States) -> Result<Repeat> {
         if nftables {
             repeat.kernel = count_mode(&ns, &setup.mode, &setup.backend)?;
         }
+        for _ in 0..setup.full_syncs {
+            let deadline = Instant::now() + setup.full_sync_period + setup.cap;
+            match proxy.wait_for(synced, deadline)? {
+                Some(line) => repeat.full_syncs.push(parse_sync_line(&line.text)),
+                None => break,
+            }
+        }
     }
     repeat.peak_rss_kib = Some(proxy.peak_rss_kib()?);
     proxy.stop(Duration::from_secs(10))?;
@@ -158,6 +174,25 @@ fn describe(r: &Repeat) -> String {
     let secs = |d: Option<Duration>| {
         d.map_or("capped".to_string(), |d| format!("{:.3}s", d.as_secs_f64()))
     };
+    let full: Vec<String> = r
+        .full_syncs
+        .iter()
+        .map(|s| {
+            format!(
+                "partial={} render {:.1} ms apply {:.1} ms (read back {:.1} ms of which kernel {:.1} ms; transaction kernel {:.1} ms)",
+                s.partial.as_deref().unwrap_or("?"),
+                s.render_ms,
+                s.apply_ms,
+                s.read_back_ms,
+                s.read_back_kernel_ms,
+                s.kernel_ms
+            )
+        })
+        .collect();
+    let full = match full.is_empty() {
+        true => String::new(),
+        false => format!("; periodic syncs: {}", full.join(", ")),
+    };
     format!(
         "first sync {} (render {:.1} ms, apply {:.1} ms, kernel {:.1} ms); endpoint change {}; service added {}; \
          peak RSS {:.1} MiB",
@@ -168,5 +203,5 @@ fn describe(r: &Repeat) -> String {
         secs(r.endpoint_change.as_ref().map(|c| c.total)),
         secs(r.service_added.as_ref().map(|c| c.total)),
         r.peak_rss_kib.unwrap_or(0) as f64 / 1024.0
-    )
+    ) + &full
 }

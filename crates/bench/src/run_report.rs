@@ -83,6 +83,26 @@ fn rows(r: &[Repeat]) -> Vec<Row> {
     rows.extend(change_rows("add one service", r, |x| {
         x.service_added.as_ref()
     }));
+    if r.iter().any(|x| !x.full_syncs.is_empty()) {
+        let periodic = |f: fn(&crate::sync_line::SyncLine) -> f64| {
+            move |x: &Repeat| x.full_syncs.first().map(f)
+        };
+        rows.push((
+            "first periodic full sync (nothing to change): apply (ms)".into(),
+            collect(r, periodic(|s| s.apply_ms)),
+            1,
+        ));
+        rows.push((
+            "  of which reading our table back (ms)".into(),
+            collect(r, periodic(|s| s.read_back_ms)),
+            1,
+        ));
+        rows.push((
+            "    of which inside the socket's send/recv: the kernel's dumps (ms)".into(),
+            collect(r, periodic(|s| s.read_back_kernel_ms)),
+            1,
+        ));
+    }
     let tail: [(&str, Samples, usize); 8] = [
         (
             "peak RSS of the proxy after its first sync (MiB)",
@@ -174,6 +194,26 @@ fn nftables_rows(r: &[Repeat]) -> Vec<Row> {
         rows.push((
             "  the sync's kernel transaction time (ms)".into(),
             collect(r, |x| pick(x).map(|c| c.sync.kernel_ms)),
+            1,
+        ));
+    }
+    if r.iter().any(|x| !x.full_syncs.is_empty()) {
+        let periodic = |f: fn(&crate::sync_line::SyncLine) -> f64| {
+            move |x: &Repeat| x.full_syncs.first().map(f)
+        };
+        rows.push((
+            "first periodic full sync (nothing to change): apply (ms)".into(),
+            collect(r, periodic(|s| s.apply_ms)),
+            1,
+        ));
+        rows.push((
+            "  of which reading our table back (ms)".into(),
+            collect(r, periodic(|s| s.read_back_ms)),
+            1,
+        ));
+        rows.push((
+            "    of which inside the socket's send/recv: the kernel's dumps (ms)".into(),
+            collect(r, periodic(|s| s.read_back_kernel_ms)),
             1,
         ));
     }

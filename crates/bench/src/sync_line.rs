@@ -40,6 +40,7 @@ pub struct SyncLine {
     pub kernel_ms: f64,
     /// nftables: reading our table back before a full sync (ms).
     pub read_back_ms: f64,
+    pub read_back_kernel_ms: f64,
     /// nftables: chains in our table.
     pub chains: u64,
     /// nftables: rules in our table.
@@ -72,6 +73,7 @@ pub fn parse_sync_line(line: &str) -> SyncLine {
         partial: field(line, "partial").map(str::to_string),
         kernel_ms: number(line, "kernel_ms"),
         read_back_ms: number(line, "read_back_ms"),
+        read_back_kernel_ms: number(line, "read_back_kernel_ms"),
         chains: number(line, "chains"),
         rules: number(line, "rules"),
         elements: number(line, "elements"),

@@ -31,12 +31,15 @@
 
 mod cleanup;
 mod diff;
+pub(crate) mod digest;
 mod fingerprint;
+pub(crate) mod listed;
 mod names;
 mod report;
 mod split;
 mod staged;
 mod state;
+mod stream;
 mod syncer;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! rules jump or go to by name.
 
 /// A chain of our table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Chain {
     /// Its name.
     pub name: String,
@@ -40,7 +40,7 @@ impl Chain {
 }
 
 /// What makes a chain a base chain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BaseChain {
     /// `type filter|nat|route`.
     pub kind: ChainType,
@@ -53,7 +53,7 @@ pub struct BaseChain {
 }
 
 /// A base chain's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChainType {
     /// `filter`.
     Filter,
@@ -85,7 +85,7 @@ impl ChainType {
 }
 
 /// A netfilter hook of the ip/ip6/inet families.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Hook {
     /// `prerouting`.
     Prerouting,
@@ -125,7 +125,7 @@ impl Hook {
 }
 
 /// A base chain's policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Policy {
     /// `policy accept`.
     Accept,

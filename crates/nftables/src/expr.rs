@@ -5,7 +5,7 @@
 use crate::{Register, Verdict};
 
 /// One kernel expression.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Expr {
     /// `payload load <len>b @ <base> + <offset> => <dreg>`.
     Payload {
@@ -164,7 +164,7 @@ pub enum Expr {
 }
 
 /// Where a payload offset counts from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PayloadBase {
     /// Link layer.
     LinkLayer,
@@ -175,7 +175,7 @@ pub enum PayloadBase {
 }
 
 /// A comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmpOp {
     /// `==`.
     Eq,
@@ -192,7 +192,7 @@ pub enum CmpOp {
 }
 
 /// Meta keys used by kube-proxy (`NFT_META_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MetaKey {
     /// `mark`.
     Mark,
@@ -235,7 +235,7 @@ impl MetaKey {
 }
 
 /// Whether a meta expression reads or writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MetaDir {
     /// Load into a register.
     Load(Register),
@@ -244,7 +244,7 @@ pub enum MetaDir {
 }
 
 /// Conntrack keys used by kube-proxy (`NFT_CT_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CtKey {
     /// `state`.
     State,
@@ -279,7 +279,7 @@ impl CtKey {
 }
 
 /// An immediate's data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ImmediateData {
     /// A verdict (register 0).
     Verdict(Verdict),
@@ -288,7 +288,7 @@ pub enum ImmediateData {
 }
 
 /// DNAT or SNAT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NatType {
     /// `snat`.
     Snat,
@@ -298,7 +298,7 @@ pub enum NatType {
 
 /// How a rule names a set: by name, plus the transaction-local id for a
 /// set created in the same transaction whose name the kernel picks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SetRef {
     /// The set's name (`__set%d` for a new anonymous set).
     pub name: String,

@@ -81,6 +81,18 @@ impl TableContents {
     }
 }
 
+/// Whether a dump message's object belongs to table `name`: every kind
+/// of object names its table in attribute 1.
+pub(crate) fn names_table(payload: &[u8], name: &str) -> Result<bool, DecodeError> {
+    for attr in attrs(payload) {
+        let (kind, value) = attr?;
+        if kind == 1 {
+            return Ok(value.strip_suffix(&[0]).unwrap_or(value) == name.as_bytes());
+        }
+    }
+    Ok(false)
+}
+
 /// Collects one table's objects from dump messages.
 pub(crate) struct TableReader {
     family: Family,
@@ -132,15 +144,8 @@ impl TableReader {
         Ok(())
     }
 
-    /// Every kind of object names its table in attribute 1.
     fn is_ours(&self, payload: &[u8]) -> Result<bool, DecodeError> {
-        for attr in attrs(payload) {
-            let (kind, value) = attr?;
-            if kind == 1 {
-                return Ok(value.strip_suffix(&[0]).unwrap_or(value) == self.name.as_bytes());
-            }
-        }
-        Ok(false)
+        names_table(payload, &self.name)
     }
 
     fn feed_elements(&mut self, payload: &[u8]) -> Result<(), DecodeError> {

@@ -275,6 +275,7 @@ fn report(synced: Synced, total: Duration) -> SyncReport {
             + applied.counts.anonymous_elements_written,
         objects_deleted: applied.counts.objects_deleted(),
         read_back: applied.read_back,
+        read_back_kernel: applied.read_back_kernel,
     };
     SyncReport {
         render,

@@ -3,7 +3,7 @@
 use crate::Expr;
 
 /// A rule of one of our chains.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Rule {
     /// The chain it belongs to, by name.
     pub chain: String,

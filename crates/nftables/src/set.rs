@@ -4,7 +4,7 @@
 use crate::{DataType, Value, Verdict};
 
 /// `NFT_SET_*` flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct SetFlags(pub u32);
 
 impl SetFlags {
@@ -38,7 +38,7 @@ impl std::ops::BitOr for SetFlags {
 }
 
 /// A set or map of our table.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Set {
     /// Its name; `__set%d` for an anonymous set the kernel names.
     pub name: String,
@@ -114,7 +114,7 @@ impl Set {
 }
 
 /// An element of a set or map.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Element {
     /// Its key (one value per field of the set's key type).
     pub key: Vec<Value>,
@@ -131,7 +131,7 @@ pub struct Element {
 }
 
 /// A map element's data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ElementData {
     /// A verdict map's verdict.
     Verdict(Verdict),

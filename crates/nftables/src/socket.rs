@@ -16,12 +16,15 @@
 //! Blocking: from async code, call it inside `spawn_blocking` (the kernel
 //! spends its transaction time inside `sendmsg`).
 
+use crate::apply::listed::{ListedTable, Listing};
 use crate::codec::attrs::{AttrWriter, attrs, be32, be64};
 use crate::codec::constants::*;
+use crate::codec::message;
 use crate::codec::message::{begin_message, end_message, nft_type};
 use crate::codec::reply::{Reply, parse_replies};
-use crate::listing::{TableContents, TableReader};
+use crate::listing::{TableContents, TableReader, names_table};
 use crate::{Batch, Error, Family, Refusal, Transaction};
+use netlink_packet_core::DecodeError;
 use netlink_sys::protocols::NETLINK_NETFILTER;
 use netlink_sys::{Socket, SocketAddr};
 use nix::sys::socket::{MsgFlags, NetlinkAddr, setsockopt, sockopt};
@@ -36,6 +39,25 @@ const RCVBUF: usize = 16 << 20;
 /// `ENOENT`: no such table.
 const ENOENT: i32 = 2;
 
+/// What a full sync knows of our table without listing its sets (see
+/// [`NftSocket::list_table_reduced`]).
+pub(crate) struct KnownSets<'a> {
+    /// The table's handle when we wrote into it last.
+    pub(crate) handle: u64,
+    /// The identities of the `__kp<n>` sets we wrote into it, by `n`.
+    pub(crate) sets: std::collections::HashMap<u64, crate::apply::digest::Digest>,
+    /// The named sets we want.
+    pub(crate) named: &'a [String],
+}
+
+/// One reduced listing's outcome.
+enum Reduced {
+    Absent,
+    Listed(Box<ListedTable>),
+    /// Listed with known sets, but the table holds others: list it whole.
+    Incomplete,
+}
+
 /// An nf_tables netlink socket.
 #[derive(Debug)]
 pub struct NftSocket {
@@ -44,6 +66,8 @@ pub struct NftSocket {
     recv: Vec<u8>,
     capture: Option<Vec<Vec<u8>>>,
     kernel_time: Duration,
+    /// Time inside `send` and `recv` of requests and dumps since taken.
+    request_time: Duration,
 }
 
 /// What identifies one incarnation of a table, cheaply (one request):
@@ -79,6 +103,7 @@ impl NftSocket {
             recv: vec![0; RECV_BUF],
             capture: None,
             kernel_time: Duration::ZERO,
+            request_time: Duration::ZERO,
         })
     }
 
@@ -341,6 +366,231 @@ impl NftSocket {
         Ok(reader.finish())
     }
 
+    /// The time spent inside the `send` and `recv` calls of requests and
+    /// dumps (listings, generation and table checks) since the last call:
+    /// the kernel's share of a read-back (it builds each dump message
+    /// while we wait in `recv`) and the copies.
+    pub fn take_request_time(&mut self) -> Duration {
+        std::mem::take(&mut self.request_time)
+    }
+
+    /// Our table reduced as a full sync compares it (`apply/listed.rs`):
+    /// table, chains and sets listed; the elements of anonymous sets
+    /// dumped only where no fingerprint of ours stands for them, those of
+    /// named sets (but the packet path's) and the rules folded into
+    /// digests as they are read, never held. `None` if it does not exist.
+    ///
+    /// With `known` (the table's handle when we last wrote it, the
+    /// identities of the `__kp<n>` sets we wrote into it, and the named
+    /// sets we want), the table's sets are not dumped — each resumed set
+    /// dump makes the kernel walk the table's sets from the first, O(n²)
+    /// in the anonymous sets — but the named ones asked for by name; if
+    /// the table is another, a rule binds a set we did not write, or the
+    /// table's use count shows sets not seen, it is listed again whole.
+    pub(crate) fn list_table_reduced(
+        &mut self,
+        family: Family,
+        name: &str,
+        known: Option<KnownSets<'_>>,
+    ) -> Result<Option<ListedTable>, Error> {
+        if let Some(known) = known {
+            match self.list_reduced(family, name, Some(known))? {
+                Reduced::Incomplete => {}
+                Reduced::Absent => return Ok(None),
+                Reduced::Listed(t) => return Ok(Some(*t)),
+            }
+        }
+        match self.list_reduced(family, name, None)? {
+            Reduced::Listed(t) => Ok(Some(*t)),
+            _ => Ok(None),
+        }
+    }
+
+    fn list_reduced(
+        &mut self,
+        family: Family,
+        name: &str,
+        known: Option<KnownSets<'_>>,
+    ) -> Result<Reduced, Error> {
+        let nfproto = family.nfproto();
+        let ours = |m: u16, want: u16, f: u8, p: &[u8]| -> Result<bool, DecodeError> {
+            Ok(m == want && f == nfproto && names_table(p, name)?)
+        };
+        let (mut table, mut handle, mut table_use) = (None, 0, 0);
+        let table_op = format!("get table {} {name}", family.name());
+        match self.request(
+            NFT_MSG_GETTABLE,
+            0,
+            nfproto,
+            &table_op,
+            |w| w.str(NFTA_TABLE_NAME, name),
+            |m, f, p| {
+                if ours(m, NFT_MSG_NEWTABLE, f, p)? {
+                    table = Some(message::parse_table(f, p)?);
+                    for a in attrs(p) {
+                        let (k, v) = a?;
+                        match k {
+                            NFTA_TABLE_HANDLE => handle = be64(v)?,
+                            NFTA_TABLE_USE => table_use = be32(v)?,
+                            _ => {}
+                        }
+                    }
+                }
+                Ok(())
+            },
+        ) {
+            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => {
+                return Ok(Reduced::Absent);
+            }
+            other => other?,
+        }
+        let Some(table) = table else {
+            return Ok(Reduced::Absent);
+        };
+        let mut listing = Listing::new(table);
+        let known = match known {
+            Some(k) if k.handle == handle => Some(k),
+            Some(k) => {
+                tracing::debug!(
+                    handle,
+                    known = k.handle,
+                    "our table was made again: listing it whole"
+                );
+                return Ok(Reduced::Incomplete);
+            }
+            None => None,
+        };
+        let op = format!("list chains of table {} {name}", family.name());
+        self.request(
+            NFT_MSG_GETCHAIN,
+            NLM_F_DUMP,
+            nfproto,
+            &op,
+            |w| w.str(1, name),
+            |m, f, p| {
+                if ours(m, NFT_MSG_NEWCHAIN, f, p)? {
+                    listing.chain(message::parse_chain(p)?.1);
+                }
+                Ok(())
+            },
+        )?;
+        match known {
+            Some(KnownSets { sets, named, .. }) => {
+                listing = listing.with_known(sets);
+                for set in named {
+                    let op = format!("get set {} {name} {set}", family.name());
+                    let fill = |w: &mut AttrWriter<'_>| {
+                        w.str(NFTA_SET_TABLE, name);
+                        w.str(NFTA_SET_NAME, set);
+                    };
+                    let got = self.request(NFT_MSG_GETSET, 0, nfproto, &op, fill, |m, f, p| {
+                        if ours(m, NFT_MSG_NEWSET, f, p)? {
+                            listing.set(message::parse_set(p)?.1);
+                        }
+                        Ok(())
+                    });
+                    match got {
+                        Err(Error::Kernel { source, .. })
+                            if source.raw_os_error() == Some(ENOENT) => {}
+                        other => other?,
+                    }
+                }
+            }
+            None => {
+                let op = format!("list sets of table {} {name}", family.name());
+                self.request(
+                    NFT_MSG_GETSET,
+                    NLM_F_DUMP,
+                    nfproto,
+                    &op,
+                    |w| w.str(1, name),
+                    |m, f, p| {
+                        if ours(m, NFT_MSG_NEWSET, f, p)? {
+                            listing.set(message::parse_set(p)?.1);
+                        }
+                        Ok(())
+                    },
+                )?;
+            }
+        }
+        for set in listing.unprinted().to_vec() {
+            let elements = self.set_elements(family, name, &set)?;
+            listing.anonymous_elements(&set, elements);
+        }
+        let compared: Vec<crate::Set> = listing.compared_sets().cloned().collect();
+        for set in &compared {
+            self.each_elements(family, name, set, |elements| {
+                listing.named_elements(&set.name, &elements)
+            })?;
+        }
+        let op = format!("list rules of table {} {name}", family.name());
+        self.request(
+            NFT_MSG_GETRULE,
+            NLM_F_DUMP,
+            nfproto,
+            &op,
+            |w| w.str(1, name),
+            |m, f, p| {
+                if ours(m, NFT_MSG_NEWRULE, f, p)? {
+                    listing.rule(message::parse_rule(p)?.1);
+                }
+                Ok(())
+            },
+        )?;
+        let fast = listing.is_known();
+        if fast && !listing.complete(table_use) {
+            tracing::debug!(table_use, seen = %listing.counts(), "our table holds sets not known: listing it whole");
+            return Ok(Reduced::Incomplete);
+        }
+        Ok(Reduced::Listed(Box::new(listing.finish(handle))))
+    }
+
+    /// The elements of set `set` of table `family table`, as listed.
+    pub(crate) fn set_elements(
+        &mut self,
+        family: Family,
+        table: &str,
+        set: &crate::Set,
+    ) -> Result<Vec<crate::Element>, Error> {
+        let mut out = Vec::new();
+        self.each_elements(family, table, set, |mut elements| out.append(&mut elements))?;
+        Ok(out)
+    }
+
+    /// Dumps the elements of set `set` of table `family table`, handing
+    /// them to `each` message by message.
+    fn each_elements(
+        &mut self,
+        family: Family,
+        table: &str,
+        set: &crate::Set,
+        mut each: impl FnMut(Vec<crate::Element>),
+    ) -> Result<(), Error> {
+        let nfproto = family.nfproto();
+        let op = format!(
+            "list elements of set {} {table} {}",
+            family.name(),
+            set.name
+        );
+        let fill = |w: &mut AttrWriter<'_>| {
+            w.str(NFTA_SET_ELEM_LIST_TABLE, table);
+            w.str(NFTA_SET_ELEM_LIST_SET, &set.name);
+        };
+        self.request(
+            NFT_MSG_GETSETELEM,
+            NLM_F_DUMP,
+            nfproto,
+            &op,
+            fill,
+            |m, f, p| {
+                if m == NFT_MSG_NEWSETELEM && f == nfproto && names_table(p, table)? {
+                    each(message::parse_elements(set, p)?);
+                }
+                Ok(())
+            },
+        )
+    }
+
     /// Sends one request and hands every object of the reply to `each`
     /// until the dump ends or the request is acknowledged. Replies to
     /// other (earlier, interrupted) requests are skipped.
@@ -359,18 +609,21 @@ impl NftSocket {
         fill(&mut AttrWriter::new(&mut buf));
         end_message(&mut buf, start);
         self.drain();
-        self.sock.send(&buf, 0).map_err(|source| Error::Send {
+        let sent = Instant::now();
+        let result = self.sock.send(&buf, 0);
+        self.request_time += sent.elapsed();
+        result.map_err(|source| Error::Send {
             operation: operation.into(),
             source,
         })?;
         loop {
-            let n = self
-                .sock
-                .recv(&mut &mut self.recv[..], 0)
-                .map_err(|source| Error::Receive {
-                    operation: operation.into(),
-                    source,
-                })?;
+            let waited = Instant::now();
+            let n = self.sock.recv(&mut &mut self.recv[..], 0);
+            self.request_time += waited.elapsed();
+            let n = n.map_err(|source| Error::Receive {
+                operation: operation.into(),
+                source,
+            })?;
             if let Some(capture) = &mut self.capture {
                 capture.push(self.recv[..n].to_vec());
             }

@@ -3,7 +3,7 @@
 use crate::Family;
 
 /// An nf_tables table (`table ip kube-proxy { comment "…" }`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Table {
     /// Its family.
     pub family: Family,

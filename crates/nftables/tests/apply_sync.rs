@@ -497,3 +497,91 @@ fn cleanup_removes_our_table_only() -> Result<()> {
     assert_eq!(nft(&ns, &["list", "table", "ip", "other"])?, other);
     Ok(())
 }
+
+/// A syncer that keeps nothing (nftables mode's) reads our table back
+/// reduced to digests and diffs chain by chain: it still writes nothing
+/// when nothing changed (without dumping the anonymous sets it made),
+/// and repairs whatever someone else changed in our table.
+#[test]
+fn a_lean_full_sync_repairs_outside_changes_to_our_table() -> Result<()> {
+    let ns = netns("aplean")?;
+    let other = other_table(&ns)?;
+    let mut sock = socket(&ns)?;
+    let lean = || Syncer::new(Family::Ip).without_applied_state();
+    let mut syncer = lean();
+    let svcs = services(20);
+    let desired = || services::table(&svcs);
+    ok(syncer.sync_full(&mut sock, desired()))?;
+    let text = list_ours(&ns)?;
+
+    sock.capture();
+    sock.list_table(Family::Ip, "kube-proxy")?;
+    let dumped_all = sock.take_capture().len();
+    sock.capture();
+    let r = ok(syncer.sync_full(&mut sock, desired()))?;
+    let dumped_reduced = sock.take_capture().len();
+    assert!(r.full && r.counts.is_empty() && r.changes == 0, "{r:?}");
+    // 20 element dumps fewer (the named sets are asked for by name, a
+    // few requests, instead of the set dump)
+    assert!(
+        dumped_reduced + 15 <= dumped_all,
+        "no anonymous set dumped: {dumped_reduced} vs {dumped_all} buffers"
+    );
+    // a restarted proxy too (it lists the sets: their fingerprints)
+    sock.capture();
+    assert!(ok(lean().sync_full(&mut sock, desired()))?.counts.is_empty());
+    let dumped_restart = sock.take_capture().len();
+    assert!(
+        dumped_restart + 15 <= dumped_all,
+        "{dumped_restart} vs {dumped_all} buffers"
+    );
+
+    // a chain and a rule added, a rule of ours changed, an element gone,
+    // an element added, a map remade by hand with other endpoints
+    let (changed, remade) = (svcs[3].chain(), svcs[5].chain());
+    nft(
+        &ns,
+        &[&format!(
+            "add chain ip kube-proxy intruder; add rule ip kube-proxy intruder accept; \
+             add rule ip kube-proxy {changed} counter accept; \
+             delete element ip kube-proxy service-ips {{ {} . tcp . 80 }}; \
+             add element ip kube-proxy cluster-ips {{ 10.99.9.9 }}; \
+             flush chain ip kube-proxy {remade}; \
+             add rule ip kube-proxy {remade} meta l4proto tcp dnat ip to numgen random mod 2 map {{ 0 : 10.1.1.1 . 8080, 1 : 10.1.1.2 . 8080 }}",
+            svcs[7].ip
+        )],
+    )?;
+    let r = ok(syncer.sync_full(&mut sock, desired()))?;
+    assert_eq!(
+        (r.counts.chains_flushed, r.counts.chains_deleted, r.counts.rules_written),
+        (3, 1, 2),
+        "{r:?}"
+    );
+    assert_eq!((r.counts.elements_written, r.counts.elements_deleted), (1, 1), "{r:?}");
+    assert_eq!(list_ours(&ns)?, text, "repaired");
+    assert!(ok(syncer.sync_full(&mut sock, desired()))?.counts.is_empty());
+
+    // without listing the sets (all known): a chain, a named set and a rule
+    // binding an anonymous set made by hand are seen all the same
+    nft(&ns, &["add chain ip kube-proxy intruder2"])?;
+    let r = ok(syncer.sync_full(&mut sock, desired()))?;
+    assert_eq!(r.counts.chains_deleted, 1, "{r:?}");
+    nft(&ns, &["add set ip kube-proxy intruder-set { type ipv4_addr; }"])?;
+    let r = ok(syncer.sync_full(&mut sock, desired()))?;
+    assert_eq!(r.counts.sets_deleted, 1, "{r:?}");
+    nft(
+        &ns,
+        &[&format!("add rule ip kube-proxy {changed} ip saddr {{ 10.0.0.1, 10.0.0.2 }} accept")],
+    )?;
+    let r = ok(syncer.sync_full(&mut sock, desired()))?;
+    assert_eq!((r.counts.chains_flushed, r.counts.rules_written), (1, 1), "{r:?}");
+    assert_eq!(list_ours(&ns)?, text, "repaired");
+
+    // our table deleted: made again
+    nft(&ns, &["delete", "table", "ip", "kube-proxy"])?;
+    let r = ok(syncer.sync_full(&mut sock, desired()))?;
+    assert!(r.counts.chains_written > 0, "{r:?}");
+    assert_eq!(list_ours(&ns)?, text);
+    assert_eq!(nft(&ns, &["list", "table", "ip", "other"])?, other);
+    Ok(())
+}

@@ -68,6 +68,9 @@ pub struct NftablesFigures {
     pub objects_deleted: usize,
     /// Time reading our table back (full syncs).
     pub read_back: Duration,
+    /// Of `read_back`, the kernel's: inside the socket's `send` and
+    /// `recv` calls (it builds each dump message while we wait).
+    pub read_back_kernel: Duration,
 }
 
 impl SyncReport {

@@ -207,8 +207,10 @@ fn log_nftables_sync(family: IpFamily, trigger: Trigger, report: &SyncReport, se
     let (render_ms, apply_ms) = (ms(report.render), ms(report.apply));
     let kernel_ms = ms(report.kernel.unwrap_or_default());
     let read_back_ms = ms(figures.read_back);
+    let read_back_kernel_ms = ms(figures.read_back_kernel);
     tracing::info!(
         ip_family = %family, ?trigger, partial = report.partial, services, render_ms, apply_ms, kernel_ms, read_back_ms,
+        read_back_kernel_ms,
         chains = figures.chains, rules = figures.rules, sets = figures.sets, elements = figures.elements,
         changes = figures.changes, chains_written = figures.chains_written, rules_written = figures.rules_written,
         elements_written = figures.elements_written, deleted = figures.objects_deleted, "synced nftables rules"

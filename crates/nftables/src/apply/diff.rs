@@ -302,6 +302,7 @@ impl Writer<'_> {
                     set.comment = Some(fingerprint::comment(&anon.set, &anon.elements));
                 }
                 set.name = self.names.next();
+                self.names.wrote(&set);
                 set.id = Some(self.next_id);
                 self.next_id += 1;
                 let r = SetRef::to_set(&set);
@@ -355,6 +356,7 @@ impl Writer<'_> {
                     set.comment = Some(fingerprint::comment(&set, &anon.elements));
                 }
                 set.name = self.names.next();
+                self.names.wrote(&set);
                 set.id = Some(self.next_id);
                 self.next_id += 1;
                 let r = SetRef::to_set(&set);

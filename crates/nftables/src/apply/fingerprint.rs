@@ -26,8 +26,14 @@ pub(crate) fn comment(set: &Set, elements: &[Element]) -> String {
         element(&mut h, e);
     }
     let digest = h.finalize();
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{MARKER}{hex}")
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(MARKER.len() + 32);
+    out.push_str(MARKER);
+    for b in &digest[..16] {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 /// Whether `comment` is a fingerprint we wrote.

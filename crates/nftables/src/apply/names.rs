@@ -4,8 +4,10 @@
 //! it wrote itself (their elements need not be read back: a bound
 //! anonymous set is constant).
 
+use super::digest::{Digest, anonymous_identity};
+use super::fingerprint::is_fingerprint;
 use super::state::TableState;
-use crate::TableContents;
+use crate::{Set, TableContents};
 use std::collections::HashMap;
 
 /// Prefix of the names we give new anonymous sets.
@@ -13,23 +15,66 @@ const ANONYMOUS_PREFIX: &str = "__kp";
 
 /// Names for new anonymous sets: `__kp<n>`, `n` never used before in the
 /// table.
+///
+/// When recording ([`AnonymousNames::recording`], a lean syncer), it also
+/// keeps what identifies each `__kp<n>` set we wrote into our table (see
+/// `digest.rs`), so that a full sync need not list the table's sets to
+/// know them: a bound anonymous set is constant and we never reuse a name.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AnonymousNames {
     next: u64,
+    record: bool,
+    /// By `n`: the identities of the `__kp<n>` sets written or listed.
+    pub(crate) known: HashMap<u64, Digest>,
+}
+
+/// `n` of a `__kp<n>` name.
+pub(crate) fn number(name: &str) -> Option<u64> {
+    name.strip_prefix(ANONYMOUS_PREFIX)?.parse().ok()
 }
 
 impl AnonymousNames {
     /// Continues past every `__kp<n>` name in `contents`.
     pub(crate) fn seed(&mut self, contents: &TableContents) {
         for set in &contents.sets {
-            if let Some(n) = set
-                .name
-                .strip_prefix(ANONYMOUS_PREFIX)
-                .and_then(|n| n.parse::<u64>().ok())
-            {
-                self.next = self.next.max(n + 1);
-            }
+            self.seed_name(&set.name);
         }
+    }
+
+    /// Continues past `name` if it is a `__kp<n>` name.
+    pub(crate) fn seed_name(&mut self, name: &str) {
+        if let Some(n) = number(name) {
+            self.next = self.next.max(n + 1);
+        }
+    }
+
+    /// Keeps the identities of the anonymous sets it names from now on.
+    pub(crate) fn recording(&mut self) {
+        self.record = true;
+    }
+
+    /// Notes the anonymous set `set`, just named and fingerprinted, as
+    /// written (when recording).
+    pub(crate) fn wrote(&mut self, set: &Set) {
+        if !self.record {
+            return;
+        }
+        let (Some(n), Some(print)) = (
+            number(&set.name),
+            set.comment.as_deref().filter(|c| is_fingerprint(c)),
+        ) else {
+            return;
+        };
+        let mut normal = set.clone();
+        normal.name.clear();
+        normal.id = None;
+        normal.comment = None;
+        self.known.insert(n, anonymous_identity(&normal, print));
+    }
+
+    /// Continues past every name `other` would give.
+    pub(crate) fn merge(&mut self, other: &AnonymousNames) {
+        self.next = self.next.max(other.next);
     }
 
     pub(crate) fn next(&mut self) -> String {

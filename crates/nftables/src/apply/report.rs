@@ -104,8 +104,12 @@ pub struct SyncReport {
     /// Time the kernel spent on the transaction (inside `sendmsg` and
     /// reading its acks).
     pub kernel: Duration,
-    /// Time reading our table back (full sync only; mostly the kernel's).
+    /// Time reading our table back (full sync only), our decoding and
+    /// digests included.
     pub read_back: Duration,
+    /// Of `read_back`, the time inside the socket's `send` and `recv`
+    /// calls: the kernel's (it builds each dump message while we wait).
+    pub read_back_kernel: Duration,
     /// The whole sync, start to end.
     pub total: Duration,
 }

@@ -17,30 +17,29 @@
 use super::diff::create_rules;
 use super::names::AnonymousNames;
 use super::split::{is_anonymous_set, passes_empty};
-use super::state::TableState;
-use crate::{Error, Op, SetRef, TableContents, Transaction};
+use super::state::{ChainState, SetState, TableState};
+use crate::{Error, Op, SetRef, Transaction};
 use std::collections::HashSet;
 
-/// Creates the table made of `skeleton` (the table, every chain, the
-/// named sets with their elements; no rules) and `pieces` (each a chain
-/// of the skeleton with its rules and their anonymous sets), handing each
-/// part to `send` as soon as it is complete; the first part carries
+/// Creates the table made of `fixed` (the table, every chain without
+/// rules, the named sets with their elements) and `chains` (each a chain
+/// of `fixed` with its rules, normalized, in order), handing each part to
+/// `send` as soon as it is complete; the first part carries
 /// `generation`. Stops at the first part `send` refuses.
 pub(crate) fn create_in_parts(
-    skeleton: TableContents,
-    pieces: impl Iterator<Item = TableContents>,
+    fixed: TableState,
+    chains: impl Iterator<Item = ChainState>,
     max_anonymous: usize,
     generation: u32,
     names: &mut AnonymousNames,
     mut send: impl FnMut(Transaction) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let TableContents {
+    let TableState {
         table,
-        chains,
+        chains: defined,
         sets,
-        mut elements,
         ..
-    } = skeleton;
+    } = fixed;
     let part = Part {
         family: table.family,
         table: table.name.clone(),
@@ -49,7 +48,7 @@ pub(crate) fn create_in_parts(
     let mut staging = vec![Op::AddTable(table)];
     let mut last = Vec::new();
     let mut base = HashSet::new();
-    for chain in chains {
+    for ChainState { chain, .. } in defined {
         if chain.base.is_some() {
             base.insert(chain.name.clone());
         }
@@ -58,12 +57,11 @@ pub(crate) fn create_in_parts(
             false => last.push(Op::AddChain(chain)),
         }
     }
-    for set in sets {
-        let members = elements.remove(&TableContents::set_key(&set));
-        if let Some(members) = members.filter(|m| !m.is_empty()) {
+    for SetState { set, elements } in sets {
+        if !elements.is_empty() {
             last.push(Op::AddElements {
                 set: SetRef::named(set.name.as_str()),
-                elements: members,
+                elements,
             });
         }
         staging.push(Op::AddSet(set));
@@ -77,14 +75,12 @@ pub(crate) fn create_in_parts(
         cut: false,
     };
     let mut next_id = 1;
-    for piece in pieces {
-        for chain in TableState::new(piece).chains {
-            let staged = !base.contains(&chain.chain.name);
-            let ops = create_rules(chain, names, &mut next_id);
-            match staged {
-                true => parts.stage(ops)?,
-                false => last.extend(ops),
-            }
+    for chain in chains {
+        let staged = !base.contains(&chain.chain.name);
+        let ops = create_rules(chain, names, &mut next_id);
+        match staged {
+            true => parts.stage(ops)?,
+            false => last.extend(ops),
         }
     }
     parts.finish(last)
@@ -178,7 +174,7 @@ mod tests {
     use super::*;
     use crate::{
         BaseChain, Chain, ChainType, DataType, Element, Family, Hook, Policy, Rule, Set, Table,
-        Value, Verdict, stmt,
+        TableContents, Value, Verdict, stmt,
     };
 
     /// A cold start's shape as a renderer gives it: base chains (one with
@@ -297,12 +293,22 @@ mod tests {
         (skeleton, pieces)
     }
 
+    /// The skeleton and pieces as the syncer hands them on.
+    fn normalized(
+        skeleton: TableContents,
+        pieces: Vec<TableContents>,
+    ) -> (TableState, impl Iterator<Item = ChainState>) {
+        let chains = pieces.into_iter().flat_map(|p| TableState::new(p).chains);
+        (TableState::new(skeleton), chains)
+    }
+
     fn staged(contents: TableContents, max: usize) -> Vec<Transaction> {
         let (skeleton, pieces) = pieces(contents);
+        let (fixed, chains) = normalized(skeleton, pieces);
         let mut parts = Vec::new();
         create_in_parts(
-            skeleton,
-            pieces.into_iter(),
+            fixed,
+            chains,
             max,
             7,
             &mut AnonymousNames::default(),
@@ -354,24 +360,18 @@ mod tests {
     #[test]
     fn a_refused_part_stops_the_rest() {
         let (skeleton, pieces) = pieces(table(5));
+        let (fixed, chains) = normalized(skeleton, pieces);
         let mut sent = 0;
-        let result = create_in_parts(
-            skeleton,
-            pieces.into_iter(),
-            1,
-            7,
-            &mut AnonymousNames::default(),
-            |_| {
-                sent += 1;
-                match sent {
-                    2 => Err(Error::Decode {
-                        operation: "test".into(),
-                        reason: "refused".into(),
-                    }),
-                    _ => Ok(()),
-                }
-            },
-        );
+        let result = create_in_parts(fixed, chains, 1, 7, &mut AnonymousNames::default(), |_| {
+            sent += 1;
+            match sent {
+                2 => Err(Error::Decode {
+                    operation: "test".into(),
+                    reason: "refused".into(),
+                }),
+                _ => Ok(()),
+            }
+        });
         assert!(result.is_err());
         assert_eq!(sent, 2);
     }

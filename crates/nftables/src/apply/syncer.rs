@@ -16,7 +16,9 @@ use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::report::{SyncCounts, SyncReport};
 use super::split::split;
 use super::staged::create_in_parts;
-use super::state::{TableState, is_anonymous};
+use super::state::{ChainState, TableState, is_anonymous};
+use super::stream::diff_listed;
+use crate::socket::KnownSets;
 use crate::{Error, Family, NftSocket, Set, TableContents, TableIdentity, Transaction};
 use std::time::Instant;
 
@@ -35,6 +37,9 @@ pub struct Syncer {
     lean: bool,
     /// A sync succeeded and none failed since.
     applied: bool,
+    /// The handle of our table when a lean full sync last listed or made
+    /// it: the anonymous sets `names` knows are in that table.
+    known_table: Option<u64>,
 }
 
 impl std::fmt::Debug for Syncer {
@@ -78,6 +83,7 @@ impl Syncer {
             max_anonymous: None,
             lean: false,
             applied: false,
+            known_table: None,
         }
     }
 
@@ -89,6 +95,7 @@ impl Syncer {
     /// objects this way not kept between syncs.
     pub fn without_applied_state(mut self) -> Self {
         self.lean = true;
+        self.names.recording();
         self
     }
 
@@ -129,7 +136,13 @@ impl Syncer {
         desired: TableContents,
     ) -> Result<SyncReport, Error> {
         let start = Instant::now();
-        let result = self.full(socket, desired, start);
+        let result = match self.lean {
+            true => {
+                let (fixed, chains) = TableState::new(desired).split_rules();
+                self.full_reduced(socket, fixed, chains.into_iter(), start)
+            }
+            false => self.full(socket, desired, start),
+        };
         self.note(&result);
         result
     }
@@ -163,18 +176,97 @@ impl Syncer {
         pieces: impl Iterator<Item = TableContents>,
         start: Instant,
     ) -> Result<SyncReport, Error> {
-        let Some(max) = self.max_anonymous.filter(|_| self.lean) else {
-            return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
-        };
-        let generation = socket.generation()?;
-        if socket.table_identity(self.family, &self.table)?.is_some() {
+        if !self.lean {
             return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
         }
+        let chains = pieces.flat_map(|piece| TableState::new(piece).chains);
+        let fixed = TableState::new(skeleton).without_chain_index();
+        self.full_reduced(socket, fixed, chains, start)
+    }
+
+    /// A full sync of a syncer that keeps nothing
+    /// ([`Syncer::without_applied_state`]) to the table made of `fixed`
+    /// (the table, its chains without rules, the named sets with their
+    /// elements) and `chains` (its chains with their rules, in order),
+    /// each taken only when needed and held only if it must be written.
+    /// Our table is read back reduced to digests (`listed.rs`) and diffed
+    /// against them (`stream.rs`): neither table is ever held whole. A
+    /// cold start with a maximum of anonymous sets per transaction is
+    /// sent in parts as the chains come (`staged.rs`).
+    fn full_reduced(
+        &mut self,
+        socket: &mut NftSocket,
+        fixed: TableState,
+        chains: impl Iterator<Item = ChainState>,
+        start: Instant,
+    ) -> Result<SyncReport, Error> {
+        let generation = socket.generation()?;
+        let reading = Instant::now();
+        socket.take_request_time();
+        let named: Vec<String> = fixed.sets.iter().map(|s| s.set.name.clone()).collect();
+        let known = self.known_table.take().map(|handle| KnownSets {
+            handle,
+            sets: std::mem::take(&mut self.names.known),
+            named: &named,
+        });
+        let listed = socket.list_table_reduced(self.family, &self.table, known)?;
+        let read_back = reading.elapsed();
+        let read_back_kernel = socket.take_request_time();
+        let tx = match listed {
+            None => match self.max_anonymous {
+                Some(max) => {
+                    return self.create_in_parts(socket, fixed, chains, max, generation, start);
+                }
+                None => create_all(fixed.with_chains(chains), &mut self.names),
+            },
+            Some(mut listed) if listed.table == fixed.table => {
+                self.names.merge(&listed.names);
+                self.names.known = std::mem::take(&mut listed.known);
+                self.known_table = Some(listed.handle);
+                let (family, table) = (self.family, self.table.clone());
+                let tx = diff_listed(
+                    &fixed,
+                    chains,
+                    &listed,
+                    |set| socket.set_elements(family, &table, set),
+                    &mut self.names,
+                )?;
+                drop_later((fixed, listed));
+                tx
+            }
+            // our table's own definition differs: it is made again whole
+            Some(_) => {
+                return self.full_state(socket, fixed.with_chains(chains), start);
+            }
+        };
+        let mut tx = tx;
+        tx.generation = Some(generation);
+        let mut report = self.send(socket, tx, start, true)?;
+        report.full = true;
+        report.read_back = read_back;
+        report.read_back_kernel = read_back_kernel;
+        if self.known_table.is_none() {
+            // a table we made: what we wrote is all it holds
+            self.known_table = self.seen.and_then(|s| s.table).map(|t| t.handle);
+        }
+        Ok(report)
+    }
+
+    /// A cold start sent in parts as the chains come.
+    fn create_in_parts(
+        &mut self,
+        socket: &mut NftSocket,
+        fixed: TableState,
+        chains: impl Iterator<Item = ChainState>,
+        max: usize,
+        generation: u32,
+        start: Instant,
+    ) -> Result<SyncReport, Error> {
         let mut report = SyncReport {
             full: true,
             ..SyncReport::default()
         };
-        create_in_parts(skeleton, pieces, max, generation, &mut self.names, |part| {
+        create_in_parts(fixed, chains, max, generation, &mut self.names, |part| {
             report.counts.add(&SyncCounts::of(&part));
             report.changes += part.ops.len();
             report.transactions += 1;
@@ -184,6 +276,7 @@ impl Syncer {
             applied
         })?;
         self.seen = Some(self.look(socket)?);
+        self.known_table = self.seen.and_then(|s| s.table).map(|t| t.handle);
         report.total = start.elapsed();
         Ok(report)
     }
@@ -279,7 +372,15 @@ impl Syncer {
         desired: TableContents,
         start: Instant,
     ) -> Result<SyncReport, Error> {
-        let mut desired = TableState::new(desired);
+        self.full_state(socket, TableState::new(desired), start)
+    }
+
+    fn full_state(
+        &mut self,
+        socket: &mut NftSocket,
+        mut desired: TableState,
+        start: Instant,
+    ) -> Result<SyncReport, Error> {
         let generation = socket.generation()?;
         let started_reading = start.elapsed();
         let current = self.read_back(socket, &desired)?;

@@ -351,14 +351,48 @@ impl Model {
     }
 }
 
+/// What a lean syncer's full sync sends: `current` read back reduced to
+/// digests, `desired` taken chain by chain (`stream.rs`); `None` when the
+/// table's own definition differs (the whole diff is used then).
+fn reduced_diff(desired: &TableContents, current: &TableContents) -> Option<Transaction> {
+    use super::listed::listed_of;
+    use super::names::AnonymousNames;
+    use super::state::TableState;
+    use super::stream::diff_listed;
+    if desired.table != current.table {
+        return None;
+    }
+    let listed = listed_of(current);
+    let mut names = AnonymousNames::default();
+    names.merge(&listed.names);
+    let (fixed, chains) = TableState::new(desired.clone()).split_rules();
+    let elements = |s: &Set| {
+        Ok(current
+            .elements
+            .get(&TableContents::set_key(s))
+            .cloned()
+            .unwrap_or_default())
+    };
+    Some(diff_listed(&fixed, chains.into_iter(), &listed, elements, &mut names).unwrap())
+}
+
+/// [`diff`], checked to be what [`reduced_diff`] sends too.
+fn diff_both(desired: &TableContents, current: Option<&TableContents>) -> Transaction {
+    let tx = diff(desired, current);
+    if let Some(reduced) = current.and_then(|c| reduced_diff(desired, c)) {
+        assert_eq!(reduced, tx, "the reduced diff sends the same");
+    }
+    tx
+}
+
 /// Applies the diff from `current` to `desired` on the model, checks the
 /// result equals `desired`, and returns the transaction.
 fn diff_and_replay(desired: &TableContents, current: Option<&TableContents>) -> Transaction {
-    let tx = diff(desired, current);
+    let tx = diff_both(desired, current);
     let mut model = current.map(Model::from).unwrap_or_default();
     model.apply(&tx);
     let after = model.contents().expect("table exists after the sync");
-    let again = diff(desired, Some(&after));
+    let again = diff_both(desired, Some(&after));
     assert!(again.ops.is_empty(), "not converged: {:#?}", again.ops);
     tx
 }
@@ -412,7 +446,7 @@ fn creating_a_new_table_by_moving_its_objects_sends_what_the_diff_sends() {
 #[test]
 fn the_same_table_again_is_an_empty_transaction() {
     let t = table(&three());
-    assert!(diff(&t, Some(&t)).ops.is_empty());
+    assert!(diff_both(&t, Some(&t)).ops.is_empty());
 }
 
 #[test]
@@ -440,7 +474,7 @@ fn the_kernels_listing_of_what_we_wrote_is_the_same_table() {
             packets: 1,
         });
     }
-    assert!(diff(&desired, Some(&listed)).ops.is_empty());
+    assert!(diff_both(&desired, Some(&listed)).ops.is_empty());
 }
 
 #[test]
@@ -585,7 +619,7 @@ fn elements_the_packet_path_added_stay() {
         "affinity-x".into(),
         vec![Element::new(vec![ip([10, 0, 0, 7])])],
     );
-    assert!(diff(&desired, Some(&current)).ops.is_empty());
+    assert!(diff_both(&desired, Some(&current)).ops.is_empty());
 }
 
 #[test]
@@ -655,4 +689,129 @@ fn timing_probe_state_and_diff() {
             start.elapsed()
         );
     }
+}
+
+/// `table(services)` as the kernel lists it after we wrote it: anonymous
+/// sets named by us and carrying their fingerprint.
+fn listed(services: &[Svc]) -> TableContents {
+    let mut model = Model::default();
+    model.apply(&diff(&table(services), None));
+    model.contents().unwrap()
+}
+
+#[test]
+fn a_full_sync_compares_anonymous_sets_by_the_fingerprint_listed() {
+    // not dumped: the listing holds no elements for them
+    let mut current = listed(&three());
+    current.elements.retain(|name, _| !name.starts_with("__kp"));
+    assert!(
+        reduced_diff(&table(&three()), &current)
+            .unwrap()
+            .ops
+            .is_empty()
+    );
+
+    // a fingerprint that is not what we want: that chain is rewritten
+    let mut services = three();
+    services[2].endpoints.pop();
+    let tx = reduced_diff(&table(&services), &current).unwrap();
+    assert_eq!(
+        kinds(&tx),
+        [
+            "flush chain service-c",
+            "add set __kp3",
+            "add 1 to __kp3",
+            "add rule service-c"
+        ]
+    );
+}
+
+#[test]
+fn a_full_sync_dumps_and_compares_an_anonymous_set_someone_else_made() {
+    // made by hand (`nft add rule … map { … }`): the kernel's name, no
+    // fingerprint, its elements listed
+    let mut current = listed(&three());
+    let set = current.sets.iter_mut().find(|s| s.name == "__kp1").unwrap();
+    set.comment = None;
+    set.name = "__set0".into();
+    let elements = current.elements.remove("__kp1").unwrap();
+    current.elements.insert("__set0".into(), elements);
+    for r in &mut current.rules {
+        for e in &mut r.exprs {
+            if let Expr::Lookup { set, .. } = e
+                && set.name == "__kp1"
+            {
+                set.name = "__set0".into();
+            }
+        }
+    }
+    assert!(diff_both(&table(&three()), Some(&current)).ops.is_empty());
+    // with other elements it is rewritten
+    current.elements.get_mut("__set0").unwrap().pop();
+    let tx = diff_both(&table(&three()), Some(&current));
+    assert_eq!(SyncCounts::of(&tx).chains_flushed, 1);
+    assert_eq!(SyncCounts::of(&tx).rules_written, 1);
+}
+
+#[test]
+fn a_rule_changed_by_hand_is_rewritten_and_a_named_set_redumped() {
+    let mut current = listed(&three());
+    // a rule of `services` changed, an element of `cluster-ips` gone and
+    // one added
+    let rule = current
+        .rules
+        .iter_mut()
+        .find(|r| r.chain == "services")
+        .unwrap();
+    rule.exprs.push(Expr::Counter {
+        bytes: 1,
+        packets: 1,
+    });
+    rule.exprs.push(Expr::Notrack);
+    let ips = current.elements.get_mut("cluster-ips").unwrap();
+    ips.remove(0);
+    ips.push(Element::new(vec![ip([10, 96, 9, 9])]));
+    let mut dumped = Vec::new();
+    let listed = super::listed::listed_of(&current);
+    let (fixed, chains) = super::state::TableState::new(table(&three())).split_rules();
+    let mut names = super::names::AnonymousNames::default();
+    names.merge(&listed.names);
+    let tx = super::stream::diff_listed(
+        &fixed,
+        chains.into_iter(),
+        &listed,
+        |s| {
+            dumped.push(s.name.clone());
+            Ok(current.elements[&s.name].clone())
+        },
+        &mut names,
+    )
+    .unwrap();
+    assert_eq!(dumped, ["cluster-ips"], "only the set whose digest differs");
+    assert_eq!(
+        kinds(&tx),
+        [
+            "flush chain services",
+            "delete 1 from cluster-ips",
+            "add 1 to cluster-ips",
+            "add rule services"
+        ]
+    );
+    assert_eq!(tx, diff(&table(&three()), Some(&current)));
+}
+
+#[test]
+fn rules_of_a_chain_listed_apart_make_it_rewritten() {
+    // never from the kernel, which lists a chain's rules together
+    let mut current = listed(&three());
+    let at = current
+        .rules
+        .iter()
+        .position(|r| r.chain == "services")
+        .unwrap();
+    let rule = current.rules.remove(at);
+    current.rules.insert(0, rule.clone());
+    current.rules.push(rule);
+    let tx = reduced_diff(&table(&three()), &current).unwrap();
+    assert_eq!(kinds(&tx), ["flush chain services", "add rule services"]);
 }

@@ -1,0 +1,188 @@
+//! A full sync's diff against our table as read back and reduced to
+//! digests ([`super::listed`]): the transaction [`super::diff`] would
+//! give, in the same order, but the desired chains are taken one at a
+//! time and kept only when they must be written, and the current table's
+//! rules and elements are never held. A named set whose elements' digest
+//! differs is the one thing read again, whole, to find which elements go
+//! and come.
+
+use super::diff::create_rules;
+use super::digest::{self, ElementsDigest};
+use super::listed::{ListedSet, ListedTable};
+use super::names::AnonymousNames;
+use super::state::{ChainState, ElementKey, SetState, TableState};
+use crate::{Element, Error, Op, Set, SetRef, Transaction};
+use std::collections::HashMap;
+
+/// What happens to a desired chain that is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Not in the kernel.
+    Added,
+    /// Same definition, other rules (or it uses a replaced set): flushed
+    /// and written again.
+    Rewritten,
+    /// Another definition (a base chain's hook or priority): deleted and
+    /// added again.
+    Replaced,
+}
+
+/// The transaction that brings `current` (our table as listed, with the
+/// same table definition as `fixed`'s) to the table made of `fixed` (the
+/// table and its named sets with their elements; its chains are not
+/// used) and `chains` (every desired chain with its rules, normalized, in
+/// order). `current_elements` reads the elements of a listed named set
+/// again, for a set whose elements' digest differs from the desired one.
+pub(crate) fn diff_listed(
+    fixed: &TableState,
+    chains: impl Iterator<Item = ChainState>,
+    current: &ListedTable,
+    mut current_elements: impl FnMut(&Set) -> Result<Vec<Element>, Error>,
+    names: &mut AnonymousNames,
+) -> Result<Transaction, Error> {
+    let sets = SetPlan::between(fixed, current);
+    let mut held: Vec<(Written, ChainState)> = Vec::new();
+    // per current chain: wanted with the same definition and rules (None:
+    // not wanted; Some(false): rewritten or replaced)
+    let mut kept = vec![None; current.chains.len()];
+    for want in chains {
+        let Some((i, have)) = current.chain(&want.chain.name) else {
+            held.push((Written::Added, want));
+            continue;
+        };
+        let written = if have.chain != want.chain {
+            Some(Written::Replaced)
+        } else if have.scattered
+            || have.digest != digest::chain_rules(&want)
+            || have.named_sets.iter().any(|s| sets.replaced_name(s))
+        {
+            Some(Written::Rewritten)
+        } else {
+            None
+        };
+        kept[i] = Some(written.is_none());
+        if let Some(written) = written {
+            held.push((written, want));
+        }
+    }
+
+    let mut tx = Transaction::new(fixed.table.family, fixed.table.name.clone());
+    for (_, c) in held.iter().filter(|(w, _)| *w == Written::Added) {
+        tx.push(Op::AddChain(c.chain.clone()));
+    }
+    for (c, kept) in current.chains.iter().zip(&kept) {
+        if *kept != Some(true) && c.rules > 0 {
+            tx.push(Op::FlushChain(c.chain.name.clone()));
+        }
+    }
+    for s in &sets.removed {
+        tx.push(Op::DeleteSet(s.set.name.clone()));
+    }
+    for s in &sets.replaced {
+        tx.push(Op::DeleteSet(s.set.name.clone()));
+    }
+    for s in sets.added.iter().chain(&sets.replaced) {
+        tx.push(Op::AddSet(s.set.clone()));
+    }
+    let mut changed = Vec::new();
+    for (want, have) in &sets.kept {
+        if have.is_dynamic() || ElementsDigest::of(&want.elements) == have.elements {
+            continue;
+        }
+        changed.push((*want, current_elements(&have.set)?));
+    }
+    for (want, have) in &changed {
+        let wanted = by_key(&want.elements);
+        let gone: Vec<Element> = have
+            .iter()
+            .filter(|e| wanted.get(&ElementKey::of(e)) != Some(e))
+            .cloned()
+            .collect();
+        push_elements(&mut tx, want, gone, true);
+    }
+    for s in sets.added.iter().chain(&sets.replaced) {
+        push_elements(&mut tx, s, s.elements.clone(), false);
+    }
+    for (want, have) in &changed {
+        let had = by_key(have);
+        let new: Vec<Element> = want
+            .elements
+            .iter()
+            .filter(|e| had.get(&ElementKey::of(e)) != Some(e))
+            .cloned()
+            .collect();
+        push_elements(&mut tx, want, new, false);
+    }
+    drop(changed);
+    let mut next_id = 1;
+    let mut replaced = Vec::new();
+    for (written, c) in held {
+        match written {
+            Written::Replaced => replaced.push(c),
+            _ => tx.ops.extend(create_rules(c, names, &mut next_id)),
+        }
+    }
+    for (c, kept) in current.chains.iter().zip(&kept) {
+        if kept.is_none() {
+            tx.push(Op::DeleteChain(c.chain.name.clone()));
+        }
+    }
+    for c in replaced {
+        tx.push(Op::DeleteChain(c.chain.name.clone()));
+        tx.push(Op::AddChain(c.chain.clone()));
+        tx.ops.extend(create_rules(c, names, &mut next_id));
+    }
+    Ok(tx)
+}
+
+/// Named sets: what is added, replaced, kept and removed.
+struct SetPlan<'a> {
+    added: Vec<&'a SetState>,
+    replaced: Vec<&'a SetState>,
+    kept: Vec<(&'a SetState, &'a ListedSet)>,
+    removed: Vec<&'a ListedSet>,
+}
+
+impl<'a> SetPlan<'a> {
+    fn between(desired: &'a TableState, current: &'a ListedTable) -> Self {
+        let mut plan = SetPlan {
+            added: Vec::new(),
+            replaced: Vec::new(),
+            kept: Vec::new(),
+            removed: Vec::new(),
+        };
+        for want in &desired.sets {
+            match current.set(&want.set.name) {
+                None => plan.added.push(want),
+                Some(have) if have.set != want.set => plan.replaced.push(want),
+                Some(have) => plan.kept.push((want, have)),
+            }
+        }
+        plan.removed = current
+            .sets
+            .iter()
+            .filter(|s| desired.set(&s.set.name).is_none())
+            .collect();
+        plan
+    }
+
+    fn replaced_name(&self, name: &str) -> bool {
+        self.replaced.iter().any(|s| s.set.name == name)
+    }
+}
+
+fn push_elements(tx: &mut Transaction, set: &SetState, elements: Vec<Element>, delete: bool) {
+    if elements.is_empty() {
+        return;
+    }
+    let set = SetRef::named(set.set.name.as_str());
+    tx.push(match delete {
+        true => Op::DeleteElements { set, elements },
+        false => Op::AddElements { set, elements },
+    });
+}
+
+/// Elements by key.
+fn by_key(elements: &[Element]) -> HashMap<ElementKey<'_>, &Element> {
+    elements.iter().map(|e| (ElementKey::of(e), e)).collect()
+}
