@@ -164,9 +164,13 @@ fn table_appears_resyncs_write_nothing_removed_services_go_and_cleanup_deletes_i
         after = table(&ns).unwrap();
     }
     assert!(!after.contains("storefront/web/"), "chains or elements of the removed service storefront/web:\n{after}");
+    // The file's objects reach the tracker one by one, so a sync may run
+    // between the Service's removal and its slice's: the state settles
+    // within a few syncs, after which they write nothing.
     proxy.drain();
-    let settled = proxy.wait_for(SYNCED);
-    assert_eq!(field(&settled, "changes"), "0", "syncs after the removal keep rewriting: {settled}");
+    let settled: Vec<String> = (0..3).map(|_| proxy.wait_for(SYNCED)).collect();
+    let last = settled.last().map(|l| field(l, "changes")).unwrap_or_default();
+    assert_eq!(last, "0", "syncs after the removal keep rewriting: {settled:#?}");
     assert!(after.contains("storefront/cart/"), "the other services lost their rules:\n{after}");
     proxy.stop();
 
