@@ -165,7 +165,7 @@ impl NftablesProxier {
         self.applied = None;
         let selected = render::render_services(snapshot, &ctx, Services::All);
         let no_local = selected.rendered.no_local_endpoints;
-        let owners = Owners::of(&selected.shared_keys);
+        let shared_keys = selected.shared_keys;
         // typed chain by chain as the syncer takes them (a cold start
         // never holds the table typed whole)
         let (skeleton, pieces) = selected.rendered.ruleset.into_pieces();
@@ -177,6 +177,9 @@ impl NftablesProxier {
             .syncer
             .sync_full_in_pieces(&mut self.socket, skeleton, pieces)?;
         counts.rules = rules.get();
+        // built once the sync's own peak is over
+        let owners = Owners::of(&shared_keys);
+        drop(shared_keys);
         self.applied = Some(Applied {
             snapshot: snapshot.clone(),
             ctx,

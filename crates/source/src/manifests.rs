@@ -19,6 +19,7 @@
 //! the objects it gave); the objects of unchanged documents are not fed
 //! to the tracker again.
 
+mod content_hash;
 mod decode;
 mod object;
 mod plain_yaml;

@@ -4,17 +4,19 @@
 //! every `poll` in any case: when its modification time,
 //! size or inode differ from the last read (or the last read was so soon
 //! after a write that a second write in the same timestamp tick could have
-//! been missed), it reads the file and compares a hash of the content.
+//! been missed), it hashes the file's content as it streams through a
+//! small buffer, and only if that differs from the last read's reads the
+//! file whole.
 //! Changed content that passes the [`Checked`] test replaces the tracker's
 //! state object by object; content that does not, or a file that cannot
 //! be read, is logged once and the last good state stays (nothing is
 //! touched), so a half-written file never wipes the rules.
 
 use super::Checked;
+use super::content_hash::{hash_file, hash_text};
 use super::replace::{Held, Replaced};
 use super::wake::Wake;
 use crate::{Error, SourceEvent};
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -169,12 +171,6 @@ impl Stamp {
     }
 }
 
-fn hash_of(text: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
-}
-
 /// Reads and checks the file, with what the watcher needs to notice the
 /// next change.
 fn read_state(path: &Path) -> Result<(Checked, Seen), Error> {
@@ -184,7 +180,7 @@ fn read_state(path: &Path) -> Result<(Checked, Seen), Error> {
     };
     let stamp = Stamp::of(&std::fs::metadata(path).map_err(read_err)?);
     let text = std::fs::read_to_string(path).map_err(read_err)?;
-    let hash = hash_of(&text);
+    let hash = hash_text(&text);
     let checked = Checked::new(path.display().to_string(), text)?;
     let seen = Seen {
         racy: stamp.is_racy(),
@@ -205,6 +201,21 @@ async fn check_once(path: &Path, seen: &mut Seen, held: &Held) -> Option<Checked
     if seen.stamp.as_ref() == Some(&stamp) && !seen.racy {
         return None;
     }
+    let streamed = {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || hash_file(&path)).await
+    };
+    match streamed {
+        Ok(Ok(hash)) if hash == seen.hash => {
+            seen.read_failing = None;
+            seen.racy = stamp.is_racy();
+            seen.stamp = Some(stamp);
+            return None;
+        }
+        Ok(Err(err)) => return read_failed(seen, path, err),
+        // changed, or hashing could not run: read it whole
+        Ok(Ok(_)) | Err(_) => {}
+    }
     let text = match tokio::fs::read_to_string(path).await {
         Ok(text) => text,
         Err(err) => return read_failed(seen, path, err),
@@ -212,7 +223,7 @@ async fn check_once(path: &Path, seen: &mut Seen, held: &Held) -> Option<Checked
     seen.read_failing = None;
     seen.racy = stamp.is_racy();
     seen.stamp = Some(stamp);
-    let hash = hash_of(&text);
+    let hash = hash_text(&text);
     if hash == seen.hash {
         return None;
     }
