@@ -7,10 +7,11 @@
 //!
 //! * full (the runner's policy asks for it, nothing was applied yet, the
 //!   last sync failed or the syncer saw our table changed by someone
-//!   else): every service rendered (pure, [`render::render_services`]),
-//!   our table read back and diffed, one transaction; when there is no
-//!   table yet, it is created in parts typed and sent chain by chain
-//!   ([`Syncer::sync_full_in_pieces`]);
+//!   else): every service rendered (pure, [`render::render_lean`]: the
+//!   shared sets whole, each port's chains rendered again as the syncer
+//!   takes them), our table read back and diffed, one transaction; when
+//!   there is no table yet, it is created in parts typed and sent chain
+//!   by chain ([`Syncer::sync_full_in_pieces`]);
 //! * partial: only the services the change set names are rendered, from
 //!   the snapshot the last sync applied and from this one, and the
 //!   [`Syncer`] applies the difference between the two renderings
@@ -163,12 +164,13 @@ impl NftablesProxier {
         started: Instant,
     ) -> Result<Synced, Error> {
         self.applied = None;
-        let selected = render::render_services(snapshot, &ctx, Services::All);
-        let no_local = selected.rendered.no_local_endpoints;
-        let shared_keys = selected.shared_keys;
-        // typed chain by chain as the syncer takes them (a cold start
-        // never holds the table typed whole)
-        let (skeleton, pieces) = selected.rendered.ruleset.into_pieces();
+        let mut lean = render::render_lean(snapshot, &ctx);
+        let no_local = lean.selected.rendered.no_local_endpoints;
+        let shared_keys = std::mem::take(&mut lean.selected.shared_keys);
+        // each port's chains rendered again and typed as the syncer takes
+        // them: neither every chain's statements nor the table typed whole
+        // are ever held
+        let (skeleton, pieces) = lean.into_pieces();
         let render = started.elapsed();
         let mut counts = Counts::of(&skeleton);
         let rules = std::cell::Cell::new(0);

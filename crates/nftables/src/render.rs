@@ -18,6 +18,7 @@ mod external_chain;
 mod external_ip;
 mod hairpin;
 pub mod interval;
+mod lean;
 mod load_balancer;
 mod local_traffic;
 pub mod names;
@@ -31,6 +32,7 @@ pub mod statement;
 mod text;
 
 pub use context::RenderContext;
+pub use lean::{Lean, render_lean};
 pub use ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset, anonymous_set_name};
 pub use selected::{Selected, Services, render_services};
 pub use shared::{SHARED_SETS, is_interchangeable, shared_key};

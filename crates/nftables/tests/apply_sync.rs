@@ -239,7 +239,10 @@ fn a_cold_start_split_into_parts_builds_the_same_table() -> Result<()> {
 
     let mut split = Syncer::new(Family::Ip).with_max_anonymous_sets_per_transaction(2);
     let r = ok(split.sync_full(&mut sock, desired.clone()))?;
-    assert_eq!(r.transactions, 4, "three staging parts and the final one: {r:?}");
+    assert_eq!(
+        r.transactions, 4,
+        "three staging parts and the final one: {r:?}"
+    );
     assert_eq!(list_ours(&ns)?, text);
     assert!(ok(split.sync_full(&mut sock, desired))?.counts.is_empty());
     Ok(())
@@ -263,14 +266,25 @@ fn a_split_sync_whose_final_part_is_refused_leaves_traffic_on_the_old_rules() ->
     // an element naming a chain that does not exist: refused in the final part
     let vmap = refused.elements.get_mut("service-ips").unwrap();
     vmap.push(Element::verdict(
-        vec![Value::Ipv4("10.99.0.1".parse()?), Value::Proto(6), Value::Port(80)],
+        vec![
+            Value::Ipv4("10.99.0.1".parse()?),
+            Value::Proto(6),
+            Value::Port(80),
+        ],
         Verdict::Goto("no-such-chain".into()),
     ));
     let err = syncer.sync_full(&mut sock, refused).unwrap_err();
-    assert!(err.to_string().contains("add element ip kube-proxy service-ips"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("add element ip kube-proxy service-ips"),
+        "{err}"
+    );
     assert_eq!(service_ips(&ns)?, before, "traffic still sees the old map");
     let staged = list_ours(&ns)?;
-    assert!(staged.contains(&new[6].chain()), "the staging parts were applied:\n{staged}");
+    assert!(
+        staged.contains(&new[6].chain()),
+        "the staging parts were applied:\n{staged}"
+    );
 
     let r = ok(syncer.sync_full(&mut sock, services::table(&new)))?;
     assert!(r.full);
@@ -278,7 +292,11 @@ fn a_split_sync_whose_final_part_is_refused_leaves_traffic_on_the_old_rules() ->
     let text = list_ours(&ns)?;
     assert!(cleanup(&mut sock, Family::Ip)?);
     ok(whole.sync_full(&mut sock, services::table(&new)))?;
-    assert_eq!(text, list_ours(&ns)?, "as one transaction would have left it");
+    assert_eq!(
+        text,
+        list_ours(&ns)?,
+        "as one transaction would have left it"
+    );
     Ok(())
 }
 
@@ -529,7 +547,11 @@ fn a_lean_full_sync_repairs_outside_changes_to_our_table() -> Result<()> {
     );
     // a restarted proxy too (it lists the sets: their fingerprints)
     sock.capture();
-    assert!(ok(lean().sync_full(&mut sock, desired()))?.counts.is_empty());
+    assert!(
+        ok(lean().sync_full(&mut sock, desired()))?
+            .counts
+            .is_empty()
+    );
     let dumped_restart = sock.take_capture().len();
     assert!(
         dumped_restart + 15 <= dumped_all,
@@ -553,28 +575,49 @@ fn a_lean_full_sync_repairs_outside_changes_to_our_table() -> Result<()> {
     )?;
     let r = ok(syncer.sync_full(&mut sock, desired()))?;
     assert_eq!(
-        (r.counts.chains_flushed, r.counts.chains_deleted, r.counts.rules_written),
+        (
+            r.counts.chains_flushed,
+            r.counts.chains_deleted,
+            r.counts.rules_written
+        ),
         (3, 1, 2),
         "{r:?}"
     );
-    assert_eq!((r.counts.elements_written, r.counts.elements_deleted), (1, 1), "{r:?}");
+    assert_eq!(
+        (r.counts.elements_written, r.counts.elements_deleted),
+        (1, 1),
+        "{r:?}"
+    );
     assert_eq!(list_ours(&ns)?, text, "repaired");
-    assert!(ok(syncer.sync_full(&mut sock, desired()))?.counts.is_empty());
+    assert!(
+        ok(syncer.sync_full(&mut sock, desired()))?
+            .counts
+            .is_empty()
+    );
 
     // without listing the sets (all known): a chain, a named set and a rule
     // binding an anonymous set made by hand are seen all the same
     nft(&ns, &["add chain ip kube-proxy intruder2"])?;
     let r = ok(syncer.sync_full(&mut sock, desired()))?;
     assert_eq!(r.counts.chains_deleted, 1, "{r:?}");
-    nft(&ns, &["add set ip kube-proxy intruder-set { type ipv4_addr; }"])?;
+    nft(
+        &ns,
+        &["add set ip kube-proxy intruder-set { type ipv4_addr; }"],
+    )?;
     let r = ok(syncer.sync_full(&mut sock, desired()))?;
     assert_eq!(r.counts.sets_deleted, 1, "{r:?}");
     nft(
         &ns,
-        &[&format!("add rule ip kube-proxy {changed} ip saddr {{ 10.0.0.1, 10.0.0.2 }} accept")],
+        &[&format!(
+            "add rule ip kube-proxy {changed} ip saddr {{ 10.0.0.1, 10.0.0.2 }} accept"
+        )],
     )?;
     let r = ok(syncer.sync_full(&mut sock, desired()))?;
-    assert_eq!((r.counts.chains_flushed, r.counts.rules_written), (1, 1), "{r:?}");
+    assert_eq!(
+        (r.counts.chains_flushed, r.counts.rules_written),
+        (1, 1),
+        "{r:?}"
+    );
     assert_eq!(list_ours(&ns)?, text, "repaired");
 
     // our table deleted: made again

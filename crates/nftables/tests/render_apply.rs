@@ -145,17 +145,32 @@ fn a_cold_start_sent_in_pieces_lists_as_upstream_and_needs_nothing_more() -> Res
         .without_applied_state()
         .with_max_anonymous_sets_per_transaction(2);
     let snapshot = reference_snapshot(IpFamily::V4);
-    let rendered = || render(&snapshot, &reference_options(IpFamily::V4), &reference_facts()).ruleset;
+    let rendered = || {
+        render(
+            &snapshot,
+            &reference_options(IpFamily::V4),
+            &reference_facts(),
+        )
+        .ruleset
+    };
 
     let (skeleton, pieces) = rendered().into_pieces();
     let first = syncer.sync_full_in_pieces(&mut socket, skeleton, pieces)?;
     assert!(first.full && first.transactions > 3, "{first:?}");
     let listed = ns.exec("nft", &["list", "table", "ip", "kube-proxy"])?;
     let diff = differences(&listed, &reference_table("ip"));
-    assert!(diff.is_empty(), "table sent in pieces differs from upstream:\n{}", diff.join("\n"));
+    assert!(
+        diff.is_empty(),
+        "table sent in pieces differs from upstream:\n{}",
+        diff.join("\n")
+    );
 
     let again = Syncer::new(Family::Ip).sync_full(&mut socket, rendered().contents())?;
-    assert_eq!(again.changes, 0, "after the pieces a full sync wrote: {:?}", again.counts);
+    assert_eq!(
+        again.changes, 0,
+        "after the pieces a full sync wrote: {:?}",
+        again.counts
+    );
     let (skeleton, pieces) = rendered().into_pieces();
     let present = syncer.sync_full_in_pieces(&mut socket, skeleton, pieces)?;
     assert!(present.full && present.changes == 0, "{present:?}");

@@ -193,15 +193,21 @@ fn interface_detection_loads_and_lists_as_iifname() -> Result<()> {
     use plan::LocalDetection;
     let cases = [
         (LocalDetection::BridgeInterface("cbr0".into()), "\"cbr0\""),
-        (LocalDetection::InterfaceNamePrefix("veth".into()), "\"veth*\""),
+        (
+            LocalDetection::InterfaceNamePrefix("veth".into()),
+            "\"veth*\"",
+        ),
     ];
     for (i, (detection, iface)) in cases.into_iter().enumerate() {
         for family in [IpFamily::V4, IpFamily::V6] {
             let mut opts = reference_options(family);
             opts.common.local_detection = detection.clone();
-            let rendered =
-                render(&reference_snapshot(family), &opts, &reference_facts()).ruleset;
-            let (nf, name) = if family == IpFamily::V4 { (Family::Ip, "ip") } else { (Family::Ip6, "ip6") };
+            let rendered = render(&reference_snapshot(family), &opts, &reference_facts()).ruleset;
+            let (nf, name) = if family == IpFamily::V4 {
+                (Family::Ip, "ip")
+            } else {
+                (Family::Ip6, "ip6")
+            };
             let ns = netns(&format!("nftif{i}{name}"))?;
             let contents = rendered.contents();
             send(&ns, &contents)?;
@@ -217,18 +223,27 @@ fn interface_detection_loads_and_lists_as_iifname() -> Result<()> {
             }
             assert!(!listed.contains("saddr != 10.244.0.0/16"));
             let got = ns
-                .run(move || NftSocket::connect().and_then(|mut s| s.list_table(nf, "kube-proxy")))??
+                .run(move || {
+                    NftSocket::connect().and_then(|mut s| s.list_table(nf, "kube-proxy"))
+                })??
                 .expect("our table");
-            assert_eq!(plain(got).rules, plain(contents).rules, "read back as rendered");
+            assert_eq!(
+                plain(got).rules,
+                plain(contents).rules,
+                "read back as rendered"
+            );
 
             let text_ns = netns(&format!("nftift{i}{name}"))?;
-            let path = std::env::temp_dir()
-                .join(format!("nftif-{}-{i}-{name}.nft", std::process::id()));
+            let path =
+                std::env::temp_dir().join(format!("nftif-{}-{i}-{name}.nft", std::process::id()));
             std::fs::write(&path, rendered.to_nft_text())?;
             let loaded = text_ns.exec("nft", &["-f", path.to_str().unwrap()]);
             std::fs::remove_file(&path)?;
             loaded?;
-            assert!(nft_list(&text_ns, name)?.contains(&masq), "the text lists the same");
+            assert!(
+                nft_list(&text_ns, name)?.contains(&masq),
+                "the text lists the same"
+            );
         }
     }
     Ok(())

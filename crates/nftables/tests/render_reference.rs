@@ -82,3 +82,28 @@ fn the_reference_holds_what_its_readme_counts() {
     let rules: usize = ip6.chains.iter().map(|c| c.rules.len()).sum();
     assert_eq!((ip6.chains.len(), rules, ip6.sets.len()), (15, 20, 7));
 }
+
+#[test]
+fn a_lean_rendering_gives_the_pieces_of_the_whole_table() {
+    use nftables::render::{RenderContext, render_lean};
+    for family in [IpFamily::V4, IpFamily::V6] {
+        let snap = reference_snapshot(family);
+        let ctx = RenderContext::new(&snap, &reference_options(family), &reference_facts());
+        let whole = render_reference(family);
+        let lean = render_lean(&snap, &ctx);
+        assert_eq!(
+            lean.selected.rendered.no_local_endpoints,
+            whole.no_local_endpoints
+        );
+        let (skeleton, pieces) = lean.into_pieces();
+        let (whole_skeleton, whole_pieces) = whole.ruleset.into_pieces();
+        assert_eq!(skeleton, whole_skeleton, "{family:?}");
+        let pieces: Vec<_> = pieces.collect();
+        let whole_pieces: Vec<_> = whole_pieces.collect();
+        if family == IpFamily::V4 {
+            assert!(pieces.iter().any(|p| !p.sets.is_empty()), "no anonymous set");
+            assert!(pieces.len() > 40, "{} pieces", pieces.len());
+        }
+        assert_eq!(pieces, whole_pieces, "{family:?}");
+    }
+}

@@ -231,7 +231,11 @@ mod tests {
         for i in 1..=n {
             tx.push(Op::AddChain(Chain::regular(format!("c{i}"))));
         }
-        let map = Set::map("service-ips", vec![DataType::Ipv4Addr], vec![DataType::Verdict]);
+        let map = Set::map(
+            "service-ips",
+            vec![DataType::Ipv4Addr],
+            vec![DataType::Verdict],
+        );
         tx.push(Op::AddSet(map));
         tx.push(Op::AddElements {
             set: SetRef::named("service-ips"),
@@ -250,7 +254,10 @@ mod tests {
             let set = Set::anonymous(i, vec![DataType::Integer], Some(vec![DataType::Verdict]));
             let r = SetRef::to_set(&set);
             tx.push(Op::AddSet(set));
-            tx.push(Op::AddRule(Rule::new(format!("c{i}"), stmt::numgen_vmap(2, r))));
+            tx.push(Op::AddRule(Rule::new(
+                format!("c{i}"),
+                stmt::numgen_vmap(2, r),
+            )));
         }
         tx
     }
@@ -290,15 +297,22 @@ mod tests {
             }
         }
         // chains in the transaction's order, the base chain first
-        let chains: Vec<&str> = parts[0].ops.iter().filter_map(|op| match op {
-            Op::AddChain(c) => Some(c.name.as_str()),
-            _ => None,
-        }).collect();
+        let chains: Vec<&str> = parts[0]
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::AddChain(c) => Some(c.name.as_str()),
+                _ => None,
+            })
+            .collect();
         assert_eq!(chains, ["nat-prerouting", "c1", "c2", "c3", "c4", "c5"]);
         // the final part: the verdict map's elements and the base chain's rule
         let last = &parts[3].ops;
         assert!(matches!(&last[0], Op::AddElements { .. }));
-        assert!(last.iter().any(|op| matches!(op, Op::AddRule(r) if r.chain == "nat-prerouting")));
+        assert!(
+            last.iter()
+                .any(|op| matches!(op, Op::AddRule(r) if r.chain == "nat-prerouting"))
+        );
         // nothing lost, nothing doubled
         let mut joined: Vec<Op> = parts.into_iter().flat_map(|p| p.ops).collect();
         assert_eq!(joined.len(), all.len());
@@ -324,8 +338,16 @@ mod tests {
             .collect();
         assert_eq!(staged, ["c1", "c3"]);
         let last = parts.last().unwrap();
-        assert!(last.ops.iter().any(|op| matches!(op, Op::AddSet(s) if s.name == "service-ips")));
-        assert!(last.ops.iter().any(|op| matches!(op, Op::AddRule(r) if r.chain == "c2")));
+        assert!(
+            last.ops
+                .iter()
+                .any(|op| matches!(op, Op::AddSet(s) if s.name == "service-ips"))
+        );
+        assert!(
+            last.ops
+                .iter()
+                .any(|op| matches!(op, Op::AddRule(r) if r.chain == "c2"))
+        );
     }
 
     #[test]

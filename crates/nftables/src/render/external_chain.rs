@@ -4,9 +4,9 @@
 //! traffic short-circuit to the cluster-wide chain (the node's
 //! masqueraded), and what remains goes to the `local-` chain.
 
+use super::local_traffic::if_local;
 use super::ruleset::{ChainRules, RuleSpec};
 use super::service_port::Port;
-use super::local_traffic::if_local;
 use super::statement::Stmt;
 use crate::{Chain, Verdict};
 

@@ -110,7 +110,10 @@ pub const COMMENT_MAX: usize = 128;
 pub fn service_port_comment(name: &ServicePortName) -> String {
     let mut comment = name.to_string();
     if comment.len() > COMMENT_MAX {
-        let cut = (0..=COMMENT_MAX).rev().find(|i| comment.is_char_boundary(*i)).unwrap_or(0);
+        let cut = (0..=COMMENT_MAX)
+            .rev()
+            .find(|i| comment.is_char_boundary(*i))
+            .unwrap_or(0);
         comment.truncate(cut);
     }
     comment
@@ -188,7 +191,11 @@ mod tests {
         assert_eq!(service_port_comment(&short), "ns/svc:http");
         let wide = ServicePortName::new(&"é".repeat(100), "svc", "p", Protocol::Tcp);
         let cut = service_port_comment(&wide);
-        assert!(cut.len() <= COMMENT_MAX && cut.len() >= COMMENT_MAX - 1, "cut on a character boundary: {}", cut.len());
+        assert!(
+            cut.len() <= COMMENT_MAX && cut.len() >= COMMENT_MAX - 1,
+            "cut on a character boundary: {}",
+            cut.len()
+        );
     }
 
     #[test]

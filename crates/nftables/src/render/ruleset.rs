@@ -131,6 +131,13 @@ impl Ruleset {
     /// chain with its rules and their anonymous sets (one chain per
     /// piece, in order). The pieces together are `into_contents()`.
     pub fn into_pieces(self) -> (TableContents, impl Iterator<Item = TableContents>) {
+        let (skeleton, table, chains) = self.into_skeleton();
+        (skeleton, pieces_of(table, chains.into_iter()))
+    }
+
+    /// The skeleton of [`Ruleset::into_pieces`], with the table and the
+    /// chains (with their rules) it was taken from.
+    pub(crate) fn into_skeleton(self) -> (TableContents, Table, Vec<ChainRules>) {
         let Ruleset {
             table,
             sets,
@@ -149,20 +156,28 @@ impl Ruleset {
                 .insert(TableContents::set_key(&named.set), named.elements);
             skeleton.sets.push(named.set);
         }
-        let pieces = chains.into_iter().map(move |chain| {
-            let mut piece = TableContents {
-                table: table.clone(),
-                chains: Vec::new(),
-                rules: Vec::with_capacity(chain.rules.len()),
-                sets: Vec::new(),
-                elements: BTreeMap::new(),
-            };
-            push_rules(&mut piece, &chain);
-            piece.chains.push(chain.chain);
-            piece
-        });
-        (skeleton, pieces)
+        (skeleton, table, chains)
     }
+}
+
+/// Each of `chains` of `table` typed with its rules and their anonymous
+/// sets, one piece per chain, as the iterator is advanced.
+pub(crate) fn pieces_of(
+    table: Table,
+    chains: impl Iterator<Item = ChainRules>,
+) -> impl Iterator<Item = TableContents> {
+    chains.map(move |chain| {
+        let mut piece = TableContents {
+            table: table.clone(),
+            chains: Vec::new(),
+            rules: Vec::with_capacity(chain.rules.len()),
+            sets: Vec::new(),
+            elements: BTreeMap::new(),
+        };
+        push_rules(&mut piece, &chain);
+        piece.chains.push(chain.chain);
+        piece
+    })
 }
 
 /// Adds the typed rules of `chain` (and their anonymous sets) to `out`.

@@ -40,32 +40,27 @@ pub fn render_services(
     services: Services<'_>,
 ) -> Selected {
     let mut out = Collected::default();
-    match services {
-        Services::All => {
-            let mut ports = snapshot.services.iter().peekable();
-            while let Some((name, svc)) = ports.next() {
-                out.port(ctx, snapshot, name, svc);
-                let last_of_service = ports.peek().is_none_or(|(n, _)| n.service != name.service);
-                if last_of_service {
-                    out.end_service();
-                }
-            }
-        }
-        Services::Only(names) => {
-            for service in names {
-                let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
-                let ports = snapshot
-                    .services
-                    .range(first..)
-                    .take_while(|(n, _)| n.service == *service);
-                for (name, svc) in ports {
-                    out.port(ctx, snapshot, name, svc);
-                }
-                out.end_service();
-            }
-        }
-    }
+    out.collect(snapshot, ctx, services);
     out.finish(ctx)
+}
+
+/// [`render_services`] of every service, each port's chains kept as
+/// headers only (their rules dropped as soon as rendered): for
+/// [`super::lean`]. With the number of port chains (the last chains of
+/// the ruleset).
+pub(super) fn render_headers(snapshot: &Snapshot, ctx: &RenderContext) -> (Selected, usize) {
+    let mut out = Collected {
+        headers_only: true,
+        ..Collected::default()
+    };
+    out.collect(snapshot, ctx, Services::All);
+    let port_chains = out.port_chains.len();
+    (out.finish(ctx), port_chains)
+}
+
+/// Whether `svc` is rendered in `ctx`'s family.
+pub(super) fn in_family(ctx: &RenderContext, svc: &ServicePort) -> bool {
+    ctx.sync.family.contains(svc.cluster_ip)
 }
 
 /// What the rendered ports gave so far.
@@ -77,9 +72,40 @@ struct Collected {
     affinity_sets: Vec<super::NamedSet>,
     no_local_endpoints: NoLocalEndpoints,
     shared_keys: Vec<u64>,
+    /// Keep each port chain without its rules.
+    headers_only: bool,
 }
 
 impl Collected {
+    fn collect(&mut self, snapshot: &Snapshot, ctx: &RenderContext, services: Services<'_>) {
+        match services {
+            Services::All => {
+                let mut ports = snapshot.services.iter().peekable();
+                while let Some((name, svc)) = ports.next() {
+                    self.port(ctx, snapshot, name, svc);
+                    let last_of_service =
+                        ports.peek().is_none_or(|(n, _)| n.service != name.service);
+                    if last_of_service {
+                        self.end_service();
+                    }
+                }
+            }
+            Services::Only(names) => {
+                for service in names {
+                    let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
+                    let ports = snapshot
+                        .services
+                        .range(first..)
+                        .take_while(|(n, _)| n.service == *service);
+                    for (name, svc) in ports {
+                        self.port(ctx, snapshot, name, svc);
+                    }
+                    self.end_service();
+                }
+            }
+        }
+    }
+
     fn port(
         &mut self,
         ctx: &RenderContext,
@@ -87,7 +113,7 @@ impl Collected {
         name: &ServicePortName,
         svc: &Arc<ServicePort>,
     ) {
-        if !ctx.sync.family.contains(svc.cluster_ip) {
+        if !in_family(ctx, svc) {
             return;
         }
         let port = service_port::render_service_port(
@@ -97,7 +123,14 @@ impl Collected {
             &mut self.shared,
         );
         self.no_local_endpoints += port.no_local_endpoints;
-        self.port_chains.extend(port.chains);
+        match self.headers_only {
+            true => self.port_chains.extend(
+                port.chains
+                    .into_iter()
+                    .map(|c| super::ChainRules::new(c.chain)),
+            ),
+            false => self.port_chains.extend(port.chains),
+        }
         self.affinity_sets.extend(port.affinity_sets);
     }
 

@@ -440,11 +440,16 @@ fn topology_hints_keep_cluster_traffic_in_the_nodes_zone() {
     let r = render(&snap, &options(), &facts()).ruleset;
     assert_eq!(
         rules(&r, SVC),
-        ["meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.5 . 8080, 1 : 10.244.2.5 . 8080 }"]
+        [
+            "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.5 . 8080, 1 : 10.244.2.5 . 8080 }"
+        ]
     );
     snap.node.zone = Some("zone-c".into());
     let r = render(&snap, &options(), &facts()).ruleset;
-    assert!(rules(&r, SVC)[0].contains("numgen random mod 3"), "no endpoint for zone-c: every endpoint");
+    assert!(
+        rules(&r, SVC)[0].contains("numgen random mod 3"),
+        "no endpoint for zone-c: every endpoint"
+    );
 }
 
 #[test]
