@@ -1,38 +1,27 @@
 //! A hash of the manifests file's content that can be taken while the
 //! file streams through a small buffer, so a poll that finds the file
 //! rewritten with the same content (or a racy stamp) costs no copy of a
-//! file of tens of MiB. FNV-1a, 64 bits: the same value whether fed the
-//! whole text at once or in pieces.
+//! file of tens of MiB. SHA-256 (its first 64 bits): the same value
+//! whether fed the whole text at once or in pieces, and fast with the
+//! CPU's SHA instructions (12 MiB in a few ms).
 
+use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::Path;
 
-const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-const PRIME: u64 = 0x0000_0100_0000_01b3;
 /// How much of the file is read at a time.
 const CHUNK: usize = 64 * 1024;
 
-/// The hash of `bytes` so far.
-#[derive(Debug, Clone, Copy)]
-struct ContentHash(u64);
-
-impl ContentHash {
-    fn new() -> Self {
-        Self(OFFSET_BASIS)
-    }
-
-    fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(PRIME);
-        }
-    }
+fn finish(hasher: Sha256) -> u64 {
+    let digest = hasher.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
+    u64::from_le_bytes(first)
 }
 
 /// The hash of a text held whole.
 pub(super) fn hash_text(text: &str) -> u64 {
-    let mut h = ContentHash::new();
-    h.feed(text.as_bytes());
-    h.0
+    finish(Sha256::new_with_prefix(text.as_bytes()))
 }
 
 /// The hash of the file at `path`, read `CHUNK` bytes at a time; equal
@@ -40,11 +29,11 @@ pub(super) fn hash_text(text: &str) -> u64 {
 pub(super) fn hash_file(path: &Path) -> std::io::Result<u64> {
     let mut file = std::fs::File::open(path)?;
     let mut buf = vec![0; CHUNK];
-    let mut h = ContentHash::new();
+    let mut hasher = Sha256::new();
     loop {
         match file.read(&mut buf) {
-            Ok(0) => return Ok(h.0),
-            Ok(n) => h.feed(buf.get(..n).unwrap_or_default()),
+            Ok(0) => return Ok(finish(hasher)),
+            Ok(n) => hasher.update(buf.get(..n).unwrap_or_default()),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
