@@ -8,6 +8,14 @@
 //! to the kernel when freed), and the rest of what big work frees is
 //! handed back after it. Measured at 10,000 services, six re-reads each
 //! followed by a render: peak 196 → 157 MiB, settled RSS 163 → 58 MiB.
+//! glibc also gives each thread that allocates an arena of its own (up to
+//! eight per core); a sync runs on whichever runtime thread is free, the
+//! manifests are decoded on a blocking thread and big states are freed
+//! on a helper thread, so memory one arena freed could not serve the
+//! next sync elsewhere: two arenas in all. Measured in nftables mode at
+//! 10,000 × 10 through a cold start, two changes and two periodic full
+//! syncs: peak 54.6–57.3 → 54.5–54.7 MiB (one arena: 52.9–54.3 MiB, but
+//! the full sync 30 ms slower, threads waiting on the arena's lock).
 //! Other C libraries: nothing to do.
 
 #![allow(unsafe_code)]
@@ -16,13 +24,18 @@
 #[cfg(target_env = "gnu")]
 const MMAP_THRESHOLD: libc::c_int = 1 << 20;
 
-/// Fixes malloc's mmap threshold. Call first thing in `main`, before any
-/// thread starts.
+/// Arenas for all threads.
+#[cfg(target_env = "gnu")]
+const ARENAS: libc::c_int = 2;
+
+/// Fixes malloc's mmap threshold and number of arenas. Call first thing
+/// in `main`, before any thread starts.
 pub fn tune() {
     #[cfg(target_env = "gnu")]
     // SAFETY: mallopt only changes malloc's parameters; no thread runs yet.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+        libc::mallopt(libc::M_ARENA_MAX, ARENAS);
     }
 }
 
