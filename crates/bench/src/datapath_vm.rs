@@ -105,13 +105,13 @@ pub fn run_in_vm(setup: &VmSetup) -> Result<String> {
         ),
         _ => bail!("the VM run failed ({status}); the guest console is above"),
     }
-    let accel = console
+    let kernel = console
         .lines()
         .find(|l| l.starts_with("IPVS-VM: kernel "))
         .unwrap_or("IPVS-VM: (no kernel line)");
     let report =
         report_of(&console).context("the VM run printed no report (guest console above)")?;
-    Ok(format!("\n{accel}; qemu {}{report}", accel_name()))
+    Ok(format!("\n{kernel}; qemu {}{report}", accel_name()))
 }
 
 /// The acceleration `ipvs-vm.sh` picks by default: KVM only with a writable
