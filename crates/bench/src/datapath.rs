@@ -15,13 +15,17 @@
 //! opens connections to the ClusterIP one after another (connect, one byte
 //! each way, close with an RST so no TIME_WAIT holds its port), for a
 //! bounded time and count per round. Every connection is new to conntrack,
-//! so each one's SYN walks the mode's NAT rules.
+//! so each one's SYN walks the mode's NAT rules (in IPVS mode: the ipset
+//! match of `KUBE-SERVICES` and IPVS's own virtual-server lookup).
+//!
+//! IPVS mode needs a kernel with IPVS and dummy links: `kprs-bench
+//! datapath-vm` runs this inside the VM of `scripts/ipvs-vm.sh`.
 
 use crate::generate::{self, Load};
 use crate::namespace::BenchNetns;
 use crate::proxy_process::ProxyProcess;
 use crate::stats::Samples;
-use crate::sync_line::synced_message;
+use crate::sync_line::{SYNCED_ANY_MODE, own_synced_message};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -167,7 +171,14 @@ fn manifests(setup: &DatapathSetup, services: usize) -> String {
     text
 }
 
+/// The proxy's flags: every change synced at once, no periodic full sync
+/// during the rounds (IPVS mode reads its own period flags).
 fn proxy_args(mode: &str, manifests: &str) -> Vec<String> {
+    let (min_period, period) = if mode == "ipvs" {
+        ("--ipvs-min-sync-period", "--ipvs-sync-period")
+    } else {
+        ("--iptables-min-sync-period", "--iptables-sync-period")
+    };
     [
         "--manifests",
         manifests,
@@ -177,9 +188,9 @@ fn proxy_args(mode: &str, manifests: &str) -> Vec<String> {
         mode,
         "--iptables-backend",
         "legacy",
-        "--iptables-min-sync-period",
+        min_period,
         "0s",
-        "--iptables-sync-period",
+        period,
         "1h",
         "--healthz-bind-address",
         "127.0.0.1:10256",
@@ -205,12 +216,19 @@ fn run_case(setup: &DatapathSetup, mode: &str, services: usize) -> Result<Case> 
         false,
     )?;
     let started = Instant::now();
-    let Some(line) = proxy.wait_for(synced_message(mode), started + setup.cap)? else {
+    let Some(line) = proxy.wait_for(SYNCED_ANY_MODE, started + setup.cap)? else {
         bail!(
             "{mode}, {services} services: no sync within {} s",
             setup.cap.as_secs()
         );
     };
+    if !line.text.contains(own_synced_message(mode)) {
+        bail!(
+            "{mode}: the proxy synced another mode's rules (IPVS mode falls back to iptables on a kernel \
+             without IPVS: run `kprs-bench datapath-vm`): {}",
+            line.text
+        );
+    }
     let first_sync = line.at - started;
     let load_before = load_average();
     let (rates, failures) = measure_rounds(setup, &topo.client)?;

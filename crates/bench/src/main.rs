@@ -9,6 +9,7 @@
 //!   changes from the event to rules applied, in a namespace;
 //! * `datapath` measures new TCP connections per second through one
 //!   ClusterIP with one service and with many programmed, per mode;
+//!   `datapath-vm` runs it in the IPVS-capable VM (IPVS mode);
 //! * `nftables-memory` shows where nftables mode's memory goes: each
 //!   stage of a cold start, then the proxier's syncs in a namespace;
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
@@ -17,6 +18,7 @@
 mod change;
 mod counting_alloc;
 mod datapath;
+mod datapath_vm;
 mod generate;
 mod interrupt;
 mod kernel_counts;
@@ -79,6 +81,77 @@ impl LoadArgs {
         }
     }
 }
+
+#[derive(clap::Args, Clone)]
+struct DatapathArgs {
+    /// Proxy modes, comma-separated [default: nftables,iptables; in the VM
+    /// ipvs] (IPVS mode needs IPVS in the kernel: `datapath-vm`).
+    #[arg(long, value_delimiter = ',')]
+    modes: Option<Vec<String>>,
+    /// Generated services beside the target, comma-separated (0: the target alone).
+    #[arg(long, default_value = "0,10000", value_delimiter = ',')]
+    services: Vec<usize>,
+    /// Endpoints per generated service.
+    #[arg(long, default_value_t = 1)]
+    endpoints: usize,
+    /// Timed rounds per case.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Longest round, in seconds.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Most connections per round.
+    #[arg(long, default_value_t = 10_000)]
+    connections: usize,
+    /// Longest wait for the proxy's first sync, in seconds.
+    #[arg(long, default_value_t = 600)]
+    cap: u64,
+    /// The kube-proxy-rs binary (default: next to this one).
+    #[arg(long)]
+    binary: Option<PathBuf>,
+}
+
+impl DatapathArgs {
+    fn setup(self, default_modes: &str) -> Result<datapath::DatapathSetup> {
+        let binary = match self.binary {
+            Some(path) => path,
+            None => default_binary()?,
+        };
+        Ok(datapath::DatapathSetup {
+            modes: self.modes.unwrap_or_else(|| default_modes.split(',').map(String::from).collect()),
+            service_counts: self.services,
+            endpoints: self.endpoints,
+            rounds: self.rounds.max(1),
+            round_time: Duration::try_from_secs_f64(self.seconds).context("--seconds")?,
+            round_connections: self.connections,
+            binary,
+            cap: Duration::from_secs(self.cap),
+        })
+    }
+
+    /// The same arguments for `datapath` inside the VM (its binary given there).
+    fn guest_args(&self, default_modes: &str) -> Vec<String> {
+        let list = |values: &[usize]| values.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let modes = self.modes.as_ref().map_or(default_modes.to_string(), |m| m.join(","));
+        [
+            ("--modes", modes),
+            ("--services", list(&self.services)),
+            ("--endpoints", self.endpoints.to_string()),
+            ("--rounds", self.rounds.to_string()),
+            ("--seconds", self.seconds.to_string()),
+            ("--connections", self.connections.to_string()),
+            ("--cap", self.cap.to_string()),
+        ]
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect()
+    }
+}
+
+/// `datapath`'s modes on this machine.
+const HOST_MODES: &str = "nftables,iptables";
+/// `datapath-vm`'s modes.
+const VM_MODES: &str = "ipvs";
 
 #[derive(Subcommand)]
 enum Command {
@@ -155,30 +228,26 @@ enum Command {
     /// with the target service alone and beside N generated services, per
     /// mode (needs root; iptables runs with the legacy backend).
     Datapath {
-        /// Proxy modes, comma-separated (IPVS needs the VM).
-        #[arg(long, default_value = "nftables,iptables", value_delimiter = ',')]
-        modes: Vec<String>,
-        /// Generated services beside the target, comma-separated (0: the target alone).
-        #[arg(long, default_value = "0,10000", value_delimiter = ',')]
-        services: Vec<usize>,
-        /// Endpoints per generated service.
-        #[arg(long, default_value_t = 1)]
-        endpoints: usize,
-        /// Timed rounds per case.
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        /// Longest round, in seconds.
-        #[arg(long, default_value_t = 2.0)]
-        seconds: f64,
-        /// Most connections per round.
-        #[arg(long, default_value_t = 10_000)]
-        connections: usize,
-        /// Longest wait for the proxy's first sync, in seconds.
-        #[arg(long, default_value_t = 600)]
-        cap: u64,
-        /// The kube-proxy-rs binary (default: next to this one).
+        #[command(flatten)]
+        args: DatapathArgs,
+    },
+    /// `datapath` inside the small IPVS-capable VM of `scripts/ipvs-vm.sh`
+    /// (qemu; one boot), with this binary and kube-proxy-rs (`--binary`) as
+    /// its payload: IPVS mode's data path, and the other modes' beside it on
+    /// the same (virtual) CPUs. The guest console goes to stderr, the
+    /// report to stdout (needs root, qemu and, on first use, the network).
+    DatapathVm {
+        #[command(flatten)]
+        args: DatapathArgs,
+        /// Guest vCPUs.
+        #[arg(long, default_value_t = 2)]
+        cpus: usize,
+        /// Wall-clock limit of the whole VM run, boot included, in seconds.
+        #[arg(long, default_value_t = 3600)]
+        timeout: u64,
+        /// The VM launcher (default: the repository's `scripts/ipvs-vm.sh`).
         #[arg(long)]
-        binary: Option<PathBuf>,
+        script: Option<PathBuf>,
     },
     /// Where nftables mode's memory goes: the live heap of each stage of a
     /// cold start (no kernel), then the proxier's cold start, one endpoint
@@ -264,32 +333,30 @@ fn main() -> Result<()> {
             };
             print!("{}", tracker_bench::run_tracker(setup)?);
         }
-        Command::Datapath {
-            modes,
-            services,
-            endpoints,
-            rounds,
-            seconds,
-            connections,
-            cap,
-            binary,
-        } => {
+        Command::Datapath { args } => {
             interrupt::install()?;
-            let binary = match binary {
-                Some(path) => path,
-                None => default_binary()?,
+            if datapath_vm::inside() {
+                datapath_vm::prepare_guest()?;
+            }
+            print!("{}", datapath::run_datapath(&args.setup(HOST_MODES)?)?);
+        }
+        Command::DatapathVm {
+            args,
+            cpus,
+            timeout,
+            script,
+        } => {
+            let setup = datapath_vm::VmSetup {
+                script: script.unwrap_or_else(datapath_vm::default_script),
+                cpus: cpus.max(1),
+                timeout_secs: timeout,
+                proxy_binary: match &args.binary {
+                    Some(path) => path.clone(),
+                    None => default_binary()?,
+                },
+                datapath_args: args.guest_args(VM_MODES),
             };
-            let setup = datapath::DatapathSetup {
-                modes,
-                service_counts: services,
-                endpoints,
-                rounds: rounds.max(1),
-                round_time: Duration::try_from_secs_f64(seconds).context("--seconds")?,
-                round_connections: connections,
-                binary,
-                cap: Duration::from_secs(cap),
-            };
-            print!("{}", datapath::run_datapath(&setup)?);
+            print!("{}", datapath_vm::run_in_vm(&setup)?);
         }
         Command::NftablesMemory {
             load,

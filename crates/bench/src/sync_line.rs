@@ -1,7 +1,8 @@
 //! The proxy's one log line per sync (`synced iptables rules ip_family=… trigger=…
 //! services=… render_ms=… apply_ms=… nat_rules=… nat_chains=…
 //! filter_rules=…`, maybe `partial=…`; in nftables mode `synced nftables
-//! rules … kernel_ms=… read_back_ms=… chains=… rules=… elements=…`), read
+//! rules … kernel_ms=… read_back_ms=… chains=… rules=… elements=…`; in
+//! IPVS mode `synced IPVS rules … virtual_servers=… render_ms=… apply_ms=…`), read
 //! back into numbers.
 
 /// The message that marks a finished sync of the IPv4 rules (the load is
@@ -10,7 +11,14 @@ pub const SYNCED: &str = "synced iptables rules ip_family=IPv4";
 /// The message that marks a finished sync in nftables mode.
 pub const SYNCED_NFTABLES: &str = "synced nftables rules ip_family=IPv4";
 
-/// The sync message of `--proxy-mode mode`.
+/// The message that marks a finished sync in IPVS mode (on a kernel
+/// without IPVS the proxy falls back to iptables mode and logs [`SYNCED`]).
+pub const SYNCED_IPVS: &str = "synced IPVS rules ip_family=IPv4";
+/// What every mode's message of a finished IPv4 sync holds.
+pub const SYNCED_ANY_MODE: &str = " rules ip_family=IPv4";
+
+/// The sync message of `--proxy-mode mode` (IPVS mode's fall-back
+/// included: `ipvs` waits for iptables mode's message).
 pub fn synced_message(mode: &str) -> &'static str {
     if mode == "nftables" {
         SYNCED_NFTABLES
@@ -18,6 +26,15 @@ pub fn synced_message(mode: &str) -> &'static str {
         SYNCED
     }
 }
+
+/// The sync message of `--proxy-mode mode` itself, no fall-back.
+pub fn own_synced_message(mode: &str) -> &'static str {
+    match mode {
+        "ipvs" => SYNCED_IPVS,
+        other => synced_message(other),
+    }
+}
+
 /// The manifests watcher's message once a changed file has been read and parsed.
 pub const MANIFESTS_CHANGED: &str = "manifests changed";
 
@@ -120,5 +137,16 @@ mod tests {
         );
         assert_eq!((sync.chains, sync.rules, sync.elements), (2010, 4020, 1070));
         assert_eq!(sync.partial.as_deref(), Some("false"));
+    }
+
+    #[test]
+    fn tells_ipvs_mode_from_its_fall_back() {
+        let line = "2026-01-01T00:00:00.000001Z  INFO kube_proxy_rs::proxy::serve: synced IPVS rules ip_family=IPv4 \
+                    trigger=Changed services=2 virtual_servers=1 render_ms=0.5 apply_ms=12.5 nat_rules=20 filter_rules=5";
+        assert!(line.contains(SYNCED_ANY_MODE) && line.contains(own_synced_message("ipvs")));
+        assert!(!line.contains(synced_message("ipvs")), "a fall-back to iptables mode logs iptables mode's message");
+        assert_eq!(own_synced_message("nftables"), SYNCED_NFTABLES);
+        assert_eq!(own_synced_message("iptables"), SYNCED);
+        assert!(SYNCED.contains(SYNCED_ANY_MODE) && SYNCED_NFTABLES.contains(SYNCED_ANY_MODE));
     }
 }
