@@ -113,21 +113,28 @@ impl Set {
     }
 }
 
-/// An element of a set or map.
+/// An element of a set or map. What few elements carry besides key and
+/// data (an interval's end, a timeout, a comment) is boxed apart, so the
+/// common element is 64 bytes, not 128: at 10,000 services the shared
+/// sets hold some 60,000 elements through every full sync.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Element {
     /// Its key (one value per field of the set's key type).
     pub key: Vec<Value>,
-    /// The end of a range in a concatenated interval set.
-    pub key_end: Option<Vec<Value>>,
     /// A map element's data.
     pub data: Option<ElementData>,
-    /// Marks the end of an interval in an interval set.
-    pub interval_end: bool,
-    /// A per-element timeout in milliseconds.
-    pub timeout_ms: Option<u64>,
-    /// `comment "…"`.
-    pub comment: Option<String>,
+    /// The rest, `None` when all of it is unset (so equal elements
+    /// compare equal however they were built).
+    extra: Option<Box<ElementExtra>>,
+}
+
+/// What few elements carry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+struct ElementExtra {
+    key_end: Option<Vec<Value>>,
+    interval_end: bool,
+    timeout_ms: Option<u64>,
+    comment: Option<String>,
 }
 
 /// A map element's data.
@@ -144,11 +151,8 @@ impl Element {
     pub fn new(key: Vec<Value>) -> Self {
         Self {
             key,
-            key_end: None,
             data: None,
-            interval_end: false,
-            timeout_ms: None,
-            comment: None,
+            extra: None,
         }
     }
 
@@ -170,15 +174,90 @@ impl Element {
 
     /// An interval set's end marker at `key` (the first value past a range).
     pub fn interval_end(key: Vec<Value>) -> Self {
-        Self {
-            interval_end: true,
-            ..Self::new(key)
-        }
+        let mut e = Self::new(key);
+        e.set_interval_end(true);
+        e
     }
 
     /// The same element with a comment.
     pub fn with_comment(mut self, comment: impl Into<String>) -> Self {
-        self.comment = Some(comment.into());
+        self.set_comment(Some(comment.into()));
         self
+    }
+
+    /// The end of a range in a concatenated interval set.
+    pub fn key_end(&self) -> Option<&[Value]> {
+        self.extra.as_ref()?.key_end.as_deref()
+    }
+
+    /// Whether it marks the end of an interval in an interval set.
+    pub fn is_interval_end(&self) -> bool {
+        self.extra.as_ref().is_some_and(|x| x.interval_end)
+    }
+
+    /// Its own timeout in milliseconds.
+    pub fn timeout_ms(&self) -> Option<u64> {
+        self.extra.as_ref()?.timeout_ms
+    }
+
+    /// `comment "…"`.
+    pub fn comment(&self) -> Option<&str> {
+        self.extra.as_ref()?.comment.as_deref()
+    }
+
+    /// Sets [`Element::key_end`].
+    pub fn set_key_end(&mut self, key_end: Option<Vec<Value>>) {
+        self.change(|x| x.key_end = key_end);
+    }
+
+    /// Sets [`Element::is_interval_end`].
+    pub fn set_interval_end(&mut self, end: bool) {
+        self.change(|x| x.interval_end = end);
+    }
+
+    /// Sets [`Element::timeout_ms`].
+    pub fn set_timeout_ms(&mut self, timeout_ms: Option<u64>) {
+        self.change(|x| x.timeout_ms = timeout_ms);
+    }
+
+    /// Sets [`Element::comment`].
+    pub fn set_comment(&mut self, comment: Option<String>) {
+        self.change(|x| x.comment = comment);
+    }
+
+    fn change(&mut self, f: impl FnOnce(&mut ElementExtra)) {
+        let mut extra = self.extra.take().unwrap_or_default();
+        f(&mut extra);
+        if *extra != ElementExtra::default() {
+            self.extra = Some(extra);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_element_is_small_and_its_rare_fields_round_trip() {
+        assert!(std::mem::size_of::<Element>() <= 64);
+        let key = || vec![Value::Port(80)];
+        let mut e = Element::new(key());
+        e.set_key_end(Some(vec![Value::Port(90)]));
+        e.set_timeout_ms(Some(5_000));
+        e.set_comment(Some("ns/svc:http".into()));
+        e.set_interval_end(true);
+        assert_eq!(e.key_end(), Some(&[Value::Port(90)][..]));
+        assert_eq!(e.timeout_ms(), Some(5_000));
+        assert_eq!(e.comment(), Some("ns/svc:http"));
+        assert!(e.is_interval_end());
+        assert_ne!(e, Element::new(key()));
+        // cleared one by one, it equals an element that never had them
+        e.set_key_end(None);
+        e.set_timeout_ms(None);
+        e.set_comment(None);
+        assert_ne!(e, Element::new(key()));
+        e.set_interval_end(false);
+        assert_eq!(e, Element::new(key()));
     }
 }

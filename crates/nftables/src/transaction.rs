@@ -287,7 +287,7 @@ fn element_size(e: &Element) -> usize {
         Some(crate::ElementData::Values(v)) => v.len() * 20 + 16,
         _ => 24,
     };
-    key * 2 + data + e.comment.as_ref().map_or(0, |c| c.len() + 12) + 32
+    key * 2 + data + e.comment().map_or(0, |c| c.len() + 12) + 32
 }
 
 /// An encoded transaction: buffers for one `sendmsg`, and which change

@@ -588,10 +588,9 @@ fn element_timeouts_intervals_and_data_maps_read_back() -> Result<()> {
         timeout_ms: Some(600_000),
         ..Set::new("timed", vec![DataType::Ipv4Addr]).with_flags(SetFlags::TIMEOUT)
     };
-    let timed_elems = vec![Element {
-        timeout_ms: Some(60_000),
-        ..Element::new(vec![ip([10, 0, 0, 1])])
-    }];
+    let mut timed_elem = Element::new(vec![ip([10, 0, 0, 1])]);
+    timed_elem.set_timeout_ms(Some(60_000));
+    let timed_elems = vec![timed_elem];
     let ranges = Set::new("ranges", vec![DataType::Ipv4Addr])
         .with_flags(SetFlags::INTERVAL)
         .with_comment("cidrs");

@@ -160,7 +160,7 @@ impl Eval<'_> {
                 let Some(ElementData::Verdict(verdict)) = &element.data else {
                     return Err(ExplainError::Nftables(format!("map {name}: element {shown} has no verdict")));
                 };
-                let comment = element.comment.as_deref().map(|c| format!(" (comment \"{c}\")")).unwrap_or_default();
+                let comment = element.comment().map(|c| format!(" (comment \"{c}\")")).unwrap_or_default();
                 st.notes.push(format!("{}: {shown}{comment} -> {verdict}", shown_set(name)));
                 Ok(Step::End(RuleEnd::Verdict(verdict.clone())))
             }

@@ -136,7 +136,7 @@ fn add_set(table: &mut TableContents, body: &Json) -> Result<(), ExplainError> {
     for item in body.get("elem").and_then(Json::as_array).into_iter().flatten() {
         elements.extend(element(&set, item).map_err(|e| bad(format!("set {name}: {e}")))?);
     }
-    if elements.iter().any(|e| e.interval_end) {
+    if elements.iter().any(Element::is_interval_end) {
         set.flags = set.flags | SetFlags::INTERVAL;
     }
     table.elements.insert(TableContents::set_key(&set), elements);
@@ -163,7 +163,7 @@ fn element(set: &Set, item: &Json) -> Result<Vec<Element>, String> {
     let mut elements = element_keys(&set.key, key)?;
     if let Some(first) = elements.first_mut() {
         first.data = data;
-        first.comment = comment.map(str::to_string);
+        first.set_comment(comment.map(str::to_string));
     }
     Ok(elements)
 }
@@ -325,7 +325,7 @@ impl Compiler<'_> {
         for item in &items {
             elements.extend(element(&set, item)?);
         }
-        if elements.iter().any(|e| e.interval_end) {
+        if elements.iter().any(Element::is_interval_end) {
             set.flags = set.flags | SetFlags::INTERVAL;
         }
         let name = set.name.clone();

@@ -9,7 +9,7 @@ use nftables::{DataType, Element, Set, SetFlags, TableContents, Value};
 /// bytes) falls in, if any.
 pub(super) fn find<'a>(set: &Set, elements: &'a [Element], key: &[u8]) -> Option<&'a Element> {
     if set.flags.contains(SetFlags::INTERVAL) {
-        if elements.iter().any(|e| e.key_end.is_some()) {
+        if elements.iter().any(|e| e.key_end().is_some()) {
             return elements.iter().find(|e| within_ranges(&set.key, e, key));
         }
         return interval(elements, key);
@@ -22,12 +22,12 @@ pub(super) fn find<'a>(set: &Set, elements: &'a [Element], key: &[u8]) -> Option
 fn interval<'a>(elements: &'a [Element], key: &[u8]) -> Option<&'a Element> {
     let below = elements.iter().filter(|e| Value::concat_bytes(&e.key).as_slice() <= key);
     let last = below.max_by(|a, b| Value::concat_bytes(&a.key).cmp(&Value::concat_bytes(&b.key)))?;
-    (!last.interval_end).then_some(last)
+    (!last.is_interval_end()).then_some(last)
 }
 
 /// Each field of `key` between the element's start and end.
 fn within_ranges(types: &[DataType], element: &Element, key: &[u8]) -> bool {
-    let Some(end) = &element.key_end else { return Value::concat_bytes(&element.key) == key };
+    let Some(end) = element.key_end() else { return Value::concat_bytes(&element.key) == key };
     let mut at = 0;
     for ((ty, low), high) in types.iter().zip(&element.key).zip(end) {
         let width = (ty.byte_len().div_ceil(4) * 4) as usize;
@@ -67,7 +67,7 @@ mod tests {
     fn interval_sets_hold_ranges() {
         let set = Set::new("s", vec![DataType::Ipv4Addr]).with_flags(SetFlags::INTERVAL);
         let mut end = Element::new(vec![v4("172.20.0.16")]);
-        end.interval_end = true;
+        end.set_interval_end(true);
         let elements = vec![Element::new(vec![v4("172.20.0.0")]), end];
         let key = |s: &str| Value::concat_bytes(&[v4(s)]);
         assert!(find(&set, &elements, &key("172.20.0.10")).is_some());

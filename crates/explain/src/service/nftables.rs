@@ -59,11 +59,11 @@ fn anonymous_elements(table: &TableContents, exprs: &[Expr]) -> String {
 
 fn element_text(element: &Element) -> String {
     let key = values(&element.key);
-    let comment = element.comment.as_deref().map(|c| format!(" comment \"{c}\"")).unwrap_or_default();
+    let comment = element.comment().map(|c| format!(" comment \"{c}\"")).unwrap_or_default();
     match &element.data {
         Some(ElementData::Verdict(v)) => format!("{key}{comment} : {v}"),
         Some(ElementData::Values(data)) => format!("{key}{comment} : {}", values(data)),
-        None if element.interval_end => format!("{key} (end)"),
+        None if element.is_interval_end() => format!("{key} (end)"),
         None => format!("{key}{comment}"),
     }
 }
@@ -82,7 +82,7 @@ fn map_elements<'a>(table: &'a TableContents, service: &str) -> Vec<(&'a str, &'
                 Some(ElementData::Verdict(Verdict::Goto(c) | Verdict::Jump(c))) => port_of_chain(c, service).is_some(),
                 _ => false,
             };
-            if leads_here || element.comment.as_deref().is_some_and(|c| names_service(c, service)) {
+            if leads_here || element.comment().is_some_and(|c| names_service(c, service)) {
                 out.push((set.name.as_str(), element));
             }
         }

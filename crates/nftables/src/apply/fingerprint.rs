@@ -44,8 +44,8 @@ pub(crate) fn is_fingerprint(comment: &str) -> bool {
 fn element(h: &mut Sha256, e: &Element) {
     h.update([0xe1]);
     values(h, &e.key);
-    h.update([e.interval_end as u8]);
-    match &e.key_end {
+    h.update([e.is_interval_end() as u8]);
+    match e.key_end() {
         Some(k) => {
             h.update([1]);
             values(h, k);
@@ -63,8 +63,8 @@ fn element(h: &mut Sha256, e: &Element) {
             verdict(h, v);
         }
     }
-    h.update(e.timeout_ms.unwrap_or(0).to_be_bytes());
-    let comment = e.comment.as_deref().unwrap_or("");
+    h.update(e.timeout_ms().unwrap_or(0).to_be_bytes());
+    let comment = e.comment().unwrap_or("");
     h.update((comment.len() as u32).to_be_bytes());
     h.update(comment.as_bytes());
 }

@@ -88,8 +88,8 @@ impl<'a> ElementKey<'a> {
     pub(crate) fn of(e: &'a Element) -> Self {
         Self {
             key: &e.key,
-            key_end: e.key_end.as_deref(),
-            interval_end: e.interval_end,
+            key_end: e.key_end(),
+            interval_end: e.is_interval_end(),
         }
     }
 }
@@ -294,8 +294,8 @@ pub(crate) fn is_anonymous(set: &Set) -> bool {
 /// A total order on elements that does not depend on the kernel's.
 pub(crate) fn element_order(a: &Element, b: &Element) -> Ordering {
     values_order(&a.key, &b.key)
-        .then(a.interval_end.cmp(&b.interval_end))
-        .then_with(|| match (&a.key_end, &b.key_end) {
+        .then(a.is_interval_end().cmp(&b.is_interval_end()))
+        .then_with(|| match (a.key_end(), b.key_end()) {
             (Some(x), Some(y)) => values_order(x, y),
             (x, y) => x.is_some().cmp(&y.is_some()),
         })

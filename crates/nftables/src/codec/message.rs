@@ -175,10 +175,10 @@ pub(crate) fn emit_elements(
 
 fn emit_element(w: &mut AttrWriter<'_>, e: &Element, full: bool) {
     emit_value(w, NFTA_SET_ELEM_KEY, &Value::concat_bytes(&e.key));
-    if let Some(end) = &e.key_end {
+    if let Some(end) = e.key_end() {
         emit_value(w, NFTA_SET_ELEM_KEY_END, &Value::concat_bytes(end));
     }
-    if e.interval_end {
+    if e.is_interval_end() {
         w.u32(NFTA_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
     }
     if !full {
@@ -189,10 +189,10 @@ fn emit_element(w: &mut AttrWriter<'_>, e: &Element, full: bool) {
         Some(ElementData::Values(v)) => emit_value(w, NFTA_SET_ELEM_DATA, &Value::concat_bytes(v)),
         None => {}
     }
-    if let Some(t) = e.timeout_ms {
+    if let Some(t) = e.timeout_ms() {
         w.u64(NFTA_SET_ELEM_TIMEOUT, t);
     }
-    if let Some(c) = &e.comment {
+    if let Some(c) = e.comment() {
         w.bytes(NFTA_SET_ELEM_USERDATA, &userdata::comment(UDATA_COMMENT, c));
     }
 }
@@ -358,11 +358,15 @@ fn parse_element(set: &Set, payload: &[u8]) -> Result<Element, DecodeError> {
         match k {
             NFTA_SET_ELEM_KEY => e.key = typed(&set.key, super::data::parse_value(value)?)?,
             NFTA_SET_ELEM_KEY_END => {
-                e.key_end = Some(typed(&set.key, super::data::parse_value(value)?)?)
+                e.set_key_end(Some(typed(&set.key, super::data::parse_value(value)?)?))
             }
-            NFTA_SET_ELEM_FLAGS => e.interval_end = be32(value)? & NFT_SET_ELEM_INTERVAL_END != 0,
-            NFTA_SET_ELEM_TIMEOUT => e.timeout_ms = Some(be64(value)?),
-            NFTA_SET_ELEM_USERDATA => e.comment = userdata::parse_comment(UDATA_COMMENT, value),
+            NFTA_SET_ELEM_FLAGS => {
+                e.set_interval_end(be32(value)? & NFT_SET_ELEM_INTERVAL_END != 0)
+            }
+            NFTA_SET_ELEM_TIMEOUT => e.set_timeout_ms(Some(be64(value)?)),
+            NFTA_SET_ELEM_USERDATA => {
+                e.set_comment(userdata::parse_comment(UDATA_COMMENT, value))
+            }
             NFTA_SET_ELEM_DATA => {
                 e.data = Some(match parse_data(value)? {
                     Data::Verdict(v) => ElementData::Verdict(v),

@@ -133,7 +133,7 @@ pub(crate) fn duration_text(ms: u64) -> String {
 
 pub(crate) fn element_text(e: &Element) -> String {
     let mut out = concat_text(&e.key);
-    if let Some(comment) = &e.comment {
+    if let Some(comment) = e.comment() {
         let _ = write!(out, " comment {}", quoted(comment));
     }
     match &e.data {

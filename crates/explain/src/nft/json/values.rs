@@ -64,7 +64,7 @@ pub(super) fn element_keys(types: &[DataType], key: &Json) -> Result<Vec<Element
     let mut elements = vec![Element::new(vec![low])];
     if let Some(after) = successor(&high) {
         let mut end = Element::new(vec![after]);
-        end.interval_end = true;
+        end.set_interval_end(true);
         elements.push(end);
     }
     Ok(elements)
