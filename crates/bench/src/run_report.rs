@@ -83,26 +83,7 @@ fn rows(r: &[Repeat]) -> Vec<Row> {
     rows.extend(change_rows("add one service", r, |x| {
         x.service_added.as_ref()
     }));
-    if r.iter().any(|x| !x.full_syncs.is_empty()) {
-        let periodic = |f: fn(&crate::sync_line::SyncLine) -> f64| {
-            move |x: &Repeat| x.full_syncs.first().map(f)
-        };
-        rows.push((
-            "first periodic full sync (nothing to change): apply (ms)".into(),
-            collect(r, periodic(|s| s.apply_ms)),
-            1,
-        ));
-        rows.push((
-            "  of which reading our table back (ms)".into(),
-            collect(r, periodic(|s| s.read_back_ms)),
-            1,
-        ));
-        rows.push((
-            "    of which inside the socket's send/recv: the kernel's dumps (ms)".into(),
-            collect(r, periodic(|s| s.read_back_kernel_ms)),
-            1,
-        ));
-    }
+    rows.extend(periodic_full_sync_rows(r));
     let tail: [(&str, Samples, usize); 8] = [
         (
             "peak RSS of the proxy after its first sync (MiB)",
@@ -197,26 +178,7 @@ fn nftables_rows(r: &[Repeat]) -> Vec<Row> {
             1,
         ));
     }
-    if r.iter().any(|x| !x.full_syncs.is_empty()) {
-        let periodic = |f: fn(&crate::sync_line::SyncLine) -> f64| {
-            move |x: &Repeat| x.full_syncs.first().map(f)
-        };
-        rows.push((
-            "first periodic full sync (nothing to change): apply (ms)".into(),
-            collect(r, periodic(|s| s.apply_ms)),
-            1,
-        ));
-        rows.push((
-            "  of which reading our table back (ms)".into(),
-            collect(r, periodic(|s| s.read_back_ms)),
-            1,
-        ));
-        rows.push((
-            "    of which inside the socket's send/recv: the kernel's dumps (ms)".into(),
-            collect(r, periodic(|s| s.read_back_kernel_ms)),
-            1,
-        ));
-    }
+    rows.extend(periodic_full_sync_rows(r));
     let tail: [(&str, Samples, usize); 8] = [
         (
             "peak RSS of the proxy after its first sync (MiB)",
@@ -272,6 +234,33 @@ fn table(
     f: impl Fn(&crate::kernel_counts::TableCount) -> u64,
 ) -> Option<f64> {
     r.kernel.get(name).map(|t| f(t) as f64)
+}
+
+/// The first periodic full sync's rows, when the run waited for one.
+fn periodic_full_sync_rows(r: &[Repeat]) -> Vec<Row> {
+    if r.iter().all(|x| x.full_syncs.is_empty()) {
+        return Vec::new();
+    }
+    let periodic = |f: fn(&crate::sync_line::SyncLine) -> f64| {
+        move |x: &Repeat| x.full_syncs.first().map(f)
+    };
+    vec![
+        (
+            "first periodic full sync (nothing to change): apply (ms)".into(),
+            collect(r, periodic(|s| s.apply_ms)),
+            1,
+        ),
+        (
+            "  of which reading our table back (ms)".into(),
+            collect(r, periodic(|s| s.read_back_ms)),
+            1,
+        ),
+        (
+            "    of which inside the socket's send/recv: the kernel's dumps (ms)".into(),
+            collect(r, periodic(|s| s.read_back_kernel_ms)),
+            1,
+        ),
+    ]
 }
 
 fn change_rows(

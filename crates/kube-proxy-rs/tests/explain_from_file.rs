@@ -20,7 +20,7 @@
 #[path = "support/dual_stack.rs"]
 mod dual_stack;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use testkit::flows::{self, FlowCase, NODE_A_ADDRESSES, check_explained, explain_args, explained_outcomes};
 use testkit::netns::Netns;
@@ -67,11 +67,10 @@ fn every_iptables_flow_explained_from_upstreams_iptables_save() {
     assert!(failures.is_empty(), "{} of {} flows explained otherwise:\n{}", failures.len(), flows.len(), failures.join("\n"));
 }
 
-#[test]
-fn every_nftables_flow_explained_from_upstreams_ruleset_as_nft_json() {
-    testkit::netns::require_kernel();
-    let flows = flows::nftables_flows().unwrap();
-    let ns = Netns::new("explain-json").unwrap();
+/// Upstream's `ruleset.nft` loaded in a namespace of its own and listed
+/// as `nft -j list ruleset`, in a file readable by the unprivileged user.
+fn upstream_ruleset_as_nft_json(ns_name: &str) -> (tempfile::TempDir, PathBuf) {
+    let ns = Netns::new(ns_name).unwrap();
     let ruleset = flows::reference_dir().join("nftables/ruleset.nft");
     ns.exec("nft", &["-f", ruleset.to_str().unwrap()]).expect("load upstream's ruleset.nft in a namespace");
     let json = ns.exec("nft", &["-j", "list", "ruleset"]).expect("nft -j list ruleset");
@@ -79,6 +78,14 @@ fn every_nftables_flow_explained_from_upstreams_ruleset_as_nft_json() {
     let dump = dir.path().join("ruleset.json");
     std::fs::write(&dump, json).unwrap();
     make_readable(dir.path(), &dump);
+    (dir, dump)
+}
+
+#[test]
+fn every_nftables_flow_explained_from_upstreams_ruleset_as_nft_json() {
+    testkit::netns::require_kernel();
+    let flows = flows::nftables_flows().unwrap();
+    let (_dir, dump) = upstream_ruleset_as_nft_json("explain-json");
     let failures = differences(&flows, &dump);
     assert!(failures.is_empty(), "{} of {} flows explained otherwise:\n{}", failures.len(), flows.len(), failures.join("\n"));
 }
@@ -162,14 +169,7 @@ fn ipv6_flows_explained_from_upstreams_ip6tables_save_and_ip6_table() {
     assert_eq!(got, local(), "{steps}");
     assert!(!steps.contains("nat KUBE-SERVICES #1"), "::1 is kept out of the NodePorts (`! -d ::1/128`):\n{steps}");
 
-    let ns = Netns::new("explain-json6").unwrap();
-    let ruleset = flows::reference_dir().join("nftables/ruleset.nft");
-    ns.exec("nft", &["-f", ruleset.to_str().unwrap()]).expect("load upstream's ruleset.nft in a namespace");
-    let json = ns.exec("nft", &["-j", "list", "ruleset"]).expect("nft -j list ruleset");
-    let dir = tempfile::tempdir().unwrap();
-    let dump = dir.path().join("ruleset.json");
-    std::fs::write(&dump, json).unwrap();
-    make_readable(dir.path(), &dump);
+    let (_dir, dump) = upstream_ruleset_as_nft_json("explain-json6");
     let (got, steps) = explain_ipv6(&["tcp", "fd00:244::9", "[fd00:96::10]:80", "--from-pod"], &dump, &[]);
     assert_eq!(got, accepted(), "{steps}");
     assert!(steps.contains("ip6 kube-proxy nat-prerouting #1: jump services"), "{steps}");

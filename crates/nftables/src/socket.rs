@@ -151,7 +151,7 @@ impl NftSocket {
     ) -> Result<Option<TableIdentity>, Error> {
         let op = format!("get table {} {name}", family.name());
         let (mut handle, mut use_count) = (None, 0);
-        let found = self.request(
+        let got = self.request(
             NFT_MSG_GETTABLE,
             0,
             family.nfproto(),
@@ -171,16 +171,15 @@ impl NftSocket {
                 Ok(())
             },
         );
-        match found {
-            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => Ok(None),
-            Err(e) => Err(e),
-            Ok(()) => handle
-                .map(|handle| Some(TableIdentity { handle, use_count }))
-                .ok_or_else(|| Error::Decode {
-                    operation: op,
-                    reason: "no table handle".into(),
-                }),
+        if !found(got)? {
+            return Ok(None);
         }
+        handle
+            .map(|handle| Some(TableIdentity { handle, use_count }))
+            .ok_or_else(|| Error::Decode {
+                operation: op,
+                reason: "no table handle".into(),
+            })
     }
 
     /// Sends every buffer of `batch` in one `sendmsg`: one transaction.
@@ -314,33 +313,23 @@ impl NftSocket {
         let mut reader = TableReader::new(family, name);
         let nfproto = family.nfproto();
         let table_op = format!("get table {} {name}", family.name());
-        match self.request(
+        let got = self.request(
             NFT_MSG_GETTABLE,
             0,
             nfproto,
             &table_op,
             |w| w.str(NFTA_TABLE_NAME, name),
             |m, f, p| reader.feed(m, f, p),
-        ) {
-            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => {
-                return Ok(None);
-            }
-            other => other?,
+        );
+        if !found(got)? {
+            return Ok(None);
         }
         for (msg, what) in [
             (NFT_MSG_GETCHAIN, "chains"),
             (NFT_MSG_GETSET, "sets"),
             (NFT_MSG_GETRULE, "rules"),
         ] {
-            let op = format!("list {what} of table {} {name}", family.name());
-            self.request(
-                msg,
-                NLM_F_DUMP,
-                nfproto,
-                &op,
-                |w| w.str(1, name),
-                |m, f, p| reader.feed(m, f, p),
-            )?;
+            self.dump_table(family, name, msg, what, |m, f, p| reader.feed(m, f, p))?;
         }
         let sets: Vec<String> = reader
             .sets()
@@ -418,7 +407,7 @@ impl NftSocket {
         };
         let (mut table, mut handle, mut table_use) = (None, 0, 0);
         let table_op = format!("get table {} {name}", family.name());
-        match self.request(
+        let got = self.request(
             NFT_MSG_GETTABLE,
             0,
             nfproto,
@@ -438,11 +427,9 @@ impl NftSocket {
                 }
                 Ok(())
             },
-        ) {
-            Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => {
-                return Ok(Reduced::Absent);
-            }
-            other => other?,
+        );
+        if !found(got)? {
+            return Ok(Reduced::Absent);
         }
         let Some(table) = table else {
             return Ok(Reduced::Absent);
@@ -460,20 +447,12 @@ impl NftSocket {
             }
             None => None,
         };
-        let op = format!("list chains of table {} {name}", family.name());
-        self.request(
-            NFT_MSG_GETCHAIN,
-            NLM_F_DUMP,
-            nfproto,
-            &op,
-            |w| w.str(1, name),
-            |m, f, p| {
-                if ours(m, NFT_MSG_NEWCHAIN, f, p)? {
-                    listing.chain(message::parse_chain(p)?.1);
-                }
-                Ok(())
-            },
-        )?;
+        self.dump_table(family, name, NFT_MSG_GETCHAIN, "chains", |m, f, p| {
+            if ours(m, NFT_MSG_NEWCHAIN, f, p)? {
+                listing.chain(message::parse_chain(p)?.1);
+            }
+            Ok(())
+        })?;
         match known {
             Some(KnownSets { sets, named, .. }) => {
                 listing = listing.with_known(sets);
@@ -489,28 +468,16 @@ impl NftSocket {
                         }
                         Ok(())
                     });
-                    match got {
-                        Err(Error::Kernel { source, .. })
-                            if source.raw_os_error() == Some(ENOENT) => {}
-                        other => other?,
-                    }
+                    found(got)?;
                 }
             }
             None => {
-                let op = format!("list sets of table {} {name}", family.name());
-                self.request(
-                    NFT_MSG_GETSET,
-                    NLM_F_DUMP,
-                    nfproto,
-                    &op,
-                    |w| w.str(1, name),
-                    |m, f, p| {
-                        if ours(m, NFT_MSG_NEWSET, f, p)? {
-                            listing.set(message::parse_set(p)?.1);
-                        }
-                        Ok(())
-                    },
-                )?;
+                self.dump_table(family, name, NFT_MSG_GETSET, "sets", |m, f, p| {
+                    if ours(m, NFT_MSG_NEWSET, f, p)? {
+                        listing.set(message::parse_set(p)?.1);
+                    }
+                    Ok(())
+                })?;
             }
         }
         for set in listing.unprinted().to_vec() {
@@ -523,20 +490,12 @@ impl NftSocket {
                 listing.named_elements(&set.name, &elements)
             })?;
         }
-        let op = format!("list rules of table {} {name}", family.name());
-        self.request(
-            NFT_MSG_GETRULE,
-            NLM_F_DUMP,
-            nfproto,
-            &op,
-            |w| w.str(1, name),
-            |m, f, p| {
-                if ours(m, NFT_MSG_NEWRULE, f, p)? {
-                    listing.rule(message::parse_rule(p)?.1);
-                }
-                Ok(())
-            },
-        )?;
+        self.dump_table(family, name, NFT_MSG_GETRULE, "rules", |m, f, p| {
+            if ours(m, NFT_MSG_NEWRULE, f, p)? {
+                listing.rule(message::parse_rule(p)?.1);
+            }
+            Ok(())
+        })?;
         let fast = listing.is_known();
         if fast && !listing.complete(table_use) {
             tracing::debug!(table_use, seen = %listing.counts(), "our table holds sets not known: listing it whole");
@@ -589,6 +548,20 @@ impl NftSocket {
                 Ok(())
             },
         )
+    }
+
+    /// Dumps the `what` (chains, sets or rules: `msg`) of table `family
+    /// name`, handing every object of the reply to `each`.
+    fn dump_table(
+        &mut self,
+        family: Family,
+        name: &str,
+        msg: u16,
+        what: &str,
+        each: impl FnMut(u16, u8, &[u8]) -> Result<(), DecodeError>,
+    ) -> Result<(), Error> {
+        let op = format!("list {what} of table {} {name}", family.name());
+        self.request(msg, NLM_F_DUMP, family.nfproto(), &op, |w| w.str(1, name), each)
     }
 
     /// Sends one request and hands every object of the reply to `each`
@@ -657,6 +630,15 @@ impl NftSocket {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(count);
         seq
+    }
+}
+
+/// Whether a request found its object: `false` for the kernel's ENOENT.
+fn found(result: Result<(), Error>) -> Result<bool, Error> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(Error::Kernel { source, .. }) if source.raw_os_error() == Some(ENOENT) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
