@@ -13,8 +13,11 @@
 //! * `nftables-memory` shows where nftables mode's memory goes: each
 //!   stage of a cold start, then the proxier's syncs in a namespace;
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
-//!   and replace a whole table), the floor under any legacy sync.
+//!   and replace a whole table), the floor under any legacy sync;
+//! * `api` runs the real binary through the fake API server (streaming
+//!   lists) and samples its RSS through the lists, first sync and changes.
 
+mod api_bench;
 mod change;
 mod counting_alloc;
 mod datapath;
@@ -265,6 +268,39 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         full_syncs: usize,
     },
+    /// The real binary through the source crate's fake API server (v1.36's
+    /// streaming lists), both in a fresh namespace: start → rules, and the
+    /// proxy's RSS sampled every 20 ms through the initial lists, the first
+    /// sync and one-endpoint changes (needs root).
+    Api {
+        /// Services, one EndpointSlice each.
+        #[arg(long, default_value_t = 10_000)]
+        services: usize,
+        /// Ready endpoints per service.
+        #[arg(long, default_value_t = 10)]
+        endpoints: usize,
+        /// `--proxy-mode`.
+        #[arg(long, default_value = "nftables")]
+        mode: String,
+        /// `--iptables-backend`: legacy or nft.
+        #[arg(long, default_value = "legacy")]
+        backend: String,
+        /// One-endpoint changes after the first sync, each waited for.
+        #[arg(long, default_value_t = 100)]
+        changes: usize,
+        /// Repeats (a new namespace, server and proxy each).
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Longest wait for the first sync or one change, in seconds.
+        #[arg(long, default_value_t = 600)]
+        cap: u64,
+        /// The kube-proxy-rs binary (default: next to this one).
+        #[arg(long)]
+        binary: Option<PathBuf>,
+        /// Copy the proxy's log to stderr.
+        #[arg(long)]
+        echo: bool,
+    },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
     /// the current network namespace, so wrap it in `ip netns exec`).
@@ -366,6 +402,34 @@ fn main() -> Result<()> {
             interrupt::install()?;
             let report = nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
             print!("{report}")
+        }
+        Command::Api {
+            services,
+            endpoints,
+            mode,
+            backend,
+            changes,
+            repeats,
+            cap,
+            binary,
+            echo,
+        } => {
+            interrupt::install()?;
+            let binary = match binary {
+                Some(path) => path,
+                None => default_binary()?,
+            };
+            api_bench::run(&api_bench::ApiSetup {
+                services,
+                endpoints,
+                mode,
+                backend,
+                changes,
+                repeats: repeats.max(1),
+                binary,
+                cap: Duration::from_secs(cap),
+                echo,
+            })?
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

@@ -30,10 +30,18 @@
 //! so a partial list is never taken for the whole state. Errors are
 //! returned as items; the caller waits (backoff) before polling again.
 //!
+//! Objects are decoded leniently ([`crate::lenient`]): an object whose
+//! fields the proxy reads do not type is passed on as invalid (the caller
+//! treats it as absent) with its resource version, so the watch goes on
+//! past it.
+//!
 //! Deviations, on purpose: a watch that closes within a second with
 //! nothing sent is retried after the backoff rather than answered with a
-//! re-list, and an interrupted streaming list is retried after the
-//! backoff too (client-go retries at once).
+//! re-list — but the third such watch in a row from the same point (an
+//! event the stream cannot carry, sent again on every resume) gives way to
+//! a fresh list at the latest version instead of looping; an interrupted
+//! streaming list is retried after the backoff too (client-go retries at
+//! once).
 
 use super::backoff::random_fraction;
 use crate::lenient::{Decoded, ReadFields};
