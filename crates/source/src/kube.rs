@@ -34,6 +34,7 @@ mod backoff;
 mod connection;
 mod error;
 pub(crate) mod kinds;
+pub(crate) mod list_split;
 mod rate_limit;
 mod reflector;
 mod relist;

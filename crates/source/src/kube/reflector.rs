@@ -44,13 +44,15 @@
 //! once).
 
 use super::backoff::random_fraction;
+use super::list_split::{ListSplitter, Piece};
 use crate::lenient::{Decoded, ReadFields};
 use ::kube::Client;
 use ::kube::api::WatchEvent;
-use ::kube::core::{ObjectList, Resource};
+use ::kube::core::Resource;
 use ::kube::runtime::watcher::Event;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt as _};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use std::fmt::Debug;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -78,6 +80,12 @@ pub(crate) enum Failure {
     /// A list request (or one of its pages) failed.
     #[error("list failed: {0}")]
     List(#[source] ::kube::Error),
+    /// A list response broke off while it was read.
+    #[error("reading a list response failed: {0}")]
+    ListRead(#[source] std::io::Error),
+    /// A list response is not JSON of a list.
+    #[error("{0}")]
+    ListMalformed(#[source] super::list_split::Malformed),
     /// A watch (or streaming list) request could not be opened.
     #[error("watch failed: {0}")]
     Watch(#[source] ::kube::Error),
@@ -119,12 +127,8 @@ enum State<K> {
     Start,
     /// The streaming list was refused: a plain list.
     List,
-    /// A list's page being handed out.
-    Paging {
-        items: std::vec::IntoIter<Decoded<K>>,
-        next: Option<String>,
-        version: String,
-    },
+    /// A list's page being read and handed out, item by item.
+    Paging(Box<ListBody<K>>),
     /// A streaming list before its end bookmark.
     Streaming {
         events: Events<K>,
@@ -211,11 +215,7 @@ where
         match std::mem::replace(&mut self.state, State::Start) {
             State::Start if self.streaming => self.open_streaming_list().await,
             State::Start | State::List => self.list_first_page().await,
-            State::Paging {
-                items,
-                next,
-                version,
-            } => self.page(items, next, version).await,
+            State::Paging(body) => self.page(body).await,
             State::Streaming {
                 events,
                 opened,
@@ -344,15 +344,9 @@ where
         let version = self.relist_version().to_string();
         let limit = (self.paginated || version.is_empty() || version == "0").then_some(PAGE_SIZE);
         let url = self.list_url(Some(&version), limit, None);
-        match self
-            .client
-            .request::<ObjectList<Decoded<K>>>(get(&url))
-            .await
-        {
-            Ok(list) => {
-                let next = list.metadata.continue_.clone().filter(|c| !c.is_empty());
-                self.paginated |= version == "0" && next.is_some();
-                self.state = paging(list, next);
+        match self.client.request_stream(get(&url)).await {
+            Ok(reader) => {
+                self.state = State::Paging(Box::new(ListBody::new(reader, version == "0")));
                 Some(Ok(Event::Init))
             }
             Err(err) if is_version_unavailable(&err) && !self.version_unavailable => {
@@ -364,35 +358,30 @@ where
         }
     }
 
-    async fn page(
-        &mut self,
-        mut items: std::vec::IntoIter<Decoded<K>>,
-        next: Option<String>,
-        version: String,
-    ) -> Step<K> {
-        if let Some(item) = items.next() {
-            self.state = State::Paging {
-                items,
-                next,
-                version,
-            };
-            return Some(Ok(Event::InitApply(item)));
+    /// The next item of the page being read; at its end the next page, or
+    /// the end of the list.
+    async fn page(&mut self, mut body: Box<ListBody<K>>) -> Step<K> {
+        match body.next_item().await {
+            Err(failure) => return Some(Err(failure)),
+            Ok(Some(item)) => {
+                self.state = State::Paging(body);
+                return Some(Ok(Event::InitApply(item)));
+            }
+            Ok(None) => {}
         }
+        let meta = body.metadata;
+        let next = meta.continue_.filter(|c| !c.is_empty());
+        self.paginated |= body.at_version_zero && next.is_some();
         let Some(token) = next else {
-            self.last_version = version;
+            self.last_version = meta.resource_version.unwrap_or_default();
             self.version_unavailable = false;
             self.state = State::Rewatch;
             return Some(Ok(Event::InitDone));
         };
         let url = self.list_url(None, Some(PAGE_SIZE), Some(&token));
-        match self
-            .client
-            .request::<ObjectList<Decoded<K>>>(get(&url))
-            .await
-        {
-            Ok(list) => {
-                let next = list.metadata.continue_.clone().filter(|c| !c.is_empty());
-                self.state = paging(list, next);
+        match self.client.request_stream(get(&url)).await {
+            Ok(reader) => {
+                self.state = State::Paging(Box::new(ListBody::new(reader, body.at_version_zero)));
                 None
             }
             Err(err) => Some(Err(Failure::List(err))),
@@ -526,14 +515,67 @@ where
     }
 }
 
-fn paging<K>(list: ObjectList<Decoded<K>>, next: Option<String>) -> State<K>
-where
-    K: Clone,
-{
-    State::Paging {
-        version: list.metadata.resource_version.clone().unwrap_or_default(),
-        items: list.items.into_iter(),
-        next,
+/// One list response being read: its items decoded as their bytes
+/// arrive (the ones of the last chunk read wait in `ready`), its metadata
+/// kept for the end.
+struct ListBody<K> {
+    reader: std::pin::Pin<Box<dyn futures::AsyncBufRead + Send>>,
+    splitter: ListSplitter,
+    ready: std::collections::VecDeque<Decoded<K>>,
+    metadata: ListMeta,
+    /// This page answers a list at resourceVersion 0.
+    at_version_zero: bool,
+}
+
+impl<K: ReadFields> ListBody<K> {
+    fn new(reader: impl futures::AsyncBufRead + Send + 'static, at_version_zero: bool) -> Self {
+        Self {
+            reader: Box::pin(reader),
+            splitter: ListSplitter::default(),
+            ready: std::collections::VecDeque::new(),
+            metadata: ListMeta::default(),
+            at_version_zero,
+        }
+    }
+
+    /// The next item, `None` once the response ended whole.
+    async fn next_item(&mut self) -> Result<Option<Decoded<K>>, Failure> {
+        use futures::AsyncBufReadExt as _;
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Ok(Some(item));
+            }
+            let chunk = self.reader.fill_buf().await.map_err(Failure::ListRead)?;
+            if chunk.is_empty() {
+                self.splitter.finish().map_err(Failure::ListMalformed)?;
+                return Ok(None);
+            }
+            let (ready, metadata) = (&mut self.ready, &mut self.metadata);
+            let taken = chunk.len();
+            self.splitter
+                .feed(chunk, &mut |piece| match piece {
+                    Piece::Item(bytes) => ready.push_back(decode_item(&bytes)),
+                    Piece::Metadata(bytes) => {
+                        *metadata = serde_json::from_slice(&bytes).unwrap_or_default()
+                    }
+                })
+                .map_err(Failure::ListMalformed)?;
+            self.reader.as_mut().consume(taken);
+        }
+    }
+}
+
+/// One list item's bytes → the object, leniently (bytes that are not JSON
+/// make an invalid object without a name).
+fn decode_item<K: ReadFields>(bytes: &[u8]) -> Decoded<K> {
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(value) => crate::lenient::decode(value),
+        Err(err) => Decoded::Invalid(crate::lenient::Invalid {
+            namespace: String::new(),
+            name: String::new(),
+            resource_version: None,
+            problem: format!("not JSON: {err}"),
+        }),
     }
 }
 
