@@ -6,7 +6,7 @@
 //! initial lists, the first sync and N endpoint changes, and print the
 //! peaks of each phase and the time from start to rules.
 
-#[allow(clippy::unwrap_used, clippy::expect_used, dead_code, missing_docs)]
+#[allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #[path = "../../source/tests/kube/fake_api.rs"]
 mod fake_api;
 
@@ -182,11 +182,11 @@ fn measure(setup: &ApiSetup, ns: &BenchNetns, api: &FakeApi) -> Result<Figures> 
     let deadline = start + setup.cap;
     let listed = proxy.wait_for(LISTED, deadline)?.context("no complete initial list before the cap")?;
     let synced_text = synced_message(&setup.mode);
-    let first = proxy.wait_for(&synced_text, deadline)?.context("no first sync before the cap")?;
+    let first = proxy.wait_for(synced_text, deadline)?.context("no first sync before the cap")?;
     std::thread::sleep(Duration::from_secs(2));
     let settled = sampler.last();
     let changes_start = Instant::now();
-    make_changes(setup, api, &mut proxy, &synced_text)?;
+    make_changes(setup, api, &mut proxy, synced_text)?;
     let changes_end = Instant::now();
     std::thread::sleep(Duration::from_secs(2));
     let figures = Figures {
