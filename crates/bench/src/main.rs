@@ -12,6 +12,10 @@
 //!   `datapath-vm` runs it in the IPVS-capable VM (IPVS mode);
 //! * `nftables-memory` shows where nftables mode's memory goes: each
 //!   stage of a cold start, then the proxier's syncs in a namespace;
+//! * `nftables-shapes` programs N services × M endpoints in each table
+//!   shape (upstream v1.36's anonymous maps, v1.37's direct DNAT, one
+//!   shared map) over our codec and times the kernel's cold start, one
+//!   endpoint change and one new service;
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
 //!   and replace a whole table), the floor under any legacy sync.
 
@@ -24,6 +28,7 @@ mod interrupt;
 mod kernel_counts;
 mod namespace;
 mod nftables_memory;
+mod nftables_shapes;
 mod proxy_process;
 mod render_bench;
 mod run;
@@ -265,6 +270,32 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         full_syncs: usize,
     },
+    /// Table shapes for nftables mode: each programmed from nothing in a
+    /// fresh namespace over our codec, then one endpoint change and one new
+    /// service, timing the kernel (needs root).
+    NftablesShapes {
+        /// Services.
+        #[arg(long, default_value_t = 10_000)]
+        services: u32,
+        /// Endpoints per service.
+        #[arg(long, default_value_t = 1)]
+        endpoints: u32,
+        /// Shapes, comma-separated: anonymous (v1.36), direct (v1.37), shared.
+        #[arg(long, default_value = "anonymous,direct,shared", value_delimiter = ',')]
+        shapes: Vec<String>,
+        /// Anonymous maps per cold-start transaction (the binary's: 1,000).
+        #[arg(long, default_value_t = 1000)]
+        part_size: u32,
+        /// Changes of each kind to time.
+        #[arg(long, default_value_t = 5)]
+        changes: u32,
+        /// Shared shape: services per shared map (0: one map for all).
+        #[arg(long, default_value_t = 0)]
+        shard_size: u32,
+        /// Shared shape: the cold start adds the maps' elements after the rules.
+        #[arg(long)]
+        elements_after_rules: bool,
+    },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
     /// the current network namespace, so wrap it in `ip netns exec`).
@@ -366,6 +397,19 @@ fn main() -> Result<()> {
             interrupt::install()?;
             let report = nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
             print!("{report}")
+        }
+        Command::NftablesShapes { services, endpoints, shapes, part_size, changes, shard_size, elements_after_rules } => {
+            interrupt::install()?;
+            let setup = nftables_shapes::ShapeSetup {
+                services,
+                endpoints,
+                shapes: shapes.iter().map(|s| nftables_shapes::Shape::parse(s)).collect::<Result<_>>()?,
+                part_size,
+                changes,
+                shard_size,
+                elements_after_rules,
+            };
+            print!("{}", nftables_shapes::run_shapes(&setup)?);
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

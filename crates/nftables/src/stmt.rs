@@ -327,9 +327,27 @@ pub fn numgen_vmap(modulus: u32, map: SetRef) -> Vec<Expr> {
 /// `dnat ip to numgen random mod <n> map <map>` where the map's data is
 /// `ipv4_addr . inet_service` (or `ipv6_addr . inet_service`).
 pub fn dnat_numgen_map(family: u8, modulus: u32, map: SetRef, addr_len: u32) -> Vec<Expr> {
+    dnat_numgen_offset_map(family, modulus, 0, map, addr_len)
+}
+
+/// `dnat ip to numgen random mod <n> offset <k> map <map>`: the keys
+/// `k..k+n` of a map shared by many services (data as in
+/// [`dnat_numgen_map`]).
+pub fn dnat_numgen_offset_map(
+    family: u8,
+    modulus: u32,
+    offset: u32,
+    map: SetRef,
+    addr_len: u32,
+) -> Vec<Expr> {
     let port_reg = Register(8 + addr_len.div_ceil(4)).canonical();
     vec![
-        numgen_random(modulus),
+        Expr::Numgen {
+            dreg: Register::R1,
+            modulus,
+            random: true,
+            offset,
+        },
         Expr::Lookup {
             set: map,
             sreg: Register::R1,
