@@ -29,6 +29,7 @@ mod kernel_counts;
 mod namespace;
 mod nftables_memory;
 mod nftables_shapes;
+mod shapes_svg;
 mod proxy_process;
 mod render_bench;
 mod run;
@@ -274,12 +275,19 @@ enum Command {
     /// fresh namespace over our codec, then one endpoint change and one new
     /// service, timing the kernel (needs root).
     NftablesShapes {
-        /// Services.
-        #[arg(long, default_value_t = 10_000)]
-        services: u32,
+        /// Service counts, comma-separated (each a fresh table).
+        #[arg(long, default_value = "10000", value_delimiter = ',')]
+        services: Vec<u32>,
         /// Endpoints per service.
         #[arg(long, default_value_t = 1)]
         endpoints: u32,
+        /// The anonymous shape only up to this many services (quadratic).
+        #[arg(long, default_value_t = 20_000)]
+        anonymous_max: u32,
+        /// Write the cold-start curve (services → seconds, kernel and
+        /// wall, per shape) to this SVG file.
+        #[arg(long)]
+        svg: Option<PathBuf>,
         /// Shapes, comma-separated: anonymous (v1.36), direct (v1.37), shared.
         #[arg(long, default_value = "anonymous,direct,shared", value_delimiter = ',')]
         shapes: Vec<String>,
@@ -398,7 +406,7 @@ fn main() -> Result<()> {
             let report = nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
             print!("{report}")
         }
-        Command::NftablesShapes { services, endpoints, shapes, part_size, changes, shard_size, elements_after_rules } => {
+        Command::NftablesShapes { services, endpoints, anonymous_max, svg, shapes, part_size, changes, shard_size, elements_after_rules } => {
             interrupt::install()?;
             let setup = nftables_shapes::ShapeSetup {
                 services,
@@ -408,8 +416,15 @@ fn main() -> Result<()> {
                 changes,
                 shard_size,
                 elements_after_rules,
+                anonymous_max,
             };
-            print!("{}", nftables_shapes::run_shapes(&setup)?);
+            let (report, curve) = nftables_shapes::run_shapes(&setup)?;
+            print!("{report}");
+            if let Some(path) = svg {
+                let title = format!("nftables cold start, services × {} endpoint(s)", setup.endpoints);
+                std::fs::write(&path, shapes_svg::render(&title, &curve))
+                    .with_context(|| format!("write {}", path.display()))?;
+            }
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

@@ -56,7 +56,8 @@ impl Shape {
         })
     }
 
-    fn name(self) -> &'static str {
+    /// Its name in the report and the curve.
+    pub fn name(self) -> &'static str {
         match self {
             Shape::Anonymous => "anonymous (v1.36)",
             Shape::Direct => "direct (v1.37)",
@@ -68,8 +69,8 @@ impl Shape {
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct ShapeSetup {
-    /// Services.
-    pub services: u32,
+    /// Service counts, each a separate table.
+    pub services: Vec<u32>,
     /// Endpoints per service.
     pub endpoints: u32,
     /// The shapes, each in its own namespace.
@@ -78,6 +79,9 @@ pub struct ShapeSetup {
     pub part_size: u32,
     /// Changes of each kind to time.
     pub changes: u32,
+    /// The anonymous shape only up to this many services (it is quadratic:
+    /// 277–444 s at 50,000).
+    pub anonymous_max: u32,
     /// Shared shape: services per shared map (0: one map for all). Each
     /// rule bound to a map makes the kernel walk the map's elements, and
     /// each element added walks the map's bindings.
@@ -103,25 +107,49 @@ impl Timed {
     }
 }
 
-/// Runs every shape of `setup` and returns the report.
-pub fn run_shapes(setup: &ShapeSetup) -> Result<String> {
-    let mut out = format!(
-        "nftables table shapes: {} services × {} endpoints (kernel = sendmsg to last ack; wall = build + encode + kernel)\n",
-        setup.services, setup.endpoints
-    );
-    for &shape in &setup.shapes {
-        out.push_str(&run_shape(setup, shape)?);
-    }
-    Ok(out)
+/// One shape's cold start at one size.
+#[derive(Debug, Clone, Copy)]
+pub struct ColdStart {
+    /// The shape.
+    pub shape: Shape,
+    /// Services.
+    pub services: u32,
+    /// The kernel's time (sum over its transactions).
+    pub kernel: Duration,
+    /// Build + encode + kernel.
+    pub wall: Duration,
 }
 
-fn run_shape(setup: &ShapeSetup, shape: Shape) -> Result<String> {
+/// Runs every shape of `setup` at every size; returns the report and the
+/// cold starts (for the curve).
+pub fn run_shapes(setup: &ShapeSetup) -> Result<(String, Vec<ColdStart>)> {
+    let mut out = String::new();
+    let mut curve = Vec::new();
+    for &services in &setup.services {
+        out.push_str(&format!(
+            "nftables table shapes: {services} services × {} endpoints (kernel = sendmsg to last ack; wall = build + encode + kernel)\n",
+            setup.endpoints
+        ));
+        for &shape in &setup.shapes {
+            if shape == Shape::Anonymous && services > setup.anonymous_max {
+                out.push_str(&format!("{:<18} skipped above --anonymous-max {}\n", shape.name(), setup.anonymous_max));
+                continue;
+            }
+            let (text, cold) = run_shape(setup, services, shape)?;
+            out.push_str(&text);
+            curve.push(ColdStart { shape, services, kernel: cold.kernel, wall: cold.wall });
+        }
+    }
+    Ok((out, curve))
+}
+
+fn run_shape(setup: &ShapeSetup, services: u32, shape: Shape) -> Result<(String, Timed)> {
     let ns = BenchNetns::labelled("shapes")?;
     let setup = setup.clone();
-    ns.run(move || -> Result<String> {
+    ns.run(move || -> Result<(String, Timed)> {
         let mut sock = NftSocket::connect().context("nf_tables socket")?;
         let mut table = Layout::new(shape, setup.endpoints, setup.shard_size);
-        let cold = table.cold_start(&mut sock, setup.services, setup.part_size, setup.elements_after_rules)?;
+        let cold = table.cold_start(&mut sock, services, setup.part_size, setup.elements_after_rules)?;
         let mut out = format!(
             "{:<18} cold start: kernel {:>9.1} ms, wall {:>9.1} ms, {} transaction(s)\n",
             shape.name(),
@@ -129,14 +157,14 @@ fn run_shape(setup: &ShapeSetup, shape: Shape) -> Result<String> {
             ms(cold.wall),
             cold.transactions
         );
-        let step = (setup.services / setup.changes.max(1)).max(1);
+        let step = (services / setup.changes.max(1)).max(1);
         let mut endpoint = Vec::new();
         let mut added = Vec::new();
         let mut resized = Vec::new();
         for k in 0..setup.changes {
-            let service = (k * step) % setup.services;
+            let service = (k * step) % services;
             endpoint.push(apply(&mut sock, table.endpoint_change(service, k + 1))?);
-            added.push(apply(&mut sock, table.new_service(setup.services + k))?);
+            added.push(apply(&mut sock, table.new_service(services + k))?);
             if shape == Shape::Shared {
                 resized.push(apply(&mut sock, table.endpoint_added(service))?);
             }
@@ -146,7 +174,7 @@ fn run_shape(setup: &ShapeSetup, shape: Shape) -> Result<String> {
         if !resized.is_empty() {
             out.push_str(&summary("  one endpoint added (M → M+1)", &resized));
         }
-        Ok(out)
+        Ok((out, cold))
     })?
 }
 
