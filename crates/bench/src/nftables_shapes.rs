@@ -24,7 +24,7 @@ use crate::namespace::BenchNetns;
 use anyhow::{Context, Result, bail};
 use nftables::{
     BaseChain, Chain, ChainType, DataType, Element, Family, Hook, NftSocket, Op, Policy, Rule,
-    Set, SetRef, Table, Transaction, Value, Verdict, stmt,
+    Set, SetFlags, SetRef, Table, Transaction, Value, Verdict, stmt,
 };
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -43,6 +43,10 @@ pub enum Shape {
     Direct,
     /// One shared data map keyed `numgen random mod M offset K`.
     Shared,
+    /// Shared interval maps keyed `numgen random mod 65536 offset K`: each
+    /// service owns a slot of 65,536 keys cut into M ranges, so a change of
+    /// M is an element update too (the rule never changes).
+    Interval,
 }
 
 impl Shape {
@@ -52,7 +56,8 @@ impl Shape {
             "anonymous" => Shape::Anonymous,
             "direct" => Shape::Direct,
             "shared" => Shape::Shared,
-            other => bail!("unknown shape {other:?} (anonymous, direct, shared)"),
+            "interval" => Shape::Interval,
+            other => bail!("unknown shape {other:?} (anonymous, direct, shared, interval)"),
         })
     }
 
@@ -62,6 +67,7 @@ impl Shape {
             Shape::Anonymous => "anonymous (v1.36)",
             Shape::Direct => "direct (v1.37)",
             Shape::Shared => "shared map",
+            Shape::Interval => "interval map",
         }
     }
 }
@@ -165,7 +171,7 @@ fn run_shape(setup: &ShapeSetup, services: u32, shape: Shape) -> Result<(String,
             let service = (k * step) % services;
             endpoint.push(apply(&mut sock, table.endpoint_change(service, k + 1))?);
             added.push(apply(&mut sock, table.new_service(services + k))?);
-            if shape == Shape::Shared {
+            if matches!(shape, Shape::Shared | Shape::Interval) {
                 resized.push(apply(&mut sock, table.endpoint_added(service))?);
             }
         }
@@ -269,7 +275,7 @@ impl Layout {
         match self.shape {
             Shape::Anonymous => true,
             Shape::Direct => self.endpoints > 1,
-            Shape::Shared => false,
+            Shape::Shared | Shape::Interval => false,
         }
     }
 
@@ -296,7 +302,7 @@ impl Layout {
             vec![DataType::Verdict],
         )));
         let mut element_ops = Vec::new();
-        if self.shape == Shape::Shared {
+        if self.uses_shared_maps() {
             let mut per_map: Vec<Vec<Element>> = Vec::new();
             for service in 0..services {
                 let shard = self.shard(service) as usize;
@@ -307,7 +313,7 @@ impl Layout {
                 per_map[shard].extend(elements);
             }
             for (shard, elements) in per_map.into_iter().enumerate() {
-                tx.push(Op::AddSet(shared_map(shard as u32)));
+                tx.push(Op::AddSet(self.shared_map(shard as u32)));
                 element_ops.push(Op::AddElements { set: SetRef::named(shared_map_name(shard as u32)), elements });
             }
         }
@@ -333,14 +339,48 @@ impl Layout {
         first
     }
 
+    fn uses_shared_maps(&self) -> bool {
+        matches!(self.shape, Shape::Shared | Shape::Interval)
+    }
+
+    fn shared_map(&self, shard: u32) -> Set {
+        let map = shared_map(shard);
+        if self.shape == Shape::Interval { map.with_flags(SetFlags::INTERVAL) } else { map }
+    }
+
     /// Keys for `service`'s endpoints in the shared map (generation 0).
     fn allocate(&mut self, service: u32) -> Vec<Element> {
-        let first = self.next_key(service, self.endpoints);
+        let width = if self.shape == Shape::Interval { SLOT } else { self.endpoints };
+        let first = self.next_key(service, width);
         if self.ranges.len() <= service as usize {
             self.ranges.resize(service as usize + 1, (0, 0));
         }
         self.ranges[service as usize] = (first, self.endpoints);
-        (0..self.endpoints).map(|e| endpoint_element(first + e, service, e, 0)).collect()
+        self.elements(first, self.endpoints, service, 0)
+    }
+
+    /// Every element of a service's `count` endpoints whose keys start at
+    /// `first`: in the interval shape each range's start (with the
+    /// endpoint) and its end marker (the next range's first key).
+    fn elements(&self, first: u32, count: u32, service: u32, generation: u32) -> Vec<Element> {
+        let mut out = Vec::new();
+        for e in 0..count {
+            out.push(self.element(first, e, count, service, generation));
+            if self.shape == Shape::Interval {
+                out.push(Element::interval_end(vec![interval_key(first + range_start(e + 1, count))]));
+            }
+        }
+        out
+    }
+
+    /// Endpoint `e` of `count` of a service whose keys start at `first`.
+    fn element(&self, first: u32, e: u32, count: u32, service: u32, generation: u32) -> Element {
+        if self.shape != Shape::Interval {
+            return endpoint_element(first + e, service, e, generation);
+        }
+        let mut element = endpoint_element(0, service, e, generation);
+        element.key = vec![interval_key(first + range_start(e, count))];
+        element
     }
 
     /// The rule of `service`'s chain (and its anonymous map, if any), its
@@ -352,6 +392,13 @@ impl Layout {
                 let (first, count) = self.ranges.get(service as usize).copied().unwrap_or_default();
                 let map = SetRef::named(shared_map_name(self.shard(service)));
                 stmt::dnat_numgen_offset_map(2, count, first, map, 4)
+            }
+            Shape::Interval => {
+                let (first, _) = self.ranges.get(service as usize).copied().unwrap_or_default();
+                let map = SetRef::named(shared_map_name(self.shard(service)));
+                let mut exprs = stmt::dnat_numgen_offset_map(2, SLOT, first, map, 4);
+                exprs.insert(1, byteorder_hton_r1());
+                exprs
             }
             Shape::Direct if self.endpoints == 1 => stmt::dnat_to(endpoint_addr(service, 0, generation).into(), 8080),
             Shape::Direct | Shape::Anonymous => {
@@ -373,10 +420,10 @@ impl Layout {
     /// `service`'s first endpoint replaced by another address.
     fn endpoint_change(&mut self, service: u32, generation: u32) -> Transaction {
         let mut tx = transaction();
-        if self.shape == Shape::Shared {
-            let (first, _) = self.ranges.get(service as usize).copied().unwrap_or_default();
-            let old = endpoint_element(first, service, 0, generation - 1);
-            let new = endpoint_element(first, service, 0, generation);
+        if self.uses_shared_maps() {
+            let (first, count) = self.ranges.get(service as usize).copied().unwrap_or_default();
+            let old = self.element(first, 0, count, service, generation - 1);
+            let new = self.element(first, 0, count, service, generation);
             let map = shared_map_name(self.shard(service));
             tx.push(Op::DeleteElements { set: SetRef::named(map.as_str()), elements: vec![old] });
             tx.push(Op::AddElements { set: SetRef::named(map), elements: vec![new] });
@@ -391,10 +438,10 @@ impl Layout {
     fn new_service(&mut self, service: u32) -> Transaction {
         let mut tx = transaction();
         tx.push(Op::AddChain(Chain::regular(service_chain(service))));
-        if self.shape == Shape::Shared {
+        if self.uses_shared_maps() {
             let shard = self.shard(service);
             if self.next_key.len() <= shard as usize {
-                tx.push(Op::AddSet(shared_map(shard)));
+                tx.push(Op::AddSet(self.shared_map(shard)));
             }
             let elements = self.allocate(service);
             tx.push(Op::AddElements { set: SetRef::named(shared_map_name(shard)), elements });
@@ -412,6 +459,16 @@ impl Layout {
     fn endpoint_added(&mut self, service: u32) -> Transaction {
         let mut tx = transaction();
         let (old_first, old_count) = self.ranges.get(service as usize).copied().unwrap_or_default();
+        if self.shape == Shape::Interval {
+            let map = shared_map_name(self.shard(service));
+            let count = old_count + 1;
+            self.ranges[service as usize] = (old_first, count);
+            let old = self.elements(old_first, old_count, service, 0);
+            let new = self.elements(old_first, count, service, 0);
+            tx.push(Op::DeleteElements { set: SetRef::named(map.as_str()), elements: old });
+            tx.push(Op::AddElements { set: SetRef::named(map), elements: new });
+            return tx;
+        }
         let count = old_count + 1;
         let first = self.next_key(service, count);
         self.ranges[service as usize] = (first, count);
@@ -424,6 +481,34 @@ impl Layout {
         tx.push(Op::DeleteElements { set: SetRef::named(map), elements: old });
         tx
     }
+}
+
+/// Keys per service in the interval shape.
+const SLOT: u32 = 1 << 16;
+
+/// `byteorder reg 1 = hton(reg 1, 4, 4)`: interval keys compare in
+/// network order, `numgen` writes host order (what `nft` emits for a
+/// host-order key in an interval set). Raw attributes: the codec has no
+/// typed byteorder expression yet.
+fn byteorder_hton_r1() -> nftables::Expr {
+    let mut data = Vec::new();
+    // NFTA_BYTEORDER_SREG 1, DREG 2, OP 3 (NFT_BYTEORDER_HTON = 1), LEN 4, SIZE 5.
+    for (kind, value) in [(1u16, 1u32), (2, 1), (3, 1), (4, 4), (5, 4)] {
+        data.extend_from_slice(&8u16.to_ne_bytes());
+        data.extend_from_slice(&kind.to_ne_bytes());
+        data.extend_from_slice(&value.to_be_bytes());
+    }
+    nftables::Expr::Other { name: "byteorder".into(), data }
+}
+
+/// The first key of range `e` of `count` in a slot.
+fn range_start(e: u32, count: u32) -> u32 {
+    u32::try_from(u64::from(e) * u64::from(SLOT) / u64::from(count.max(1))).unwrap_or(0)
+}
+
+/// An interval key: looked up in network order (after `byteorder hton`).
+fn interval_key(key: u32) -> Value {
+    Value::Integer(u32::from_ne_bytes(key.to_be_bytes()))
 }
 
 fn transaction() -> Transaction {

@@ -33,14 +33,14 @@ pub fn render(title: &str, points: &[ColdStart]) -> String {
         WIDTH - LEFT - RIGHT,
         HEIGHT - TOP - BOTTOM
     );
-    let shapes = [Shape::Anonymous, Shape::Direct, Shape::Shared];
+    let shapes = [Shape::Anonymous, Shape::Direct, Shape::Shared, Shape::Interval];
     for (index, shape) in shapes.iter().enumerate() {
         let mut line: Vec<&ColdStart> = points.iter().filter(|p| p.shape == *shape).collect();
         if line.is_empty() {
             continue;
         }
         line.sort_by_key(|p| p.services);
-        let colour = ["#c0392b", "#2471a3", "#1e8449"][index];
+        let colour = ["#c0392b", "#2471a3", "#1e8449", "#8e44ad"][index];
         let kernel: Vec<(f64, f64)> = line.iter().map(|p| (f64::from(p.services), p.kernel.as_secs_f64())).collect();
         let wall: Vec<(f64, f64)> = line.iter().map(|p| (f64::from(p.services), p.wall.as_secs_f64())).collect();
         plot.polyline(&mut svg, &kernel, colour, "");
