@@ -556,3 +556,55 @@ fn service_ip_element(service: u32) -> Element {
         Verdict::Goto(service_chain(service)),
     )
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn key_of(element: &Element) -> u32 {
+        match element.key.as_slice() {
+            [Value::Integer(k)] => u32::from_be_bytes(k.to_ne_bytes()),
+            other => panic!("unexpected key {other:?}"),
+        }
+    }
+
+    /// The ranges of a slot cover it exactly, each range's end marker is
+    /// the next range's start, and no two endpoints differ by more than
+    /// one key in their share.
+    #[test]
+    fn interval_ranges_tile_the_slot() {
+        for count in [1u32, 2, 3, 7, 10, 100, 1000] {
+            let mut layout = Layout::new(Shape::Interval, count, 0);
+            layout.allocate(0);
+            let elements = layout.allocate(1);
+            let first = SLOT;
+            assert_eq!(elements.len(), 2 * count as usize);
+            let starts: Vec<u32> = elements.iter().step_by(2).map(key_of).collect();
+            let ends: Vec<u32> = elements.iter().skip(1).step_by(2).map(key_of).collect();
+            assert!(elements.iter().skip(1).step_by(2).all(Element::is_interval_end));
+            assert_eq!(starts[0], first, "count {count}");
+            assert_eq!(*ends.last().unwrap(), first + SLOT, "count {count}");
+            assert_eq!(&starts[1..], &ends[..ends.len() - 1], "count {count}");
+            let widths: Vec<u32> = starts.iter().zip(&ends).map(|(s, e)| e - s).collect();
+            let (min, max) = (widths.iter().min().unwrap(), widths.iter().max().unwrap());
+            assert!(max - min <= 1, "count {count}: widths {min}..{max}");
+        }
+    }
+
+    /// The shared shape gives each service its own keys, one per endpoint.
+    #[test]
+    fn shared_keys_do_not_overlap() {
+        let mut layout = Layout::new(Shape::Shared, 3, 2);
+        let keys: Vec<Vec<u32>> = (0..4)
+            .map(|s| {
+                layout.allocate(s).iter().map(|e| match e.key.as_slice() {
+                    [Value::Integer(k)] => *k,
+                    other => panic!("unexpected key {other:?}"),
+                }).collect()
+            })
+            .collect();
+        assert_eq!(keys, vec![vec![0, 1, 2], vec![3, 4, 5], vec![0, 1, 2], vec![3, 4, 5]]);
+        assert_eq!((layout.shard(1), layout.shard(2)), (0, 1), "two services per map");
+    }
+}
