@@ -5,7 +5,8 @@
 //! interval` and each endpoint owning a range of the service's slot.
 //! 10,000 real connections to a service with 100 endpoints land on every
 //! endpoint, evenly (chi-square), and a service beside it in the same map
-//! keeps its own endpoint.
+//! keeps its own endpoint; 5,000 services × 1–4 endpoints in 20 shared
+//! maps, each service's endpoint set read back through real connections.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -62,7 +63,11 @@ fn slot_elements(slot: u32, endpoints: &[Ipv4Addr]) -> Vec<Element> {
 }
 
 fn service_rule(chain: &str, slot: u32) -> Rule {
-    let mut pick = stmt::dnat_numgen_offset_map(2, SLOT, slot * SLOT, SetRef::named(MAP), 4);
+    service_rule_in(chain, MAP, slot)
+}
+
+fn service_rule_in(chain: &str, map: &str, slot: u32) -> Rule {
+    let mut pick = stmt::dnat_numgen_offset_map(2, SLOT, slot * SLOT, SetRef::named(map), 4);
     pick.insert(1, hton_r1());
     Rule::new(chain, [stmt::l4proto(6), pick].concat())
 }
@@ -133,5 +138,95 @@ fn a_shared_interval_map_spreads_100_endpoints_evenly() -> Result<()> {
     let chi2 = chi_square(&wide, ENDPOINTS, CONNECTIONS);
     println!("χ² over {ENDPOINTS} endpoints, {CONNECTIONS} connections: {chi2:.1} (p = 0.001 at {CHI_SQUARE_99_P001})");
     assert!(chi2 < CHI_SQUARE_99_P001, "uneven spread: χ² = {chi2:.1}, {wide:?}");
+    Ok(())
+}
+
+const SERVICES: u32 = 5_000;
+const SERVICES_PER_MAP: u32 = 256;
+
+fn service_ip(s: u32) -> Ipv4Addr {
+    Ipv4Addr::from(0xac1e_0001 + s)
+}
+
+/// Service `s`'s endpoints: 1–4 of them, 127.<1 + s / 250>.<s % 250>.<e + 1>.
+fn endpoints_of(s: u32) -> Vec<Ipv4Addr> {
+    (0..s % 4 + 1).map(|e| Ipv4Addr::new(127, 1 + (s / 250) as u8, (s % 250) as u8, e as u8 + 1)).collect()
+}
+
+/// `SERVICES` services, each a chain with the one rule, reached from
+/// `nat-output` through a verdict map, their endpoints in maps of
+/// `SERVICES_PER_MAP` services (rules before the elements that bind them,
+/// as the layout's cold start sends them).
+fn many_services() -> Transaction {
+    let mut tx = Transaction::new(Family::Ip, "kube-proxy");
+    tx.push(Op::AddTable(Table::new(Family::Ip, "kube-proxy")));
+    let base = BaseChain { kind: ChainType::Nat, hook: Hook::Output, priority: -100, policy: Policy::Accept };
+    tx.push(Op::AddChain(Chain::base("nat-output", base)));
+    let fields = [stmt::Field::IpDaddr, stmt::Field::L4proto, stmt::Field::ThDport];
+    let key = vec![DataType::Ipv4Addr, DataType::InetProto, DataType::InetService];
+    tx.push(Op::AddSet(Set::map("service-ips", key, vec![DataType::Verdict])));
+    let mut per_map: Vec<Vec<Element>> = Vec::new();
+    let mut gotos = Vec::new();
+    for s in 0..SERVICES {
+        let (map, slot) = (s / SERVICES_PER_MAP, s % SERVICES_PER_MAP);
+        let name = format!("{MAP}-{map}");
+        if per_map.len() <= map as usize {
+            let mut set = Set::map(name.as_str(), vec![DataType::Integer], vec![DataType::Ipv4Addr, DataType::InetService]);
+            set.flags = set.flags | SetFlags::INTERVAL;
+            tx.push(Op::AddSet(set));
+            per_map.push(Vec::new());
+        }
+        per_map[map as usize].extend(slot_elements(slot, &endpoints_of(s)));
+        let chain = format!("service-{s:05}");
+        tx.push(Op::AddChain(Chain::regular(chain.as_str())));
+        tx.push(Op::AddRule(service_rule_in(&chain, &name, slot)));
+        gotos.push(Element::verdict(vec![Value::Ipv4(service_ip(s)), Value::Proto(6), Value::Port(80)], Verdict::Goto(chain)));
+    }
+    for (map, elements) in per_map.into_iter().enumerate() {
+        tx.push(Op::AddElements { set: SetRef::named(format!("{MAP}-{map}")), elements });
+    }
+    tx.push(Op::AddElements { set: SetRef::named("service-ips"), elements: gotos });
+    tx.push(Op::AddRule(Rule::new("nat-output", stmt::vmap(&fields, SetRef::named("service-ips")))));
+    tx
+}
+
+/// The endpoints connections to `service` reach, connecting until all of
+/// `expected` were seen or `cap` connections were made.
+fn endpoint_set(listener: &TcpListener, service: Ipv4Addr, expected: &[Ipv4Addr], cap: u32) -> Result<Vec<Ipv4Addr>> {
+    let mut seen: Vec<Ipv4Addr> = Vec::new();
+    for _ in 0..cap {
+        let _client = TcpStream::connect(SocketAddrV4::new(service, 80))?;
+        let (accepted, _) = listener.accept()?;
+        let std::net::SocketAddr::V4(local) = accepted.local_addr()? else { bail!("not IPv4") };
+        if !seen.contains(local.ip()) {
+            seen.push(*local.ip());
+        }
+        if seen.len() >= expected.len() && expected.iter().all(|e| seen.contains(e)) {
+            break;
+        }
+    }
+    seen.sort();
+    Ok(seen)
+}
+
+#[test]
+fn five_thousand_services_read_back_their_endpoint_sets_through_real_connections() -> Result<()> {
+    let ns = netns("nftread")?;
+    ns.ip(&["route", "add", "172.30.0.0/16", "dev", "lo"])?;
+    let wrong = ns.run(|| -> Result<Vec<String>> {
+        NftSocket::connect()?.apply(&many_services())?;
+        let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, PORT))?;
+        let mut wrong = Vec::new();
+        for s in 0..SERVICES {
+            let expected = endpoints_of(s);
+            // 64 tries miss one of 4 equally likely endpoints with p ≈ 4·(3/4)^64 ≈ 4e-8.
+            let seen = endpoint_set(&listener, service_ip(s), &expected, 64)?;
+            if seen != expected {
+                wrong.push(format!("service {s}: expected {expected:?}, reached {seen:?}"));
+            }
+        }
+        Ok(wrong)
+    })??;
+    assert!(wrong.is_empty(), "{} of {SERVICES} services reach other endpoints: {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
     Ok(())
 }
