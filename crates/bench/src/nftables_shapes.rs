@@ -396,9 +396,7 @@ impl Layout {
             Shape::Interval => {
                 let (first, _) = self.ranges.get(service as usize).copied().unwrap_or_default();
                 let map = SetRef::named(shared_map_name(self.shard(service)));
-                let mut exprs = stmt::dnat_numgen_offset_map(2, SLOT, first, map, 4);
-                exprs.insert(1, byteorder_hton_r1());
-                exprs
+                stmt::dnat_numgen_interval_map(2, SLOT, first, map, 4)
             }
             Shape::Direct if self.endpoints == 1 => stmt::dnat_to(endpoint_addr(service, 0, generation).into(), 8080),
             Shape::Direct | Shape::Anonymous => {
@@ -485,21 +483,6 @@ impl Layout {
 
 /// Keys per service in the interval shape.
 const SLOT: u32 = 1 << 16;
-
-/// `byteorder reg 1 = hton(reg 1, 4, 4)`: interval keys compare in
-/// network order, `numgen` writes host order (what `nft` emits for a
-/// host-order key in an interval set). Raw attributes: the codec has no
-/// typed byteorder expression yet.
-fn byteorder_hton_r1() -> nftables::Expr {
-    let mut data = Vec::new();
-    // NFTA_BYTEORDER_SREG 1, DREG 2, OP 3 (NFT_BYTEORDER_HTON = 1), LEN 4, SIZE 5.
-    for (kind, value) in [(1u16, 1u32), (2, 1), (3, 1), (4, 4), (5, 4)] {
-        data.extend_from_slice(&8u16.to_ne_bytes());
-        data.extend_from_slice(&kind.to_ne_bytes());
-        data.extend_from_slice(&value.to_be_bytes());
-    }
-    nftables::Expr::Other { name: "byteorder".into(), data }
-}
 
 /// The first key of range `e` of `count` in a slot.
 fn range_start(e: u32, count: u32) -> u32 {
