@@ -99,7 +99,12 @@ fn write_service(out: &mut String, load: &Load, i: usize) {
         out.push_str("  sessionAffinity: ClientIP\n");
     }
     if ty == "LoadBalancer" {
-        let _ = write!(out, "status:\n  loadBalancer:\n    ingress:\n    - ip: 203.0.{}.{}\n", (i >> 8) & 255, i & 255);
+        let _ = write!(
+            out,
+            "status:\n  loadBalancer:\n    ingress:\n    - ip: 203.0.{}.{}\n",
+            (i >> 8) & 255,
+            i & 255
+        );
     }
 }
 
@@ -111,7 +116,11 @@ fn write_slice(out: &mut String, load: &Load, i: usize, endpoints: usize) {
     );
     for e in 0..endpoints {
         let n = i * (load.endpoints + 8) + e;
-        let node = if load.local_every != 0 && e % load.local_every == 0 { NODE } else { OTHER_NODE };
+        let node = if load.local_every != 0 && e % load.local_every == 0 {
+            NODE
+        } else {
+            OTHER_NODE
+        };
         let _ = write!(
             out,
             "- addresses: [10.{}.{}.{}]\n  nodeName: {node}\n  conditions: {{ready: true}}\n",
@@ -128,18 +137,31 @@ mod tests {
     use super::*;
 
     fn load(services: usize) -> Load {
-        Load { services, endpoints: 10, local_every: 3, nodeport_every: 0, lb_every: 0, affinity_every: 0 }
+        Load {
+            services,
+            endpoints: 10,
+            local_every: 3,
+            nodeport_every: 0,
+            lb_every: 0,
+            affinity_every: 0,
+        }
     }
 
     #[test]
     fn addresses_do_not_repeat_at_ten_thousand_services() {
         let text = manifests(&load(10_000), 0);
-        let mut cluster_ips: Vec<_> = text.lines().filter_map(|l| l.strip_prefix("  clusterIP: ")).collect();
+        let mut cluster_ips: Vec<_> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("  clusterIP: "))
+            .collect();
         let n = cluster_ips.len();
         cluster_ips.sort_unstable();
         cluster_ips.dedup();
         assert_eq!((n, cluster_ips.len()), (10_000, 10_000));
-        let mut eps: Vec<_> = text.lines().filter_map(|l| l.strip_prefix("- addresses: ")).collect();
+        let mut eps: Vec<_> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("- addresses: "))
+            .collect();
         let n = eps.len();
         eps.sort_unstable();
         eps.dedup();
@@ -163,25 +185,52 @@ mod tests {
         for name in snapshot.services.keys() {
             let endpoints = snapshot.endpoints_of(name);
             assert_eq!(endpoints.len(), 10, "{name:?}");
-            assert_eq!(endpoints.iter().filter(|e| e.is_local).count(), 4, "{name:?}");
+            assert_eq!(
+                endpoints.iter().filter(|e| e.is_local).count(),
+                4,
+                "{name:?}"
+            );
         }
         assert_eq!(snapshot.node.name, NODE);
     }
 
     #[test]
     fn service_mix_is_as_asked() {
-        let mix = Load { nodeport_every: 2, lb_every: 5, affinity_every: 3, ..load(30) };
+        let mix = Load {
+            nodeport_every: 2,
+            lb_every: 5,
+            affinity_every: 3,
+            ..load(30)
+        };
         let snapshot = snapshot_of(&mix);
         let ports: Vec<_> = snapshot.services.values().collect();
-        assert_eq!(ports.iter().filter(|p| !p.load_balancer_ips.is_empty()).count(), 6);
-        assert_eq!(ports.iter().filter(|p| p.node_port.is_some()).count(), 15 + 6 - 3);
-        assert_eq!(ports.iter().filter(|p| p.session_affinity_seconds.is_some()).count(), 10);
+        assert_eq!(
+            ports
+                .iter()
+                .filter(|p| !p.load_balancer_ips.is_empty())
+                .count(),
+            6
+        );
+        assert_eq!(
+            ports.iter().filter(|p| p.node_port.is_some()).count(),
+            15 + 6 - 3
+        );
+        assert_eq!(
+            ports
+                .iter()
+                .filter(|p| p.session_affinity_seconds.is_some())
+                .count(),
+            10
+        );
     }
 
     #[test]
     fn extra_endpoints_go_to_service_zero() {
         let a = manifests(&load(3), 0);
         let b = manifests(&load(3), 1);
-        assert_eq!(b.matches("- addresses:").count(), a.matches("- addresses:").count() + 1);
+        assert_eq!(
+            b.matches("- addresses:").count(),
+            a.matches("- addresses:").count() + 1
+        );
     }
 }

@@ -12,7 +12,10 @@ struct Pending {
     child: Option<u32>,
 }
 
-static PENDING: Mutex<Pending> = Mutex::new(Pending { netns: Vec::new(), child: None });
+static PENDING: Mutex<Pending> = Mutex::new(Pending {
+    netns: Vec::new(),
+    child: None,
+});
 
 fn with_pending<T>(f: impl FnOnce(&mut Pending) -> T) -> T {
     f(&mut PENDING.lock().unwrap_or_else(PoisonError::into_inner))
@@ -22,15 +25,24 @@ fn with_pending<T>(f: impl FnOnce(&mut Pending) -> T) -> T {
 /// exits with 130. Signal handlers do not survive `exec`, so the proxy we
 /// start keeps the default disposition.
 pub fn install() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
-    std::thread::Builder::new().name("interrupt".into()).spawn(move || runtime.block_on(wait_then_clean_up()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    std::thread::Builder::new()
+        .name("interrupt".into())
+        .spawn(move || runtime.block_on(wait_then_clean_up()))?;
     Ok(())
 }
 
 async fn wait_then_clean_up() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        eprintln!("kprs-bench: cannot watch for Ctrl-C; an interrupted run may leave its namespace behind");
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        eprintln!(
+            "kprs-bench: cannot watch for Ctrl-C; an interrupted run may leave its namespace behind"
+        );
         return;
     };
     tokio::select! {
@@ -45,7 +57,10 @@ async fn wait_then_clean_up() {
 fn clean_up_now() {
     let pending = with_pending(std::mem::take);
     if let Some(pid) = pending.child {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     for name in pending.netns {
         let _ = Command::new("ip").args(["netns", "del", &name]).output();

@@ -12,6 +12,10 @@
 //!   `datapath-vm` runs it in the IPVS-capable VM (IPVS mode);
 //! * `nftables-memory` shows where nftables mode's memory goes: each
 //!   stage of a cold start, then the proxier's syncs in a namespace;
+//! * `nftables-shapes` programs N services × M endpoints in each table
+//!   shape (upstream v1.36's anonymous maps, v1.37's direct DNAT, one
+//!   shared map) over our codec and times the kernel's cold start, one
+//!   endpoint change and one new service;
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
 //!   and replace a whole table), the floor under any legacy sync;
 //! * `api` runs the real binary through the fake API server (streaming
@@ -27,10 +31,12 @@ mod interrupt;
 mod kernel_counts;
 mod namespace;
 mod nftables_memory;
+mod nftables_shapes;
 mod proxy_process;
 mod render_bench;
 mod run;
 mod run_report;
+mod shapes_svg;
 mod stats;
 mod sync_line;
 mod tracker_bench;
@@ -39,9 +45,9 @@ mod xtables_floor;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use generate::Load;
-use xtables::apply::Backend;
 use std::path::PathBuf;
 use std::time::Duration;
+use xtables::apply::Backend;
 
 #[derive(Parser)]
 #[command(name = "kprs-bench", about = "Scale benchmark for kube-proxy-rs")]
@@ -121,7 +127,9 @@ impl DatapathArgs {
             None => default_binary()?,
         };
         Ok(datapath::DatapathSetup {
-            modes: self.modes.unwrap_or_else(|| default_modes.split(',').map(String::from).collect()),
+            modes: self
+                .modes
+                .unwrap_or_else(|| default_modes.split(',').map(String::from).collect()),
             service_counts: self.services,
             endpoints: self.endpoints,
             rounds: self.rounds.max(1),
@@ -134,8 +142,17 @@ impl DatapathArgs {
 
     /// The same arguments for `datapath` inside the VM (its binary given there).
     fn guest_args(&self, default_modes: &str) -> Vec<String> {
-        let list = |values: &[usize]| values.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
-        let modes = self.modes.as_ref().map_or(default_modes.to_string(), |m| m.join(","));
+        let list = |values: &[usize]| {
+            values
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let modes = self
+            .modes
+            .as_ref()
+            .map_or(default_modes.to_string(), |m| m.join(","));
         [
             ("--modes", modes),
             ("--services", list(&self.services)),
@@ -301,6 +318,39 @@ enum Command {
         #[arg(long)]
         echo: bool,
     },
+    /// Table shapes for nftables mode: each programmed from nothing in a
+    /// fresh namespace over our codec, then one endpoint change and one new
+    /// service, timing the kernel (needs root).
+    NftablesShapes {
+        /// Service counts, comma-separated (each a fresh table).
+        #[arg(long, default_value = "10000", value_delimiter = ',')]
+        services: Vec<u32>,
+        /// Endpoints per service.
+        #[arg(long, default_value_t = 1)]
+        endpoints: u32,
+        /// The anonymous shape only up to this many services (quadratic).
+        #[arg(long, default_value_t = 20_000)]
+        anonymous_max: u32,
+        /// Write the cold-start curve (services → seconds, kernel and
+        /// wall, per shape) to this SVG file.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        /// Shapes, comma-separated: anonymous (v1.36), direct (v1.37), shared.
+        #[arg(long, default_value = "anonymous,direct,shared", value_delimiter = ',')]
+        shapes: Vec<String>,
+        /// Anonymous maps per cold-start transaction (the binary's: 1,000).
+        #[arg(long, default_value_t = 1000)]
+        part_size: u32,
+        /// Changes of each kind to time.
+        #[arg(long, default_value_t = 5)]
+        changes: u32,
+        /// Shared shape: services per shared map (0: one map for all).
+        #[arg(long, default_value_t = 0)]
+        shard_size: u32,
+        /// Shared shape: the cold start adds the maps' elements after the rules.
+        #[arg(long)]
+        elements_after_rules: bool,
+    },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
     /// the current network namespace, so wrap it in `ip netns exec`).
@@ -400,7 +450,8 @@ fn main() -> Result<()> {
             full_syncs,
         } => {
             interrupt::install()?;
-            let report = nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
+            let report =
+                nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
             print!("{report}")
         }
         Command::Api {
@@ -430,6 +481,42 @@ fn main() -> Result<()> {
                 cap: Duration::from_secs(cap),
                 echo,
             })?
+        }
+        Command::NftablesShapes {
+            services,
+            endpoints,
+            anonymous_max,
+            svg,
+            shapes,
+            part_size,
+            changes,
+            shard_size,
+            elements_after_rules,
+        } => {
+            interrupt::install()?;
+            let setup = nftables_shapes::ShapeSetup {
+                services,
+                endpoints,
+                shapes: shapes
+                    .iter()
+                    .map(|s| nftables_shapes::Shape::parse(s))
+                    .collect::<Result<_>>()?,
+                part_size,
+                changes,
+                shard_size,
+                elements_after_rules,
+                anonymous_max,
+            };
+            let (report, curve) = nftables_shapes::run_shapes(&setup)?;
+            print!("{report}");
+            if let Some(path) = svg {
+                let title = format!(
+                    "nftables cold start, services × {} endpoint(s)",
+                    setup.endpoints
+                );
+                std::fs::write(&path, shapes_svg::render(&title, &curve))
+                    .with_context(|| format!("write {}", path.display()))?;
+            }
         }
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)

@@ -55,7 +55,9 @@ fn load_tracker(load: &Load, out: &mut String) -> Result<(Tracker, Snapshot)> {
     held.replace(&checked, &tracker);
     drop(checked);
     let read_peak = peak_bytes().saturating_sub(before);
-    let mut tracker = tracker.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut tracker = tracker
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (snapshot, _) = tracker.snapshot();
     let _ = writeln!(
         out,
@@ -84,14 +86,20 @@ fn stages(snapshot: &Snapshot, out: &mut String) {
     let opts = render_options();
     let ctx = RenderContext::new(snapshot, &opts, &NodeFacts::default());
     let (start, base) = (Instant::now(), live_bytes());
-    let rendered = render::render_services(snapshot, &ctx, Services::All).rendered.ruleset;
+    let rendered = render::render_services(snapshot, &ctx, Services::All)
+        .rendered
+        .ruleset;
     let render_ms = ms(start);
     let statements = live_bytes().saturating_sub(base);
     let (start, base) = (Instant::now(), live_bytes());
     let contents = rendered.into_contents();
     let typed_ms = ms(start);
     let typed = (live_bytes() + statements).saturating_sub(base);
-    let (chains, rules, sets) = (contents.chains.len(), contents.rules.len(), contents.sets.len());
+    let (chains, rules, sets) = (
+        contents.chains.len(),
+        contents.rules.len(),
+        contents.sets.len(),
+    );
     let (start, base) = (Instant::now(), live_bytes());
     let tx = nftables::apply::diff(&contents, None);
     let diff_ms = ms(start);
@@ -128,7 +136,9 @@ fn sync_in_namespace(
     part_size: usize,
     full_syncs: usize,
 ) -> Result<String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         let mut out = String::new();
         let options = ProxierOptions {
@@ -187,7 +197,10 @@ fn sync_in_namespace(
 }
 
 fn own_status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| status_kib(&s, field)).unwrap_or(0)
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| status_kib(&s, field))
+        .unwrap_or(0)
 }
 
 fn ms(start: Instant) -> f64 {

@@ -39,20 +39,42 @@ impl ProxyProcess {
     /// Starts `binary args` inside `ns`; `echo` copies its log to stderr.
     pub fn start(ns: &BenchNetns, binary: &Path, args: &[String], echo: bool) -> Result<Self> {
         let mut command = ns.command(&binary.display().to_string());
-        command.args(args).env("NO_COLOR", "1").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-        let mut child = command.spawn().with_context(|| format!("start {}", binary.display()))?;
+        command
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("start {}", binary.display()))?;
         interrupt::track_child(Some(child.id()));
         let stderr = child.stderr.take().context("proxy stderr not piped")?;
         let (tx, lines) = channel();
         std::thread::spawn(move || {
             for text in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(Line { at: Instant::now(), text }).is_err() {
+                if tx
+                    .send(Line {
+                        at: Instant::now(),
+                        text,
+                    })
+                    .is_err()
+                {
                     return;
                 }
             }
         });
-        let comm = binary.file_name().map(|n| n.to_string_lossy().chars().take(15).collect()).unwrap_or_default();
-        Ok(Self { child, lines, tail: VecDeque::new(), echo, comm })
+        let comm = binary
+            .file_name()
+            .map(|n| n.to_string_lossy().chars().take(15).collect())
+            .unwrap_or_default();
+        Ok(Self {
+            child,
+            lines,
+            tail: VecDeque::new(),
+            echo,
+            comm,
+        })
     }
 
     /// The proxy's PID.
@@ -87,21 +109,34 @@ impl ProxyProcess {
     }
 
     fn exit_report(&mut self) -> String {
-        let status = self.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+        let status = self
+            .child
+            .wait()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|e| e.to_string());
         interrupt::track_child(None);
         let tail: Vec<&str> = self.tail.iter().map(String::as_str).collect();
-        format!("the proxy exited ({status}); its last log lines:\n{}", tail.join("\n"))
+        format!(
+            "the proxy exited ({status}); its last log lines:\n{}",
+            tail.join("\n")
+        )
     }
 
     /// Peak resident set size (`VmHWM`) of the proxy in KiB, after checking
     /// that the PID is the proxy and not the `ip` wrapper.
     pub fn peak_rss_kib(&self) -> Result<u64> {
         let pid = self.pid();
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).context("read the proxy's comm")?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .context("read the proxy's comm")?;
         if comm.trim() != self.comm {
-            bail!("PID {pid} is {:?}, not the proxy ({:?})", comm.trim(), self.comm);
+            bail!(
+                "PID {pid} is {:?}, not the proxy ({:?})",
+                comm.trim(),
+                self.comm
+            );
         }
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("read the proxy's status")?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .context("read the proxy's status")?;
         status_kib(&status, "VmHWM:").context("no VmHWM in /proc/PID/status")
     }
 

@@ -2,12 +2,12 @@
 //! step the proxy takes before it touches the kernel — parse the manifests,
 //! tracker, snapshot, render, restore text — the render repeated.
 
-use plan::Options;
 use crate::counting_alloc::live_bytes;
 use crate::generate::{self, Load};
 use crate::stats::Samples;
 use anyhow::Result;
 use iptables::render::{RenderOptions, render};
+use plan::Options;
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -21,10 +21,20 @@ pub fn run_render(load: &Load, repeats: usize) -> Result<String> {
     let mut out = String::new();
     let start = Instant::now();
     let text = generate::manifests(load, 0);
-    let _ = writeln!(out, "generate manifests: {:.1} ms ({:.1} MiB)", ms(start), text.len() as f64 / 1048576.0);
+    let _ = writeln!(
+        out,
+        "generate manifests: {:.1} ms ({:.1} MiB)",
+        ms(start),
+        text.len() as f64 / 1048576.0
+    );
     let (start, heap) = (Instant::now(), live_bytes());
     let parsed = source::manifests::parse(&text)?;
-    let _ = writeln!(out, "parse manifests (source): {:.1} ms; decoded objects {:.1} MiB live", ms(start), mib_since(heap));
+    let _ = writeln!(
+        out,
+        "parse manifests (source): {:.1} ms; decoded objects {:.1} MiB live",
+        ms(start),
+        mib_since(heap)
+    );
     let (start, heap) = (Instant::now(), live_bytes());
     let mut tracker = tracker::Tracker::new(generate::NODE);
     tracker.replace_all(&parsed.objects);
@@ -36,8 +46,14 @@ pub fn run_render(load: &Load, repeats: usize) -> Result<String> {
         snapshot.services.len(),
         mib_since(heap)
     );
-    let common = generate::POD_CIDR.parse().map(Options::with_cluster_cidr).unwrap_or_default();
-    let opts = RenderOptions { common, ..RenderOptions::default() };
+    let common = generate::POD_CIDR
+        .parse()
+        .map(Options::with_cluster_cidr)
+        .unwrap_or_default();
+    let opts = RenderOptions {
+        common,
+        ..RenderOptions::default()
+    };
     let (mut render_ms, mut text_ms) = (Samples::default(), Samples::default());
     let mut size = (0, 0, 0, 0);
     let mut heap = (0.0, 0.0);
@@ -49,16 +65,36 @@ pub fn run_render(load: &Load, repeats: usize) -> Result<String> {
         let restore = ruleset.to_restore();
         text_ms.push(ms(start));
         heap = (mib(rendered.saturating_sub(before)), mib_since(rendered));
-        size = (ruleset.nat.rules.len(), ruleset.nat.chains.len(), ruleset.filter.rules.len(), restore.len());
+        size = (
+            ruleset.nat.rules.len(),
+            ruleset.nat.chains.len(),
+            ruleset.filter.rules.len(),
+            restore.len(),
+        );
     }
-    let _ = writeln!(out, "render (min / median / max of {repeats}): {} ms", render_ms.summary(1));
-    let _ = writeln!(out, "restore text (min / median / max of {repeats}): {} ms", text_ms.summary(1));
+    let _ = writeln!(
+        out,
+        "render (min / median / max of {repeats}): {} ms",
+        render_ms.summary(1)
+    );
+    let _ = writeln!(
+        out,
+        "restore text (min / median / max of {repeats}): {} ms",
+        text_ms.summary(1)
+    );
     let _ = writeln!(
         out,
         "rules: nat {} rules in {} chains, filter {} rules; restore input {:.1} MiB",
-        size.0, size.1, size.2, size.3 as f64 / 1048576.0
+        size.0,
+        size.1,
+        size.2,
+        size.3 as f64 / 1048576.0
     );
-    let _ = writeln!(out, "live heap: rendered Ruleset {:.1} MiB, restore text {:.1} MiB", heap.0, heap.1);
+    let _ = writeln!(
+        out,
+        "live heap: rendered Ruleset {:.1} MiB, restore text {:.1} MiB",
+        heap.0, heap.1
+    );
     Ok(out)
 }
 

@@ -241,9 +241,8 @@ fn periodic_full_sync_rows(r: &[Repeat]) -> Vec<Row> {
     if r.iter().all(|x| x.full_syncs.is_empty()) {
         return Vec::new();
     }
-    let periodic = |f: fn(&crate::sync_line::SyncLine) -> f64| {
-        move |x: &Repeat| x.full_syncs.first().map(f)
-    };
+    let periodic =
+        |f: fn(&crate::sync_line::SyncLine) -> f64| move |x: &Repeat| x.full_syncs.first().map(f);
     vec![
         (
             "first periodic full sync (nothing to change): apply (ms)".into(),

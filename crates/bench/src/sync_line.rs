@@ -144,7 +144,10 @@ mod tests {
         let line = "2026-01-01T00:00:00.000001Z  INFO kube_proxy_rs::proxy::serve: synced IPVS rules ip_family=IPv4 \
                     trigger=Changed services=2 virtual_servers=1 render_ms=0.5 apply_ms=12.5 nat_rules=20 filter_rules=5";
         assert!(line.contains(SYNCED_ANY_MODE) && line.contains(own_synced_message("ipvs")));
-        assert!(!line.contains(synced_message("ipvs")), "a fall-back to iptables mode logs iptables mode's message");
+        assert!(
+            !line.contains(synced_message("ipvs")),
+            "a fall-back to iptables mode logs iptables mode's message"
+        );
         assert_eq!(own_synced_message("nftables"), SYNCED_NFTABLES);
         assert_eq!(own_synced_message("iptables"), SYNCED);
         assert!(SYNCED.contains(SYNCED_ANY_MODE) && SYNCED_NFTABLES.contains(SYNCED_ANY_MODE));

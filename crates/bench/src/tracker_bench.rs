@@ -6,19 +6,19 @@
 //! `iptables-restore`). No manifests file and no polling in the way: this
 //! is the proxy's own event-to-rules latency.
 
-use plan::Options;
 use crate::counting_alloc::{live_bytes, peak_bytes, reset_peak};
 use crate::generate::{self, Load};
 use crate::namespace::BenchNetns;
 use crate::proxy_process::status_kib;
 use crate::stats::Samples;
 use anyhow::{Context, Result};
-use xtables::apply::{Backend, Iptables, Syncer};
 use iptables::render::{RenderOptions, stream};
 use model::IpFamily;
+use plan::Options;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 use tracker::{Objects, Tracker};
+use xtables::apply::{Backend, Iptables, Syncer};
 
 /// How the tracker benchmark runs.
 #[derive(Debug, Clone)]
@@ -90,7 +90,9 @@ fn load_from_manifests(tracker: Tracker, load: &Load, out: &mut String) -> Resul
             mib(own_status_kib("VmRSS:") * 1024)
         );
     }
-    Ok(tracker.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+    Ok(tracker
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
 fn feed(tracker: &mut Tracker, objects: &Objects) {
@@ -103,11 +105,16 @@ fn feed(tracker: &mut Tracker, objects: &Objects) {
 }
 
 fn own_status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| status_kib(&s, field)).unwrap_or(0)
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| status_kib(&s, field))
+        .unwrap_or(0)
 }
 
 fn measure(setup: &TrackerSetup) -> Result<String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(measure_async(setup))
 }
 
@@ -130,7 +137,12 @@ async fn measure_async(setup: &TrackerSetup) -> Result<String> {
     }
     let start = Instant::now();
     let (snapshot, _) = tracker.snapshot();
-    let _ = writeln!(out, "first snapshot: {:.1} ms ({} service ports)", ms(start.elapsed()), snapshot.services.len());
+    let _ = writeln!(
+        out,
+        "first snapshot: {:.1} ms ({} service ports)",
+        ms(start.elapsed()),
+        snapshot.services.len()
+    );
     let with_snapshot = live_bytes().saturating_sub(live_before);
     drop(snapshot);
     let alone = live_bytes().saturating_sub(live_before);
@@ -198,34 +210,57 @@ impl Sync {
     async fn new(backend: Backend) -> Result<Self> {
         let facts = xtables::apply::apply_kernel_setup(true).await?;
         let opts = RenderOptions {
-            common: generate::POD_CIDR.parse().map(Options::with_cluster_cidr).unwrap_or_default(),
+            common: generate::POD_CIDR
+                .parse()
+                .map(Options::with_cluster_cidr)
+                .unwrap_or_default(),
             nfacct: facts.nfacct,
             conntrack_tcp_be_liberal: facts.conntrack_tcp_be_liberal,
             local_addresses: facts.local_addresses,
             ..RenderOptions::default()
         };
-        Ok(Self { syncer: Syncer::new(Iptables::new(backend, IpFamily::V4)), opts })
+        Ok(Self {
+            syncer: Syncer::new(Iptables::new(backend, IpFamily::V4)),
+            opts,
+        })
     }
 
     /// Snapshot, render and apply (a full sync first, then partial ones);
     /// records each step's time from `start` and the sync's peak heap.
-    async fn sync(&mut self, tracker: &mut Tracker, start: Instant, times: &mut EventTimes) -> Result<()> {
+    async fn sync(
+        &mut self,
+        tracker: &mut Tracker,
+        start: Instant,
+        times: &mut EventTimes,
+    ) -> Result<()> {
         let (snapshot, _) = tracker.snapshot();
         let snapshotted = Instant::now();
         let before = live_bytes();
         reset_peak();
-        let synced = self.syncer.sync(&stream(&snapshot, &self.opts), false).await.context("apply")?;
+        let synced = self
+            .syncer
+            .sync(&stream(&snapshot, &self.opts), false)
+            .await
+            .context("apply")?;
         let applied = Instant::now();
-        times.sync_heap.push(mib(peak_bytes().saturating_sub(before) as u64));
+        times
+            .sync_heap
+            .push(mib(peak_bytes().saturating_sub(before) as u64));
         times.tracker_and_snapshot.push(ms(snapshotted - start));
         times.render.push(ms(synced.render));
-        times.apply.push(ms((applied - snapshotted).saturating_sub(synced.render)));
+        times
+            .apply
+            .push(ms((applied - snapshotted).saturating_sub(synced.render)));
         times.total.push(ms(applied - start));
         Ok(())
     }
 }
 
-async fn measure_applied(setup: &TrackerSetup, backend: Backend, tracker: &mut Tracker) -> Result<String> {
+async fn measure_applied(
+    setup: &TrackerSetup,
+    backend: Backend,
+    tracker: &mut Tracker,
+) -> Result<String> {
     let load = &setup.load;
     let mut sync = Sync::new(backend).await?;
     let mut first = EventTimes::default();

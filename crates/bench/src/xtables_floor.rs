@@ -43,7 +43,9 @@ pub struct Round {
 /// `repeats` rounds on `table` (e.g. `nat`), as a report.
 pub fn run_floor(table: &str, repeats: usize) -> Result<String> {
     let socket = raw_socket()?;
-    let mut out = format!("x_tables floor, table {table} (read = GET_INFO + GET_ENTRIES, replace = SET_REPLACE)\n");
+    let mut out = format!(
+        "x_tables floor, table {table} (read = GET_INFO + GET_ENTRIES, replace = SET_REPLACE)\n"
+    );
     for n in 1..=repeats {
         let round = read_and_replace(&socket, table)?;
         out.push_str(&format!(
@@ -74,7 +76,12 @@ fn read_and_replace(socket: &OwnedFd, table: &str) -> Result<Round> {
     let read = start.elapsed();
     let start = Instant::now();
     set_replace(socket, &info, &entries)?;
-    Ok(Round { entries: info.num_entries, bytes: info.size, read, replace: start.elapsed() })
+    Ok(Round {
+        entries: info.num_entries,
+        bytes: info.size,
+        read,
+        replace: start.elapsed(),
+    })
 }
 
 struct Info {
@@ -100,16 +107,22 @@ fn named(table: &str, len: usize) -> Result<Vec<u8>> {
 
 fn get_info(socket: &OwnedFd, table: &str) -> Result<Info> {
     let mut buf = named(table, GETINFO_LEN)?;
-    getsockopt(socket, IPT_SO_GET_INFO, &mut buf).with_context(|| format!("IPT_SO_GET_INFO {table}"))?;
+    getsockopt(socket, IPT_SO_GET_INFO, &mut buf)
+        .with_context(|| format!("IPT_SO_GET_INFO {table}"))?;
     let mut raw = [0u8; GETINFO_LEN];
     raw.copy_from_slice(&buf);
-    Ok(Info { raw, num_entries: u32_at(&buf, GETINFO_LEN - 8), size: u32_at(&buf, GETINFO_LEN - 4) })
+    Ok(Info {
+        raw,
+        num_entries: u32_at(&buf, GETINFO_LEN - 8),
+        size: u32_at(&buf, GETINFO_LEN - 4),
+    })
 }
 
 fn get_entries(socket: &OwnedFd, table: &str, size: u32) -> Result<Vec<u8>> {
     let mut buf = named(table, GET_ENTRIES_HEAD + size as usize)?;
     buf[TABLE_NAME_LEN..TABLE_NAME_LEN + 4].copy_from_slice(&size.to_ne_bytes());
-    getsockopt(socket, IPT_SO_GET_ENTRIES, &mut buf).with_context(|| format!("IPT_SO_GET_ENTRIES {table}"))?;
+    getsockopt(socket, IPT_SO_GET_ENTRIES, &mut buf)
+        .with_context(|| format!("IPT_SO_GET_ENTRIES {table}"))?;
     Ok(buf.split_off(GET_ENTRIES_HEAD))
 }
 
@@ -127,7 +140,13 @@ fn set_replace(socket: &OwnedFd, info: &Info, entries: &[u8]) -> Result<()> {
     // SAFETY: buf is a complete ipt_replace whose counters pointer points
     // at `counters`, alive and large enough for num_counters entries.
     let rc = unsafe {
-        libc::setsockopt(socket.as_raw_fd(), libc::IPPROTO_IP, IPT_SO_SET_REPLACE, buf.as_ptr().cast(), buf.len() as u32)
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            IPT_SO_SET_REPLACE,
+            buf.as_ptr().cast(),
+            buf.len() as u32,
+        )
     };
     if rc < 0 {
         return Err(std::io::Error::last_os_error()).context("IPT_SO_SET_REPLACE");
@@ -138,6 +157,18 @@ fn set_replace(socket: &OwnedFd, info: &Info, entries: &[u8]) -> Result<()> {
 fn getsockopt(socket: &OwnedFd, option: libc::c_int, buf: &mut [u8]) -> std::io::Result<()> {
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf is valid for len bytes; the kernel writes at most len.
-    let rc = unsafe { libc::getsockopt(socket.as_raw_fd(), libc::IPPROTO_IP, option, buf.as_mut_ptr().cast(), &mut len) };
-    if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            option,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }

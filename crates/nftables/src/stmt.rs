@@ -327,9 +327,27 @@ pub fn numgen_vmap(modulus: u32, map: SetRef) -> Vec<Expr> {
 /// `dnat ip to numgen random mod <n> map <map>` where the map's data is
 /// `ipv4_addr . inet_service` (or `ipv6_addr . inet_service`).
 pub fn dnat_numgen_map(family: u8, modulus: u32, map: SetRef, addr_len: u32) -> Vec<Expr> {
+    dnat_numgen_offset_map(family, modulus, 0, map, addr_len)
+}
+
+/// `dnat ip to numgen random mod <n> offset <k> map <map>`: the keys
+/// `k..k+n` of a map shared by many services (data as in
+/// [`dnat_numgen_map`]).
+pub fn dnat_numgen_offset_map(
+    family: u8,
+    modulus: u32,
+    offset: u32,
+    map: SetRef,
+    addr_len: u32,
+) -> Vec<Expr> {
     let port_reg = Register(8 + addr_len.div_ceil(4)).canonical();
     vec![
-        numgen_random(modulus),
+        Expr::Numgen {
+            dreg: Register::R1,
+            modulus,
+            random: true,
+            offset,
+        },
         Expr::Lookup {
             set: map,
             sreg: Register::R1,
@@ -344,6 +362,49 @@ pub fn dnat_numgen_map(family: u8, modulus: u32, map: SetRef, addr_len: u32) -> 
             flags: 0x3,
         },
     ]
+}
+
+/// `dnat ip to numgen random mod <n> offset <k> map <map>` where the map
+/// has `flags interval` and a host-order `integer` key: `nft` turns the
+/// number into network order first (`byteorder`), as interval keys
+/// compare byte by byte. The layout of issue 25 keys every service's
+/// endpoints this way (a slot of `n` keys at `k`, one range per endpoint).
+pub fn dnat_numgen_interval_map(
+    family: u8,
+    modulus: u32,
+    offset: u32,
+    map: SetRef,
+    addr_len: u32,
+) -> Vec<Expr> {
+    let mut exprs = dnat_numgen_offset_map(family, modulus, offset, map, addr_len);
+    exprs.insert(1, byteorder_hton(Register::R1, 4, 4));
+    exprs
+}
+
+/// `byteorder reg <r> = hton(reg <r>, <size>, <len>)`. Carried as
+/// [`Expr::Other`] with its raw attributes (nothing reads it back typed
+/// yet; the codec round-trips it byte for byte).
+pub fn byteorder_hton(reg: Register, size: u32, len: u32) -> Expr {
+    use crate::codec::constants::{
+        NFT_BYTEORDER_HTON, NFTA_BYTEORDER_DREG, NFTA_BYTEORDER_LEN, NFTA_BYTEORDER_OP,
+        NFTA_BYTEORDER_SIZE, NFTA_BYTEORDER_SREG,
+    };
+    let mut data = Vec::new();
+    for (kind, value) in [
+        (NFTA_BYTEORDER_SREG, reg.0),
+        (NFTA_BYTEORDER_DREG, reg.0),
+        (NFTA_BYTEORDER_OP, NFT_BYTEORDER_HTON),
+        (NFTA_BYTEORDER_LEN, len),
+        (NFTA_BYTEORDER_SIZE, size),
+    ] {
+        data.extend_from_slice(&8u16.to_ne_bytes());
+        data.extend_from_slice(&kind.to_ne_bytes());
+        data.extend_from_slice(&value.to_be_bytes());
+    }
+    Expr::Other {
+        name: "byteorder".into(),
+        data,
+    }
 }
 
 /// `dnat to <addr>:<port>`.

@@ -141,6 +141,13 @@ pub const NFTA_NG_MODULUS: u16 = 2;
 pub const NFTA_NG_TYPE: u16 = 3;
 pub const NFTA_NG_OFFSET: u16 = 4;
 
+pub const NFTA_BYTEORDER_SREG: u16 = 1;
+pub const NFTA_BYTEORDER_DREG: u16 = 2;
+pub const NFTA_BYTEORDER_OP: u16 = 3;
+pub const NFTA_BYTEORDER_LEN: u16 = 4;
+pub const NFTA_BYTEORDER_SIZE: u16 = 5;
+pub const NFT_BYTEORDER_HTON: u32 = 1;
+
 pub const NFTA_NAT_TYPE: u16 = 1;
 pub const NFTA_NAT_FAMILY: u16 = 2;
 pub const NFTA_NAT_REG_ADDR_MIN: u16 = 3;
