@@ -42,6 +42,9 @@ pub struct ApiSetup {
     pub cap: Duration,
     /// Copy the proxy's log to stderr.
     pub echo: bool,
+    /// The server refuses streaming lists (as a kube-apiserver whose etcd
+    /// lacks progress notifications does): plain lists from the watch cache.
+    pub plain_lists: bool,
 }
 
 /// The node the proxy runs as.
@@ -112,9 +115,10 @@ struct Figures {
 /// Runs the benchmark and prints one line per repeat.
 pub fn run(setup: &ApiSetup) -> Result<()> {
     println!(
-        "api: {} services x {} endpoints through the fake API server (streaming lists), {} mode{}, {} endpoint changes",
+        "api: {} services x {} endpoints through the fake API server ({} lists), {} mode{}, {} endpoint changes",
         setup.services,
         setup.endpoints,
+        if setup.plain_lists { "plain" } else { "streaming" },
         setup.mode,
         if setup.mode == "iptables" { format!(" ({})", setup.backend) } else { String::new() },
         setup.changes,
@@ -142,7 +146,7 @@ fn one_repeat(setup: &ApiSetup) -> Result<Figures> {
     let ns = BenchNetns::labelled("api")?;
     let (api_tx, api_rx) = mpsc::channel();
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let load = (setup.services, setup.endpoints);
+    let load = (setup.services, setup.endpoints, setup.plain_lists);
     std::thread::scope(|scope| {
         let server = scope.spawn(|| ns.run(move || serve(load, &api_tx, &stop_rx)));
         let result = api_rx
@@ -159,12 +163,15 @@ fn one_repeat(setup: &ApiSetup) -> Result<Figures> {
 }
 
 /// Runs the fake API server, loaded, until `stop` closes.
-fn serve(load: (usize, usize), api_tx: &mpsc::Sender<Arc<FakeApi>>, stop: &mpsc::Receiver<()>) {
+fn serve(load: (usize, usize, bool), api_tx: &mpsc::Sender<Arc<FakeApi>>, stop: &mpsc::Receiver<()>) {
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() else {
         return;
     };
     runtime.block_on(async {
         let api = Arc::new(populated(load.0, load.1).await);
+        if load.2 {
+            api.refuse_streaming_lists();
+        }
         if api_tx.send(Arc::clone(&api)).is_err() {
             return;
         }

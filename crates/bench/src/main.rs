@@ -300,6 +300,10 @@ enum Command {
         /// Copy the proxy's log to stderr.
         #[arg(long)]
         echo: bool,
+        /// The server refuses streaming lists (as a kube-apiserver whose
+        /// etcd lacks progress notifications): plain lists, whole.
+        #[arg(long)]
+        plain_lists: bool,
     },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
@@ -413,6 +417,7 @@ fn main() -> Result<()> {
             cap,
             binary,
             echo,
+            plain_lists,
         } => {
             interrupt::install()?;
             let binary = match binary {
@@ -429,6 +434,7 @@ fn main() -> Result<()> {
                 binary,
                 cap: Duration::from_secs(cap),
                 echo,
+                plain_lists,
             })?
         }
         Command::XtablesFloor { table, repeats } => {
