@@ -317,6 +317,10 @@ enum Command {
         /// Copy the proxy's log to stderr.
         #[arg(long)]
         echo: bool,
+        /// The server refuses streaming lists (as a kube-apiserver whose
+        /// etcd lacks progress notifications): plain lists, whole.
+        #[arg(long)]
+        plain_lists: bool,
     },
     /// Table shapes for nftables mode: each programmed from nothing in a
     /// fresh namespace over our codec, then one endpoint change and one new
@@ -464,6 +468,7 @@ fn main() -> Result<()> {
             cap,
             binary,
             echo,
+            plain_lists,
         } => {
             interrupt::install()?;
             let binary = match binary {
@@ -480,6 +485,7 @@ fn main() -> Result<()> {
                 binary,
                 cap: Duration::from_secs(cap),
                 echo,
+                plain_lists,
             })?
         }
         Command::NftablesShapes {
