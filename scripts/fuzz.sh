@@ -6,9 +6,11 @@
 # default), two at a time, from the committed seed corpus fuzz/corpus/<target>
 # (new inputs go to fuzz/target/corpus/<target>, kept between runs). Prints
 # the executions per target; fails on the first crash, leaving the input in
-# fuzz/artifacts/<target>/ (replay it: fuzz/target/x86_64-unknown-linux-gnu/release/<target> FILE).
+# fuzz/artifacts/<target>/ (replay it: <cargo's target directory, fuzz/target
+# unless CARGO_TARGET_DIR says otherwise>/x86_64-unknown-linux-gnu/release/<target> FILE).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
+. ../scripts/target-dir.sh
 seconds="${FUZZ_SECONDS:-12}"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -21,7 +23,7 @@ fi
 started=$SECONDS
 cargo fuzz build -s none --codegen-units 16
 echo "fuzz targets built in $((SECONDS - started)) s"
-bin=target/x86_64-unknown-linux-gnu/release
+bin="$(cargo_target_dir)/x86_64-unknown-linux-gnu/release"
 
 # run TARGET: fuzzes it for $seconds; prints its executions or its crash.
 run() {

@@ -5,6 +5,9 @@
 #
 #   scripts/image.sh [OUT]      (default OUT: target/kube-proxy-rs-image.tar; as root)
 #
+# The binary is built where cargo builds (CARGO_TARGET_DIR when set); the
+# image's work files stay in the checkout's target/image/.
+#
 # No image registry is reachable, so the base is built from Debian's
 # packages: mmdebstrap (essential variant, merged /usr, no recommends, no
 # docs, man pages or locales) writes a root file system with the tools the
@@ -15,9 +18,10 @@
 # (the path kubeadm's DaemonSet runs), and commits oci-archive:OUT.
 # The root file system is cached in target/image/ by its recipe.
 set -euo pipefail
+# OUT as the caller named it, from the caller's folder.
+OUT=$(realpath -m "${1:-$(dirname "$0")/../target/kube-proxy-rs-image.tar}")
 cd "$(dirname "$0")/.."
-
-OUT=${1:-target/kube-proxy-rs-image.tar}
+. scripts/target-dir.sh
 SUITE=bookworm
 PACKAGES=iptables,ipset,conntrack,nftables,iproute2
 WORK=target/image
@@ -59,9 +63,10 @@ rootfs() {
 # the tar $LAYER.
 binary_layer() {
   cargo build --release --quiet -p kube-proxy-rs
+  BINARY="$(cargo_target_dir)/release/kube-proxy-rs"
   local stage="$WORK/stage"
   rm -rf "$stage" && mkdir -p "$stage/usr/local/bin"
-  strip -o "$stage/usr/local/bin/kube-proxy-rs" target/release/kube-proxy-rs
+  strip -o "$stage/usr/local/bin/kube-proxy-rs" "$BINARY"
   ln -s kube-proxy-rs "$stage/usr/local/bin/kube-proxy"
   LAYER="$WORK/binary.tar"
   tar -C "$stage" -cf "$LAYER" usr
@@ -95,10 +100,10 @@ check() {
   trap 'ip netns delete '"$ns"' 2>/dev/null || true' RETURN
   local version
   version=$(run_in_image "$ns" /usr/local/bin/kube-proxy --version)
-  [ "$version" = "$(target/release/kube-proxy-rs --version)" ] || die "the image's --version says '$version'"
+  [ "$version" = "$("$BINARY" --version)" ] || die "the image's --version says '$version'"
   local args=(--hostname-override node-a --cluster-cidr 10.244.0.0/16 --dry-run)
   local ours theirs
-  ours=$(ip netns exec "$ns" target/release/kube-proxy-rs --manifests examples/cluster.yaml "${args[@]}")
+  ours=$(ip netns exec "$ns" "$BINARY" --manifests examples/cluster.yaml "${args[@]}")
   theirs=$(run_in_image "$ns" /usr/local/bin/kube-proxy-rs --manifests /examples/cluster.yaml "${args[@]}")
   [ -n "$ours" ] && [ "$ours" = "$theirs" ] || die "the image's --dry-run of examples/cluster.yaml differs from the host binary's"
   echo "image.sh: checked: $version; --dry-run of examples/cluster.yaml as on the host ($(echo "$theirs" | wc -l) lines)"
@@ -108,7 +113,7 @@ install_tools
 mkdir -p "$WORK" "$(dirname "$OUT")"
 rootfs
 binary_layer
-version=$(target/release/kube-proxy-rs --version | awk '{print $2}')
+version=$("$BINARY" --version | awk '{print $2}')
 build "$BASE" "$LAYER" "$version"
 check
 echo "image.sh: wrote $OUT ($(du -m "$OUT" | cut -f1) MiB; root file system $(du -m "$BASE" | cut -f1) MiB, binary $(du -m "$WORK/stage/usr/local/bin/kube-proxy-rs" | cut -f1) MiB)"

@@ -1,5 +1,5 @@
 //! The summary of `kprs-bench run`: every figure as min / median / max over
-//! the repeats, as a Markdown table ready for `benchmarks.md`.
+//! the repeats, as a Markdown table ready for `docs/scale.md`.
 
 use crate::change::ChangeTiming;
 use crate::run::{Repeat, RunSetup};

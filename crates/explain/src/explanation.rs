@@ -30,6 +30,10 @@ pub struct Explanation {
     /// A returning client sticks to the endpoint it reached before
     /// (session affinity); `outcomes` are for a first connection.
     pub affinity: bool,
+    /// What the walk took for granted that may not hold (the node's
+    /// addresses unknown, say), each with how to change it; empty when
+    /// nothing was assumed.
+    pub assumptions: Vec<String>,
     /// Every path the walk explored.
     pub paths: Vec<PathView>,
 }
@@ -123,8 +127,15 @@ impl Explanation {
             service: naming::service_of(verdict),
             outcomes,
             affinity: verdict.paths.iter().any(|path| path.sticky || path.steps.iter().any(is_persistent_ipvs)),
+            assumptions: Vec::new(),
             paths: verdict.paths.iter().map(path_view).collect(),
         }
+    }
+
+    /// The same explanation, saying what it assumed.
+    pub fn assuming(mut self, assumptions: impl IntoIterator<Item = String>) -> Self {
+        self.assumptions.extend(assumptions);
+        self
     }
 }
 

@@ -6,7 +6,7 @@
 //! scenario is bounded in time and count; the sizes are scaled down for
 //! CI, `KPRS_RELIABILITY_FULL=1` runs the (see `reliability/size.rs`).
 //! Figures are printed as `[reliability] ...` lines (`--no-capture`) and
-//! recorded in RELIABILITY.md. Needs root; without it every test fails.
+//! recorded in docs/reliability.md. Needs root; without it every test fails.
 //! IPVS mode runs in a VM (`reliability/ipvs_vm.rs`): this machine's
 //! kernel has no IPVS.
 

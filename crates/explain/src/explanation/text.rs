@@ -16,6 +16,9 @@ impl fmt::Display for Explanation {
         if self.affinity {
             writeln!(f, "  (session affinity: a client seen before goes back to the endpoint it reached)")?;
         }
+        for assumption in &self.assumptions {
+            writeln!(f, "  (assumed: {assumption})")?;
+        }
         let mut first: Option<&[String]> = None;
         for reach in &self.outcomes {
             let Some(path) = self.paths.iter().filter(|p| !p.sticky).find(|p| p.outcome == reach.outcome().to_string()) else {

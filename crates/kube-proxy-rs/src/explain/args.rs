@@ -113,7 +113,8 @@ pub struct Source {
     #[arg(long = "iptables-backend", value_enum)]
     pub iptables_backend: Option<Backend>,
     /// The node's addresses (repeatable); default: read from the kernel, or
-    /// none with --from-file (loopback is always local).
+    /// unknown with --from-file (only loopback is local, and the answer
+    /// says so).
     #[arg(long = "node-ip", value_name = "IP")]
     pub node_ips: Vec<IpAddr>,
     /// Output format.

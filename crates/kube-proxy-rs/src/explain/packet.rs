@@ -15,7 +15,7 @@ pub fn run(args: &PacketArgs) -> anyhow::Result<String> {
         bail!("source {} and destination {} are of different IP families", query.source.ip(), query.destination.ip());
     }
     let rules = Rules::read(&args.source_of_rules, IpFamily::of(query.destination.ip()))?;
-    let explanation = rules.explain(&node, &query)?;
+    let explanation = rules.explain(&node, &query)?.assuming(node.assumptions(&query));
     format(&explanation, args.source_of_rules.output)
 }
 
@@ -119,10 +119,15 @@ fn backend(source: &Source) -> Option<explain::live::IptablesBackend> {
     backend_of(source.iptables_backend)
 }
 
-/// The node: `--node-ip`s, else (live) the kernel's addresses.
+/// The node: `--node-ip`s, else (live) the kernel's addresses; from a
+/// file without `--node-ip`, unknown (the explanation says what that
+/// assumed).
 pub fn node(source: &Source) -> anyhow::Result<Node> {
-    if !source.node_ips.is_empty() || source.from_file.is_some() {
+    if !source.node_ips.is_empty() {
         return Ok(Node::new(source.node_ips.iter().copied()));
+    }
+    if source.from_file.is_some() {
+        return Ok(Node::unknown());
     }
     Ok(Node::new(super::local_addresses(None)?))
 }

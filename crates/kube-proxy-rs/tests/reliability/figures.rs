@@ -1,4 +1,4 @@
-//! The figures a scenario prints (they go in RELIABILITY.md): one block
+//! The figures a scenario prints (they go in docs/reliability.md): one block
 //! per scenario, `[reliability] <scenario>: <what>: <value>`, on stdout
 //! (nextest shows it with `--no-capture`, and for failing tests).
 
