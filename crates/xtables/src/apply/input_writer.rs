@@ -139,6 +139,7 @@ fn table_named(name: &str) -> Option<Table> {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
 
