@@ -19,9 +19,12 @@
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
 //!   and replace a whole table), the floor under any legacy sync;
 //! * `api` runs the real binary through the fake API server (streaming
-//!   lists) and samples its RSS through the lists, first sync and changes.
+//!   lists) and samples its RSS through the lists, first sync and changes;
+//! * `api-load` puts the same load into a real API server (parallel POSTs)
+//!   and `api-change` moves one endpoint there, for proxies watching it.
 
 mod api_bench;
+mod api_load;
 mod change;
 mod counting_alloc;
 mod datapath;
@@ -366,6 +369,25 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         repeats: usize,
     },
+    /// Create the load in an API server: namespace `bench`, the Node, N
+    /// Services with one EndpointSlice each (objects already there are kept).
+    ApiLoad {
+        /// The kubeconfig of the API server.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Requests in flight.
+        #[arg(long, default_value_t = 32)]
+        parallel: usize,
+    },
+    /// Move one endpoint of service 0 in the API server (and back on the
+    /// next call), stamping the EndpointSlice's trigger time; prints when.
+    ApiChange {
+        /// The kubeconfig of the API server.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+    },
 }
 
 fn main() -> Result<()> {
@@ -527,8 +549,19 @@ fn main() -> Result<()> {
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)
         }
+        Command::ApiLoad { kubeconfig, load, parallel } => println!("{}", on_runtime(async {
+            api_load::run_load(api_load::client(&kubeconfig).await?, &load.load(), parallel).await
+        })?),
+        Command::ApiChange { kubeconfig } => println!("{}", on_runtime(async {
+            api_load::run_change(api_load::client(&kubeconfig).await?).await
+        })?),
     }
     Ok(())
+}
+
+/// Runs `work` on a multi-threaded tokio runtime.
+fn on_runtime<T>(work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(work)
 }
 
 /// `kube-proxy-rs` in the directory of this executable.

@@ -17,6 +17,8 @@ pub struct Invocation {
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
+    /// Variables set in its environment (beside the inherited ones).
+    pub env: Vec<(String, String)>,
 }
 
 impl Invocation {
@@ -25,7 +27,14 @@ impl Invocation {
         Self {
             program: program.into(),
             args,
+            env: Vec::new(),
         }
+    }
+
+    /// The same command with `key=value` in its environment.
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
     }
 
     /// `program` with borrowed `args`.
@@ -54,6 +63,7 @@ impl Invocation {
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -64,6 +74,9 @@ impl Invocation {
 
 impl fmt::Display for Invocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (key, value) in &self.env {
+            write!(f, "{key}={value} ")?;
+        }
         f.write_str(&self.program)?;
         for arg in &self.args {
             if arg.is_empty() || arg.contains(char::is_whitespace) {
@@ -194,6 +207,13 @@ mod tests {
     fn command_lines_quote_empty_and_spaced_arguments() {
         let inv = Invocation::with_args("iptables", &["-m", "comment", "--comment", "a b", ""]);
         assert_eq!(inv.to_string(), r#"iptables -m comment --comment "a b" """#);
+    }
+
+    #[tokio::test]
+    async fn variables_reach_the_tool_and_its_command_line() {
+        let inv = Invocation::with_args("sh", &["-c", "printf %s \"$KPRS_PROBE\""]).with_env("KPRS_PROBE", "/tmp/x.lock");
+        assert_eq!(output(&inv).await.unwrap(), "/tmp/x.lock");
+        assert!(inv.to_string().starts_with("KPRS_PROBE=/tmp/x.lock sh -c"), "{inv}");
     }
 
     #[tokio::test]

@@ -65,6 +65,7 @@ mod rollback;
 mod saved;
 mod stale;
 mod syncer;
+mod turn;
 
 pub use crate::error::{RestoreFailure, Rollback};
 pub use backend::{Backend, BackendChoice, detect_backend};
@@ -79,6 +80,7 @@ pub use node::{
 };
 pub use ownership::is_owned_chain;
 pub use syncer::{Synced, Syncer};
+pub use turn::{LOCK_FILE_VARIABLE, LOCK_WAIT_SECONDS, LockWait};
 
 use crate::chains::KUBE_PROXY_CANARY;
 use model::IpFamily;
@@ -104,6 +106,8 @@ pub struct Iptables {
     services_per_commit: Option<usize>,
     /// Keep a copy of each restore input in [`Applied::restore_input`].
     record_input: bool,
+    /// How the tools wait for another program's xtables lock.
+    lock: LockWait,
 }
 
 /// Services per `COMMIT` of the nft backend's full syncs: at 1k services
@@ -153,7 +157,7 @@ impl Iptables {
 /// The tools of `backend` for `family`.
     pub fn new(backend: Backend, family: IpFamily) -> Self {
         let services_per_commit = (backend == Backend::Nft).then_some(NFT_SERVICES_PER_COMMIT);
-        Self { backend, family, services_per_commit, record_input: false }
+        Self { backend, family, services_per_commit, record_input: false, lock: LockWait::default() }
     }
 
     /// The same tools, keeping a copy of every restore input they feed in
@@ -169,6 +173,18 @@ impl Iptables {
     /// every `COMMIT` copies the whole table.
     pub fn with_services_per_commit(self, per: Option<usize>) -> Self {
         Self { services_per_commit: per, ..self }
+    }
+
+    /// The same tools waiting for the xtables lock as `lock` says (the
+    /// default: upstream's five seconds on the tools' own lock file; tests
+    /// give a private file).
+    pub fn with_lock_wait(self, lock: LockWait) -> Self {
+        Self { lock, ..self }
+    }
+
+    /// How these tools wait for the xtables lock.
+    pub fn lock_wait(&self) -> LockWait {
+        self.lock
     }
 
     /// The backend these tools drive.
@@ -197,16 +213,18 @@ impl Iptables {
     /// committed (so errors only the kernel finds at commit time, such as
     /// a missing nfacct object, pass).
     pub async fn test_restore(&self, input: &str) -> Result<(), Error> {
-        run_restore(&restore_invocation(self.backend, self.family, &["--test"]), input).await
+        run_restore(self, &restore_invocation(self, &["--test"]), input).await
     }
 
     /// Whether our canary chain `KUBE-PROXY-CANARY` still exists in mangle;
     /// when it has gone, someone flushed the tables and the next sync must
     /// be a full one.
     pub async fn canary_exists(&self) -> Result<bool, Error> {
-        let args = ["-w", "5", "-t", Table::Mangle.as_str(), "-S", KUBE_PROXY_CANARY];
-        let list = self.invocation(Tool::Iptables, args.map(String::from).into());
+        let args = [&self.lock.flag(), "-t", Table::Mangle.as_str(), "-S", KUBE_PROXY_CANARY];
+        let list = self.lock.applied_to(self.invocation(Tool::Iptables, args.map(String::from).into()));
+        let turn = turn::take_turn(self.backend).await;
         let out = command::run(&list, None).await?;
+        drop(turn);
         match out.status.code() {
             Some(0) => Ok(true),
             Some(1) => Ok(false),
@@ -237,8 +255,8 @@ impl Iptables {
         if input.is_empty() {
             applied.restore_input = self.record_input.then(String::new);
         } else {
-            let restore = restore_invocation(self.backend, self.family, &[]);
-            match run_restore_input(&restore, &input, self.record_input).await {
+            let restore = restore_invocation(self, &[]);
+            match run_restore_input(self, &restore, &input, self.record_input).await {
                 Ok(written) => {
                     applied.restore_input = written.recorded;
                     applied.written_rules = written.rules;
@@ -330,7 +348,7 @@ impl Iptables {
         if tables.is_empty() {
             return Rollback::NotNeeded;
         }
-        match run_restore(&restore_invocation(self.backend, self.family, &[]), &text).await {
+        match run_restore(self, &restore_invocation(self, &[]), &text).await {
             Ok(()) => Rollback::Done(tables),
             Err(err) => Rollback::Failed { tables, error: err.to_string() },
         }

@@ -56,7 +56,7 @@ pub(crate) async fn apply_cleanup(ipt: &Iptables) -> Result<Vec<TableChanges>, E
     let (hashed, nothing) = (Hashed::default(), Ruleset::default());
     let input = RestoreInput { tables: &inputs, layout: Layout::AsRendered, hashed: &hashed, rendering: &nothing };
     if !input.is_empty() {
-        run_restore_input(&restore_invocation(ipt.backend(), ipt.family(), &[]), &input, false).await?;
+        run_restore_input(ipt, &restore_invocation(ipt, &[]), &input, false).await?;
     }
     Ok(changes(&inputs))
 }

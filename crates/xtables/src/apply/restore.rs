@@ -13,8 +13,9 @@
 //! `COMMIT`s of one nft table ([`super::blocks`]): blocks before the
 //! failing one have landed.
 
-use super::Backend;
 use super::backend::{Tool, program};
+use super::turn::take_turn;
+use super::Iptables;
 use super::blocks::{Block, split_blocks};
 use super::chain_table::WRITE;
 use host::command::{self, Invocation};
@@ -22,7 +23,6 @@ use super::hashed::Hashed;
 use super::input_writer::{InputWriter, Written};
 use super::stale::Removals;
 use crate::error::{RestoreFailure, Rollback};
-use model::IpFamily;
 use crate::rendering::Rendering;
 use crate::{BuiltinJump, Error, Rule, Table, TableRules};
 use std::borrow::Cow;
@@ -199,15 +199,18 @@ async fn write_top_block<R: Rendering + Sync + ?Sized>(
     out.line(&["COMMIT"]).await;
 }
 
-/// Runs `inv` with `input` streamed into its stdin; on failure returns
+/// Runs `inv` (a restore of `ipt`'s tools, in the process's turn at the
+/// xtables lock) with `input` streamed into its stdin; on failure returns
 /// [`Error::Restore`] naming the failing line (found by writing the input
 /// again), with `rollback` still [`Rollback::NotNeeded`]. With `record`,
 /// what was written holds the whole input.
 pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
+    ipt: &Iptables,
     inv: &Invocation,
     input: &RestoreInput<'_, R>,
     record: bool,
 ) -> Result<Written, Error> {
+    let turn = take_turn(ipt.backend()).await;
     let mut child = command::spawn_piped(inv)?;
     let mut out = InputWriter::to_pipe(child.stdin.take(), record);
     let feed = async {
@@ -215,6 +218,7 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
         out.finish().await
     };
     let ((written, fed), output) = tokio::join!(feed, child.wait_with_output());
+    drop(turn);
     let output = output.map_err(|source| host::Error::Spawn { command: inv.to_string(), source })?;
     if output.status.success() {
         return match fed {
@@ -243,20 +247,25 @@ pub(crate) fn add_line(jump: &BuiltinJump) -> String {
     line
 }
 
-/// `iptables-restore` with upstream's flags: keep everything not named in
-/// the input (`--noflush`), take counters from it (`--counters`, as
-/// upstream; we write none, so rules start at zero), wait up to 5 s for
-/// the xtables lock.
-pub(crate) fn restore_invocation(backend: Backend, family: IpFamily, extra: &[&str]) -> Invocation {
-    let mut args: Vec<String> = ["--noflush", "--counters", "--wait=5"].map(String::from).into();
+/// `iptables-restore` of `ipt`'s tools with upstream's flags: keep
+/// everything not named in the input (`--noflush`), take counters from it
+/// (`--counters`, as upstream; we write none, so rules start at zero),
+/// wait for another program's xtables lock as upstream (`--wait=5`, see
+/// [`super::turn`]).
+pub(crate) fn restore_invocation(ipt: &Iptables, extra: &[&str]) -> Invocation {
+    let mut args: Vec<String> = ["--noflush", "--counters"].map(String::from).into();
+    args.push(ipt.lock_wait().flag());
     args.extend(extra.iter().map(|a| a.to_string()));
-    Invocation::new(program(backend, family, Tool::Restore), args)
+    ipt.lock_wait().applied_to(Invocation::new(program(ipt.backend(), ipt.family(), Tool::Restore), args))
 }
 
-/// Feeds `input` to `inv`; on failure returns [`Error::Restore`] naming
+/// Feeds `input` to `inv` (a restore of `ipt`'s tools, in the process's
+/// turn at the xtables lock); on failure returns [`Error::Restore`] naming
 /// the failing line (with `rollback` still [`Rollback::NotNeeded`]).
-pub(crate) async fn run_restore(inv: &Invocation, input: &str) -> Result<(), Error> {
+pub(crate) async fn run_restore(ipt: &Iptables, inv: &Invocation, input: &str) -> Result<(), Error> {
+    let turn = take_turn(ipt.backend()).await;
     let out = command::run(inv, Some(input)).await?;
+    drop(turn);
     if out.status.success() {
         return Ok(());
     }

@@ -170,8 +170,8 @@ impl Syncer {
         if input.is_empty() {
             return Ok(applied);
         }
-        let restore = restore_invocation(self.iptables.backend(), self.iptables.family(), &[]);
-        let mut err = match run_restore_input(&restore, &input, record).await {
+        let restore = restore_invocation(&self.iptables, &[]);
+        let mut err = match run_restore_input(&self.iptables, &restore, &input, record).await {
             Ok(written) => {
                 applied.restore_input = written.recorded;
                 applied.written_rules = written.rules;
