@@ -1,6 +1,8 @@
 //! API objects → the model (`crates/tracker`): a stream of JSON objects
 //! (Service, EndpointSlice, Node, ServiceCIDR, told apart by `kind`, as the
-//! API server sends them) fed to a tracker of each family as watch events.
+//! API server sends them) decoded as the API source decodes them
+//! (`source::lenient`: the fields the proxy reads) and fed to a tracker of
+//! each family as watch events.
 //! Any object is taken or dropped with warnings, never a panic; once every
 //! object is deleted again, the snapshot holds no service, endpoint or CIDR.
 
@@ -11,6 +13,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::ServiceCIDR;
 use libfuzzer_sys::fuzz_target;
 use model::IpFamily;
+use source::lenient::{self, Decoded, ReadFields};
 use tracker::Tracker;
 
 enum Object {
@@ -20,13 +23,23 @@ enum Object {
     Cidr(ServiceCIDR),
 }
 
+fn valid<K: ReadFields>(value: serde_json::Value) -> Option<K> {
+    match lenient::decode(value) {
+        Decoded::Valid(object) => Some(object),
+        Decoded::Invalid(invalid) => {
+            let _ = invalid.problem;
+            None
+        }
+    }
+}
+
 fn object(value: serde_json::Value) -> Option<Object> {
     let kind = value.get("kind")?.as_str()?.to_string();
     match kind.as_str() {
-        "Service" => serde_json::from_value(value).ok().map(Object::Service),
-        "EndpointSlice" => serde_json::from_value(value).ok().map(Object::Slice),
-        "Node" => serde_json::from_value(value).ok().map(Object::Node),
-        "ServiceCIDR" => serde_json::from_value(value).ok().map(Object::Cidr),
+        "Service" => valid(value).map(Object::Service),
+        "EndpointSlice" => valid(value).map(Object::Slice),
+        "Node" => valid(value).map(Object::Node),
+        "ServiceCIDR" => valid(value).map(Object::Cidr),
         _ => None,
     }
 }

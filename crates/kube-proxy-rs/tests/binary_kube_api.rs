@@ -155,3 +155,63 @@ fn the_watch_list_client_gate_off_lists_without_streaming() {
     })
     .unwrap();
 }
+
+/// Service `shop/name` at `ip` and its EndpointSlice with one endpoint.
+fn another_service(name: &str, ip: &str, endpoint: &str) -> (Value, Value) {
+    let mut svc = service();
+    svc["metadata"]["name"] = json!(name);
+    svc["spec"]["clusterIP"] = json!(ip);
+    svc["spec"]["clusterIPs"] = json!([ip]);
+    let mut eps = slice(&[endpoint]);
+    eps["metadata"]["name"] = json!(format!("{name}-1"));
+    eps["metadata"]["labels"]["kubernetes.io/service-name"] = json!(name);
+    (svc, eps)
+}
+
+/// The status upstream's e2e "service status lifecycle" test writes: a
+/// condition whose `lastTransitionTime` is `null`. It once stopped the
+/// Services watch for good; the Services created after it must get rules.
+async fn odd_status_scenario() {
+    let api = FakeApi::start_new().await;
+    api.apply(Kind::Nodes, node("node-a", "192.168.0.2"));
+    api.apply(Kind::Services, service());
+    api.apply(Kind::EndpointSlices, slice(&["10.244.2.5"]));
+    let mut command = std::process::Command::new(BINARY);
+    command
+        .args(["--master", &api.url(), "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16"])
+        .args(["--iptables-backend", "legacy", "--iptables-min-sync-period", "0s"])
+        .args(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249"]);
+    let mut log = Proxy::start(command);
+    log.wait_for_async(SYNCED).await;
+
+    let mut odd = service();
+    odd["status"] = json!({
+        "loadBalancer": {"ingress": [{"ip": "203.0.113.1"}]},
+        "conditions": [{"type": "StatusUpdate", "status": "True", "reason": "E2E",
+                        "message": "Set from e2e test", "lastTransitionTime": null}],
+    });
+    api.apply(Kind::Services, odd);
+    let (late, late_slice) = another_service("late", "10.96.0.41", "10.244.2.7");
+    api.apply(Kind::Services, late);
+    api.apply(Kind::EndpointSlices, late_slice);
+
+    let start = Instant::now();
+    while !nat_rules().contains("shop/late:http") {
+        assert!(start.elapsed() < PATIENCE, "no rules for the Service created after the odd status:\n{}", nat_rules());
+        log.wait_for_async(SYNCED).await;
+    }
+    let failures: Vec<String> = log.drain().into_iter().filter(|l| l.contains("list/watch failed")).collect();
+    assert!(failures.is_empty(), "the watch failed: {failures:?}");
+    log.stop();
+}
+
+#[test]
+fn a_service_status_with_a_null_time_does_not_stop_later_services() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("kubeapiodd").unwrap();
+    ns.run(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(odd_status_scenario());
+    })
+    .unwrap();
+}

@@ -9,7 +9,9 @@
 mod error;
 mod event;
 pub mod kube;
+pub mod lenient;
 pub mod manifests;
+mod read_fields;
 
 pub use error::Error;
 pub use event::SourceEvent;

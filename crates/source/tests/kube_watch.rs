@@ -512,9 +512,11 @@ async fn an_expired_watch_relists_without_waiting_out_the_outages_backoff() {
     let (watches, lists) = (service_watches(&api), service_lists(&api));
     api.start().await;
     // The resumed watch comes after the grown delay (6.2 s + jitter from the stop).
-    wait_until_within("the services watch resumed", Duration::from_secs(20), || {
-        service_watches(&api) > watches
-    })
+    wait_until_within(
+        "the services watch resumed",
+        Duration::from_secs(20),
+        || service_watches(&api) > watches,
+    )
     .await;
     let resumed = tokio::time::Instant::now();
     wait_until("services re-listed", || service_lists(&api) > lists).await;

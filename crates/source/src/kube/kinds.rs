@@ -1,11 +1,11 @@
 //! The kinds the proxy watches and how each one feeds the tracker.
 
+use crate::lenient::ReadFields;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::ServiceCIDR;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::de::DeserializeOwned;
-use std::fmt::Debug;
+use std::fmt::{Debug, Display};
 use tracker::Tracker;
 
 /// Identifies an object of one kind: `namespace/name` (`/name` for
@@ -18,6 +18,10 @@ impl ObjectKey {
     pub(crate) fn of(meta: &ObjectMeta) -> Self {
         let namespace = meta.namespace.as_deref().unwrap_or("");
         let name = meta.name.as_deref().unwrap_or("");
+        Self::new(namespace, name)
+    }
+
+    pub(crate) fn new(namespace: &str, name: &str) -> Self {
         Self(format!("{namespace}/{name}").into_boxed_str())
     }
 
@@ -32,10 +36,16 @@ impl ObjectKey {
     }
 }
 
+impl Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A kind the source watches. Warnings from the tracker are not returned
 /// here: the tracker logs each one itself.
 pub(crate) trait Watched:
-    ::kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static
+    ::kube::Resource<DynamicType = ()> + Clone + ReadFields + Debug + Send + 'static
 {
     /// Name in logs.
     const PLURAL: &'static str;

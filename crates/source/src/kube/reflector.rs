@@ -36,13 +36,13 @@
 //! backoff too (client-go retries at once).
 
 use super::backoff::random_fraction;
+use crate::lenient::{Decoded, ReadFields};
 use ::kube::Client;
 use ::kube::api::WatchEvent;
 use ::kube::core::{ObjectList, Resource};
 use ::kube::runtime::watcher::Event;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt as _};
-use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -53,6 +53,10 @@ const PAGE_SIZE: u32 = 500;
 /// client-go's `minWatchTimeout`: every watch asks the server to end it
 /// after a random time between this and twice this, spreading reconnects.
 const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Watches from the same version that end with nothing sent, in a row,
+/// before the reflector lists afresh rather than watching from there again.
+const STUCK_LIMIT: u32 = 3;
 
 /// A stream silent for its requested timeout plus this is taken as dead.
 const IDLE_GRACE: Duration = Duration::from_secs(5);
@@ -79,6 +83,12 @@ pub(crate) enum Failure {
     /// A watch ended within a second without sending anything.
     #[error("the watch ended within a second without an event")]
     VeryShortWatch,
+    /// Watches from one resource version kept ending at once without an event:
+    /// a fresh list follows instead of another watch from there.
+    #[error(
+        "{STUCK_LIMIT} watches from resourceVersion {0} in a row ended without an event; listing afresh"
+    )]
+    Stuck(String),
 }
 
 impl Failure {
@@ -93,7 +103,7 @@ impl Failure {
     }
 }
 
-type Events<K> = BoxStream<'static, Result<WatchEvent<K>, ::kube::Error>>;
+type Events<K> = BoxStream<'static, Result<WatchEvent<Decoded<K>>, ::kube::Error>>;
 
 /// Where the reflector stands.
 enum State<K> {
@@ -103,7 +113,7 @@ enum State<K> {
     List,
     /// A list's page being handed out.
     Paging {
-        items: std::vec::IntoIter<K>,
+        items: std::vec::IntoIter<Decoded<K>>,
         next: Option<String>,
         version: String,
     },
@@ -137,15 +147,17 @@ pub(crate) struct Reflector<K> {
     /// client-go's `paginatedResult`: a list at version 0 came in pages
     /// (no watch cache), so later lists page too.
     paginated: bool,
+    /// Watches in a row that ended within a second with nothing sent.
+    empty_watches: u32,
     state: State<K>,
 }
 
 /// What one step produced: an item for the stream, or nothing yet.
-type Step<K> = Option<Result<Event<K>, Failure>>;
+type Step<K> = Option<Result<Event<Decoded<K>>, Failure>>;
 
 impl<K> Reflector<K>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: Resource<DynamicType = ()> + ReadFields + Clone + Debug + Send + 'static,
 {
     /// A reflector for `K` through `client`; `streaming`: try the
     /// streaming list first (client-go's `WatchListClient` gate).
@@ -164,19 +176,22 @@ where
             last_version: String::new(),
             version_unavailable: false,
             paginated: false,
+            empty_watches: 0,
             state: State::Start,
         }
     }
 
     /// The events, forever.
-    pub(crate) fn into_stream(self) -> impl Stream<Item = Result<Event<K>, Failure>> + Send {
+    pub(crate) fn into_stream(
+        self,
+    ) -> impl Stream<Item = Result<Event<Decoded<K>>, Failure>> + Send {
         futures::stream::unfold(self, |mut reflector| async move {
             let item = reflector.next_item().await;
             Some((item, reflector))
         })
     }
 
-    async fn next_item(&mut self) -> Result<Event<K>, Failure> {
+    async fn next_item(&mut self) -> Result<Event<Decoded<K>>, Failure> {
         loop {
             if let Some(item) = self.step().await {
                 return item;
@@ -227,7 +242,7 @@ where
     async fn open_streaming_list(&mut self) -> Step<K> {
         let version = self.rewatch_version().to_string();
         let url = self.watch_url(&version, true);
-        match self.client.request_events::<K>(get(&url)).await {
+        match self.client.request_events::<Decoded<K>>(get(&url)).await {
             Ok(events) => {
                 self.state = State::Streaming {
                     events: events.boxed(),
@@ -321,7 +336,11 @@ where
         let version = self.relist_version().to_string();
         let limit = (self.paginated || version.is_empty() || version == "0").then_some(PAGE_SIZE);
         let url = self.list_url(Some(&version), limit, None);
-        match self.client.request::<ObjectList<K>>(get(&url)).await {
+        match self
+            .client
+            .request::<ObjectList<Decoded<K>>>(get(&url))
+            .await
+        {
             Ok(list) => {
                 let next = list.metadata.continue_.clone().filter(|c| !c.is_empty());
                 self.paginated |= version == "0" && next.is_some();
@@ -339,7 +358,7 @@ where
 
     async fn page(
         &mut self,
-        mut items: std::vec::IntoIter<K>,
+        mut items: std::vec::IntoIter<Decoded<K>>,
         next: Option<String>,
         version: String,
     ) -> Step<K> {
@@ -358,7 +377,11 @@ where
             return Some(Ok(Event::InitDone));
         };
         let url = self.list_url(None, Some(PAGE_SIZE), Some(&token));
-        match self.client.request::<ObjectList<K>>(get(&url)).await {
+        match self
+            .client
+            .request::<ObjectList<Decoded<K>>>(get(&url))
+            .await
+        {
             Ok(list) => {
                 let next = list.metadata.continue_.clone().filter(|c| !c.is_empty());
                 self.state = paging(list, next);
@@ -370,7 +393,7 @@ where
 
     async fn open_watch(&mut self) -> Step<K> {
         let url = self.watch_url(&self.last_version.clone(), false);
-        match self.client.request_events::<K>(get(&url)).await {
+        match self.client.request_events::<Decoded<K>>(get(&url)).await {
             Ok(events) => {
                 self.state = State::Watching {
                     events: events.boxed(),
@@ -390,18 +413,17 @@ where
 
     async fn watch(&mut self, mut events: Events<K>, opened: Instant, seen: usize) -> Step<K> {
         let Some(event) = next_event(&mut events).await else {
-            self.state = State::Rewatch;
-            let short = seen == 0 && opened.elapsed() < Duration::from_secs(1);
-            return short.then_some(Err(Failure::VeryShortWatch));
+            return self.watch_ended(opened, seen);
         };
+        self.empty_watches = 0;
         let seen = seen + 1;
         let item = match event {
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                self.note_version(obj.meta().resource_version.as_deref());
+                self.note_version(obj.resource_version());
                 Event::Apply(obj)
             }
             WatchEvent::Deleted(obj) => {
-                self.note_version(obj.meta().resource_version.as_deref());
+                self.note_version(obj.resource_version());
                 Event::Delete(obj)
             }
             WatchEvent::Bookmark(bookmark) => {
@@ -426,6 +448,25 @@ where
             seen,
         };
         Some(Ok(item))
+    }
+
+    /// A watch ended: watch again from the last version, unless watches
+    /// from there keep ending with nothing sent (an event the stream cannot
+    /// carry, a server that drops us at that point): then a fresh list, at
+    /// the latest version, rather than looping.
+    fn watch_ended(&mut self, opened: Instant, seen: usize) -> Step<K> {
+        self.state = State::Rewatch;
+        if seen > 0 || opened.elapsed() >= Duration::from_secs(1) {
+            return None;
+        }
+        self.empty_watches += 1;
+        if self.empty_watches < STUCK_LIMIT {
+            return Some(Err(Failure::VeryShortWatch));
+        }
+        self.empty_watches = 0;
+        self.version_unavailable = true;
+        self.state = State::Start;
+        Some(Err(Failure::Stuck(self.last_version.clone())))
     }
 
     fn note_version(&mut self, version: Option<&str>) {
@@ -477,7 +518,7 @@ where
     }
 }
 
-fn paging<K>(list: ObjectList<K>, next: Option<String>) -> State<K>
+fn paging<K>(list: ObjectList<Decoded<K>>, next: Option<String>) -> State<K>
 where
     K: Clone,
 {
@@ -503,7 +544,7 @@ fn watch_timeout() -> Duration {
 
 /// The next event, or `None` when the stream ended, broke or stayed
 /// silent past any timeout the server was asked for.
-async fn next_event<K>(events: &mut Events<K>) -> Option<WatchEvent<K>> {
+async fn next_event<K>(events: &mut Events<K>) -> Option<WatchEvent<Decoded<K>>> {
     let silence = MIN_WATCH_TIMEOUT * 2 + IDLE_GRACE;
     match tokio::time::timeout(silence, events.next()).await {
         Ok(Some(Ok(event))) => Some(event),

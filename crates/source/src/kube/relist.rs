@@ -9,8 +9,9 @@
 //! are all that is kept.
 
 use super::kinds::{ObjectKey, Watched};
+use crate::lenient::{Decoded, Invalid};
 use ::kube::runtime::watcher::Event;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use tracker::Tracker;
 
@@ -19,6 +20,8 @@ use tracker::Tracker;
 #[derive(Debug, Default)]
 pub(crate) struct Known {
     keys: HashSet<ObjectKey>,
+    /// Objects skipped as invalid, with the problem logged for each.
+    invalid: HashMap<ObjectKey, Box<str>>,
     relisting: Option<HashSet<ObjectKey>>,
     lists: u64,
 }
@@ -49,38 +52,83 @@ pub(crate) enum Step {
 }
 
 impl Known {
-    /// Applies one watcher event to `tracker`.
-    pub(crate) fn apply<K: Watched>(&mut self, event: Event<K>, tracker: &Mutex<Tracker>) -> Step {
+    /// Applies one watcher event to `tracker`. An invalid object is
+    /// treated as absent: deleted if the tracker had it, never listed.
+    pub(crate) fn apply<K: Watched>(
+        &mut self,
+        event: Event<Decoded<K>>,
+        tracker: &Mutex<Tracker>,
+    ) -> Step {
         match event {
-            Event::Apply(obj) => {
-                self.keys.insert(ObjectKey::of(obj.meta()));
+            Event::Apply(Decoded::Valid(obj)) => {
+                let key = ObjectKey::of(obj.meta());
+                self.invalid.remove(&key);
+                self.keys.insert(key);
                 let mut tracker = lock(tracker);
                 obj.upsert(&mut tracker);
                 Step::Applied {
                     pending: tracker.has_changes(),
                 }
             }
-            Event::Delete(obj) => {
-                self.keys.remove(&ObjectKey::of(obj.meta()));
-                let mut tracker = lock(tracker);
-                obj.delete(&mut tracker);
-                Step::Applied {
-                    pending: tracker.has_changes(),
-                }
+            Event::Delete(Decoded::Valid(obj)) => {
+                let key = ObjectKey::of(obj.meta());
+                self.invalid.remove(&key);
+                self.forget::<K>(&key, tracker)
+            }
+            Event::Delete(Decoded::Invalid(bad)) => {
+                let key = ObjectKey::new(&bad.namespace, &bad.name);
+                self.invalid.remove(&key);
+                self.forget::<K>(&key, tracker)
+            }
+            Event::Apply(Decoded::Invalid(bad)) => {
+                let key = self.note_invalid::<K>(bad);
+                self.forget::<K>(&key, tracker)
             }
             Event::Init => {
                 self.relisting = Some(HashSet::with_capacity(self.keys.len()));
                 Step::Quiet
             }
-            Event::InitApply(obj) => {
+            Event::InitApply(Decoded::Valid(obj)) => {
                 let key = ObjectKey::of(obj.meta());
+                self.invalid.remove(&key);
                 obj.upsert(&mut lock(tracker));
                 self.relisting.get_or_insert_default().insert(key.clone());
                 self.keys.insert(key);
                 Step::Quiet
             }
+            Event::InitApply(Decoded::Invalid(bad)) => {
+                self.note_invalid::<K>(bad);
+                Step::Quiet
+            }
             Event::InitDone => self.finish_list::<K>(tracker),
         }
+    }
+
+    /// Deletes `key`'s object from the tracker (a no-op for one it never had).
+    fn forget<K: Watched>(&mut self, key: &ObjectKey, tracker: &Mutex<Tracker>) -> Step {
+        self.keys.remove(key);
+        let mut tracker = lock(tracker);
+        K::with_key(key).delete(&mut tracker);
+        Step::Applied {
+            pending: tracker.has_changes(),
+        }
+    }
+
+    /// Logs an invalid object once (again only when its problem changes)
+    /// and returns its key.
+    fn note_invalid<K: Watched>(&mut self, bad: Invalid) -> ObjectKey {
+        let key = ObjectKey::new(&bad.namespace, &bad.name);
+        if self.invalid.get(&key).map(AsRef::as_ref) != Some(bad.problem.as_str()) {
+            tracing::warn!(
+                kind = K::PLURAL,
+                object = %key,
+                problem = %bad.problem,
+                "object skipped: a field the proxy reads is malformed; treated as absent"
+            );
+            self.invalid
+                .insert(key.clone(), bad.problem.into_boxed_str());
+        }
+        key
     }
 
     /// Deletes what the list just finished no longer showed.

@@ -20,6 +20,7 @@ use super::plain_yaml;
 use super::split::{Document, split_documents};
 use super::{Object, Warning};
 use crate::Error;
+use crate::lenient::{self, ReadFields};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tracker::ObjectKind;
@@ -252,6 +253,7 @@ fn decode_object(
             Source::ListItem(index, text) => decode_typed(object_kind, text, out)
                 .map_err(|e| format!("items[{index}]: {}", split_location(&e).0)),
         }
+        .or_else(|message| decode_read_fields(object_kind, value, out).ok_or(message))
     };
     if let Err(message) = result {
         let warning = Warning {
@@ -298,6 +300,27 @@ fn decode_fast(kind: ObjectKind, value: &Value, out: &mut Decoded<'_>) -> Result
     };
     (out.emit)(object);
     Ok(())
+}
+
+/// The last resort for an object that does not type whole: only the
+/// fields the proxy reads, as the API source reads every object
+/// ([`crate::lenient`]); `None` (nothing handed on) when those do not type
+/// either, and the object is skipped with the whole typing's message.
+fn decode_read_fields(kind: ObjectKind, value: &Value, out: &mut Decoded<'_>) -> Option<()> {
+    fn valid<T: ReadFields>(value: &Value) -> Option<T> {
+        match lenient::decode(value.clone()) {
+            lenient::Decoded::Valid(object) => Some(object),
+            lenient::Decoded::Invalid(_) => None,
+        }
+    }
+    let object = match kind {
+        ObjectKind::Service => Object::Service(valid(value)?),
+        ObjectKind::EndpointSlice => Object::EndpointSlice(valid(value)?),
+        ObjectKind::Node => Object::Node(valid(value)?),
+        ObjectKind::ServiceCIDR => Object::ServiceCIDR(valid(value)?),
+    };
+    (out.emit)(object);
+    Some(())
 }
 
 fn decode_as<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {

@@ -31,7 +31,10 @@ impl Wake {
             _ => Path::new("."),
         };
         let watched = Inotify::init(InitFlags::IN_CLOEXEC).and_then(|inotify| {
-            inotify.add_watch(dir, AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_MOVED_TO)?;
+            inotify.add_watch(
+                dir,
+                AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_MOVED_TO,
+            )?;
             Ok(inotify)
         });
         let inotify = match watched {

@@ -112,6 +112,8 @@ struct Change {
     rv: u64,
     old: Option<Value>,
     new: Option<Value>,
+    /// Sent as it is instead of an event: a line no client can decode.
+    unreadable: Option<Bytes>,
 }
 
 /// An open watch stream.
@@ -211,6 +213,26 @@ impl FakeApi {
             rv,
             old,
             new: Some(object),
+            unreadable: None,
+        });
+    }
+
+    /// Sends every watch of `kind` (and every watch that later resumes from
+    /// before it) a line no client can decode (an event type nobody knows),
+    /// at a new resource version. No object changes: a fresh list does not
+    /// show it.
+    pub fn send_unreadable(&self, kind: Kind) {
+        let mut c = self.cluster.lock().unwrap();
+        c.rv += 1;
+        let rv = c.rv;
+        c.record(Change {
+            kind,
+            rv,
+            old: None,
+            new: None,
+            unreadable: Some(Bytes::from_static(
+                b"{\"type\":\"RENAMED\",\"object\":{}}\n",
+            )),
         });
     }
 
@@ -231,6 +253,7 @@ impl FakeApi {
             rv,
             old: Some(old),
             new: None,
+            unreadable: None,
         });
     }
 
@@ -389,6 +412,9 @@ impl Cluster {
 
 /// The watch event `change` is for a watch with `selector`, if any.
 fn event_for(selector: &Selector, change: &Change) -> Option<Bytes> {
+    if let Some(line) = &change.unreadable {
+        return Some(line.clone());
+    }
     let was = change.old.as_ref().is_some_and(|o| selector.matches(o));
     let is = change.new.as_ref().is_some_and(|o| selector.matches(o));
     let (kind, object) = match (was, is) {

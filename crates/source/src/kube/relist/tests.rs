@@ -4,12 +4,19 @@ use super::*;
 use k8s_openapi::api::core::v1::Service;
 use serde_json::json;
 
-fn service(name: &str, ip: &str) -> Service {
-    serde_json::from_value(json!({
+fn service(name: &str, ip: &str) -> Decoded<Service> {
+    crate::lenient::decode(json!({
         "metadata": {"namespace": "ns", "name": name},
         "spec": {"clusterIP": ip, "ports": [{"port": 80, "protocol": "TCP"}]},
     }))
-    .unwrap()
+}
+
+/// A Service whose port (a field the proxy reads) does not type.
+fn malformed(name: &str) -> Decoded<Service> {
+    crate::lenient::decode(json!({
+        "metadata": {"namespace": "ns", "name": name},
+        "spec": {"clusterIP": "172.30.0.99", "ports": [{"port": "eighty"}]},
+    }))
 }
 
 fn names(tracker: &Mutex<Tracker>) -> Vec<String> {
@@ -21,7 +28,7 @@ fn names(tracker: &Mutex<Tracker>) -> Vec<String> {
         .collect()
 }
 
-fn relist(known: &mut Known, tracker: &Mutex<Tracker>, objects: &[Service]) -> Step {
+fn relist(known: &mut Known, tracker: &Mutex<Tracker>, objects: &[Decoded<Service>]) -> Step {
     assert_eq!(known.apply::<Service>(Event::Init, tracker), Step::Quiet);
     for obj in objects {
         assert_eq!(
@@ -107,4 +114,47 @@ fn list_then_events_then_relist_deleting_the_vanished() {
             deleted: 0
         }
     );
+}
+
+#[test]
+fn a_malformed_object_is_absent_until_it_is_valid_again() {
+    let tracker = Mutex::new(Tracker::new("node"));
+    let mut known = Known::default();
+    relist(
+        &mut known,
+        &tracker,
+        &[service("a", "172.30.0.1"), malformed("b")],
+    );
+    assert_eq!(names(&tracker), ["a"]);
+
+    // An update that makes a known Service malformed removes it...
+    let step = known.apply(Event::Apply(malformed("a")), &tracker);
+    assert_eq!(step, Step::Applied { pending: true });
+    assert_eq!(names(&tracker), Vec::<String>::new());
+    // ...and one that mends it brings it back.
+    known.apply(Event::Apply(service("a", "172.30.0.1")), &tracker);
+    known.apply(Event::Apply(service("b", "172.30.0.2")), &tracker);
+    assert_eq!(names(&tracker), ["a", "b"]);
+
+    // Malformed in a re-list: gone, as if not listed.
+    let step = relist(
+        &mut known,
+        &tracker,
+        &[service("a", "172.30.0.1"), malformed("b")],
+    );
+    assert!(
+        matches!(
+            step,
+            Step::Listed {
+                objects: 1,
+                deleted: 1,
+                ..
+            }
+        ),
+        "{step:?}"
+    );
+    assert_eq!(names(&tracker), ["a"]);
+    // Its deletion, malformed or not, is a no-op for the tracker.
+    known.apply(Event::Delete(malformed("b")), &tracker);
+    assert_eq!(names(&tracker), ["a"]);
 }
