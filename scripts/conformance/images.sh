@@ -13,7 +13,7 @@ SOCK=${1:?usage: images.sh CONTAINERD_SOCKET}
 CONF_HOME=${CONF_HOME:-/var/tmp/kprs-conformance}
 CONTROL_PLANE_HOME=${CONTROL_PLANE_HOME:-/var/tmp/kprs-control-plane}
 KUBE_SRC=${KUBE_SRC:-$CONTROL_PLANE_HOME/src/kubernetes}
-BIN=$CONF_HOME/bin IMG=$CONF_HOME/images
+BIN=${CONF_BIN:-$CONF_HOME/bin} IMG=$CONF_HOME/images
 say() { echo "[conformance-images $(date +%H:%M:%S)] $*"; }
 die() { echo "conformance/images.sh: $*" >&2; exit 1; }
 E2E=registry.k8s.io/e2e-test-images

@@ -4,7 +4,7 @@ CONF_HOME=${CONF_HOME:-/var/tmp/kprs-conformance}
 CONTROL_PLANE_HOME=${CONTROL_PLANE_HOME:-/var/tmp/kprs-control-plane}
 KUBE_SRC=${KUBE_SRC:-$CONTROL_PLANE_HOME/src/kubernetes}
 CP_BIN=${CP_BIN:-$CONTROL_PLANE_HOME/bin}        # etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy
-BIN=$CONF_HOME/bin                               # e2e.test agnhost pause (scripts/conformance/build.sh)
+BIN=${CONF_BIN:-$CONF_HOME/bin}                  # e2e.test agnhost pause (scripts/conformance/build.sh)
 RUN=$CONF_HOME/run PKI=$CONF_HOME/pki KC=$CONF_HOME/kubeconfig
 PREFIX=${CONF_NETNS_PREFIX:-kprsc}               # network namespaces: $PREFIX-hub (the wire), $PREFIX-n1, $PREFIX-n2
 HUB=$PREFIX-hub
