@@ -10,7 +10,8 @@
 #   --set services      (default) `[sig-network] Services .*[Conformance]`: 15 tests, one node
 #   --set network       `[sig-network] .*[Conformance]` less `[sig-network] DNS` (8 tests of the cluster DNS, which
 #                       here is a stub beside the Service path: they would test dns.py, not the proxy)
-#   --set services-all  `[sig-network] Services`, less [Disruptive], [Serial], [Feature:...] and what needs 3 nodes
+#   --set services-all  `[sig-network] Services` less [Disruptive], [Feature:…], [FeatureGate:…], [Alpha], [Beta],
+#                       [Flaky] (49 tests; those needing more nodes than there are skip themselves)
 #   --focus/--skip      your own ginkgo regexes instead
 #   --seed N            ginkgo's random seed (default 1: every proxy sees the tests in the same order)
 #   --keep              leave the cluster up afterwards (`scripts/conformance.sh down` removes it); --reuse: run on
@@ -53,7 +54,7 @@ if [ -z "$FOCUS" ]; then
     network) FOCUS='\[sig-network\] .*\[Conformance\]'
       SKIP=${SKIP:-'\[sig-network\] DNS '} ;;
     services-all) FOCUS='\[sig-network\] Services'
-      SKIP=${SKIP:-'\[Disruptive\]|\[Serial\]|\[Feature:|\[Slow\]|\[Flaky\]|\[FeatureGate:|\[Alpha\]|\[Beta\]|LoadBalancer|GCE|AWS|\[Windows|sctp|SCTP'} ;;
+      SKIP=${SKIP:-'\[Disruptive\]|\[Feature:|\[FeatureGate:|\[Alpha\]|\[Beta\]|\[Flaky\]'} ;;
     *) die "--set must be services, network or services-all" ;;
   esac
 fi
