@@ -280,7 +280,7 @@ node_down() {  # i
   if [ -d "$d" ]; then
     grep -oE " $d/[^ ]+" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
   fi
-  for c in $CGROUP_CONTROLLERS; do
+  for c in $CGROUP_CONTROLLERS unified; do   # unified: the hybrid layout's v2 tree, where runc makes pods' cgroups too
     [ -d "/sys/fs/cgroup/$c/$(node_ns "$i")" ] && find "/sys/fs/cgroup/$c/$(node_ns "$i")" -depth -type d -exec rmdir {} + 2>/dev/null
   done
   return 0
