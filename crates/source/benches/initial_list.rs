@@ -13,7 +13,7 @@ mod cluster;
 #[path = "../tests/kube/fake_api.rs"]
 mod fake_api;
 
-use fake_api::{FakeApi, Kind};
+use fake_api::Kind;
 use source::kube::{ClientSettings, SourceEvent, WatchOptions};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -67,7 +67,7 @@ fn main() {
 }
 
 async fn run(case: &Case, services: usize, endpoints: usize) {
-    let api = populated(services, endpoints).await;
+    let api = cluster::loaded_api(services, endpoints).await;
     if case.refuse_streaming {
         api.refuse_streaming_lists();
     }
@@ -107,24 +107,3 @@ async fn run(case: &Case, services: usize, endpoints: usize) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-async fn populated(services: usize, endpoints: usize) -> FakeApi {
-    let api = FakeApi::start_new().await;
-    for i in 0..services {
-        let name = format!("svc-{i}");
-        let ip = format!("172.30.{}.{}", i / 250, i % 250 + 1);
-        api.apply(Kind::Services, cluster::service("bench", &name, &ip));
-        let ips: Vec<String> = (0..endpoints)
-            .map(|e| {
-                let n = i * endpoints + e;
-                format!("10.{}.{}.{}", 180 + n / 65_536, (n / 256) % 256, n % 256)
-            })
-            .collect();
-        let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
-        api.apply(
-            Kind::EndpointSlices,
-            cluster::slice("bench", &name, &format!("{name}-1"), &ips),
-        );
-    }
-    api.apply(Kind::Nodes, cluster::node(cluster::NODE, "192.168.0.2"));
-    api
-}

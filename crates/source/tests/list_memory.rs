@@ -12,7 +12,6 @@ mod cluster;
 #[path = "kube/fake_api.rs"]
 mod fake_api;
 
-use fake_api::{FakeApi, Kind};
 use source::kube::{ClientSettings, SourceEvent, WatchOptions};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader};
@@ -65,7 +64,7 @@ fn fake_api_server_for_the_memory_tests() {
         std::env::var(SERVE).expect("run by the memory tests with KPRS_LIST_MEMORY_SERVE set");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let api = populated().await;
+        let api = cluster::loaded_api(SERVICES, ENDPOINTS).await;
         if mode == "plain" {
             api.refuse_streaming_lists();
         }
@@ -76,27 +75,6 @@ fn fake_api_server_for_the_memory_tests() {
     });
 }
 
-async fn populated() -> FakeApi {
-    let api = FakeApi::start_new().await;
-    for i in 0..SERVICES {
-        let name = format!("svc-{i}");
-        let ip = format!("172.30.{}.{}", i / 250, i % 250 + 1);
-        api.apply(Kind::Services, cluster::service("bench", &name, &ip));
-        let ips: Vec<String> = (0..ENDPOINTS)
-            .map(|e| {
-                let n = i * ENDPOINTS + e;
-                format!("10.{}.{}.{}", 180 + n / 65_536, (n / 256) % 256, n % 256)
-            })
-            .collect();
-        let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
-        api.apply(
-            Kind::EndpointSlices,
-            cluster::slice("bench", &name, &format!("{name}-1"), &ips),
-        );
-    }
-    api.apply(Kind::Nodes, cluster::node(cluster::NODE, "192.168.0.2"));
-    api
-}
 
 /// Lists through a server child in `mode`; returns (peak heap while
 /// listing, heap held once listed), both above the heap before, in bytes.

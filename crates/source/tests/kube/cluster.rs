@@ -76,6 +76,29 @@ pub fn service_cidr(name: &str, cidrs: &[&str]) -> Value {
     json!({"metadata": {"name": name}, "spec": {"cidrs": cidrs}})
 }
 
+/// A fake API server holding `services` ClusterIP Services in namespace
+/// `bench`, one EndpointSlice of `endpoints` ready endpoints each, and our
+/// Node: the scale load of the list benchmarks and tests.
+pub async fn loaded_api(services: usize, endpoints: usize) -> crate::fake_api::FakeApi {
+    use crate::fake_api::{FakeApi, Kind};
+    let api = FakeApi::start_new().await;
+    for i in 0..services {
+        let name = format!("svc-{i}");
+        let ip = format!("172.30.{}.{}", i / 250, i % 250 + 1);
+        api.apply(Kind::Services, service("bench", &name, &ip));
+        let ips: Vec<String> = (0..endpoints)
+            .map(|e| {
+                let n = i * endpoints + e;
+                format!("10.{}.{}.{}", 180 + n / 65_536, (n / 256) % 256, n % 256)
+            })
+            .collect();
+        let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
+        api.apply(Kind::EndpointSlices, slice("bench", &name, &format!("{name}-1"), &ips));
+    }
+    api.apply(Kind::Nodes, node(NODE, "192.168.0.2"));
+    api
+}
+
 /// The snapshot's service CIDRs as text.
 pub fn service_cidrs(snapshot: &Snapshot) -> Vec<String> {
     snapshot
