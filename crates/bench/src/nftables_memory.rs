@@ -15,7 +15,7 @@ use crate::proxy_process::status_kib;
 use anyhow::{Context, Result};
 use model::{ChangeSet, Snapshot};
 use nftables::proxier::{NftablesProxier, ProxierOptions};
-use nftables::render::{self, RenderContext, RenderOptions, Services};
+use nftables::render::{self, RenderContext, RenderOptions, Services, Slots};
 use plan::NodeFacts;
 use proxier::Proxier;
 use std::fmt::Write;
@@ -86,7 +86,8 @@ fn stages(snapshot: &Snapshot, out: &mut String) {
     let opts = render_options();
     let ctx = RenderContext::new(snapshot, &opts, &NodeFacts::default());
     let (start, base) = (Instant::now(), live_bytes());
-    let rendered = render::render_services(snapshot, &ctx, Services::All)
+    let slots = render::slots_in_order(snapshot, &ctx);
+    let rendered = render::render_services(snapshot, &ctx, Services::All, Slots::of(&slots))
         .rendered
         .ruleset;
     let render_ms = ms(start);

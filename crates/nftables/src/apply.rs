@@ -32,6 +32,7 @@
 mod cleanup;
 mod diff;
 pub(crate) mod digest;
+mod element_changes;
 mod fingerprint;
 pub(crate) mod listed;
 mod names;

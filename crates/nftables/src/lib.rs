@@ -53,7 +53,7 @@ pub use error::{Error, Refusal};
 pub use expr::{CmpOp, CtKey, Expr, ImmediateData, MetaDir, MetaKey, NatType, PayloadBase, SetRef};
 pub use listing::TableContents;
 pub use rule::Rule;
-pub use set::{Element, ElementData, Set, SetFlags};
+pub use set::{Element, ElementData, Set, SetFlags, TypeOf};
 pub use socket::{NftSocket, TableIdentity};
 pub use table::Table;
 pub use transaction::{Batch, Op, Transaction};

@@ -36,7 +36,9 @@
 mod applied;
 
 use crate::apply::{self, Syncer};
-use crate::render::{self, RenderContext, RenderOptions, Services, table_family};
+use crate::render::{
+    self, EndpointSlots, RenderContext, RenderOptions, Services, Slots, table_family,
+};
 use crate::{Error, Family, NftSocket};
 use applied::{Applied, Counts, Owners, drop_held_elsewhere, replaced_no_local};
 use model::{ChangeSet, Snapshot};
@@ -72,6 +74,9 @@ pub struct NftablesProxier {
     syncer: Syncer,
     opts: RenderOptions,
     applied: Option<Applied>,
+    /// The balancing chains' slots of the shared endpoint maps, kept
+    /// while their service ports exist.
+    slots: EndpointSlots,
 }
 
 impl std::fmt::Debug for NftablesProxier {
@@ -104,7 +109,14 @@ impl NftablesProxier {
             syncer,
             opts: options.render,
             applied: None,
+            slots: EndpointSlots::default(),
         })
+    }
+
+    /// The balancing chains' slots it holds (each port keeps its own
+    /// while it exists; a fresh [`render::slots_in_order`] may differ).
+    pub fn endpoint_slots(&self) -> &EndpointSlots {
+        &self.slots
     }
 
     /// The table family it programs.
@@ -164,7 +176,9 @@ impl NftablesProxier {
         started: Instant,
     ) -> Result<Synced, Error> {
         self.applied = None;
-        let mut lean = render::render_lean(snapshot, &ctx);
+        render::allocate_slots(&mut self.slots, snapshot, &ctx, Services::All);
+        let maps = self.slots.maps();
+        let mut lean = render::render_lean(snapshot, &ctx, Slots::of(&self.slots));
         let no_local = lean.selected.rendered.no_local_endpoints;
         let shared_keys = std::mem::take(&mut lean.selected.shared_keys);
         // each port's chains rendered again and typed as the syncer takes
@@ -179,6 +193,12 @@ impl NftablesProxier {
             .syncer
             .sync_full_in_pieces(&mut self.socket, skeleton, pieces)?;
         counts.rules = rules.get();
+        self.slots.retain(|name| {
+            snapshot
+                .services
+                .get(name)
+                .is_some_and(|svc| ctx.in_family(svc))
+        });
         // built once the sync's own peak is over
         let owners = Owners::of(&shared_keys);
         drop(shared_keys);
@@ -188,6 +208,7 @@ impl NftablesProxier {
             owners,
             counts,
             no_local,
+            maps,
         });
         Ok(Synced {
             render,
@@ -216,8 +237,13 @@ impl NftablesProxier {
             true => Services::All,
             false => Services::Only(&changes.services),
         };
-        let old = render::render_services(&last.snapshot, &last.ctx, services);
-        let new = render::render_services(snapshot, ctx, services);
+        let last_slots = Slots {
+            pairs: &self.slots,
+            maps: last.maps,
+        };
+        let old = render::render_services(&last.snapshot, &last.ctx, services, last_slots);
+        render::allocate_slots(&mut self.slots, snapshot, ctx, services);
+        let new = render::render_services(snapshot, ctx, services, Slots::of(&self.slots));
         let (mut old_table, mut new_table) = (old.rendered.ruleset, new.rendered.ruleset);
         if drop_held_elsewhere(
             &mut old_table,
@@ -244,6 +270,8 @@ impl NftablesProxier {
             .sync_difference(&mut self.socket, new_contents, old_contents)?;
         last.owners.remove(&old.shared_keys);
         last.owners.add(&new.shared_keys);
+        last.release_slots_gone(&mut self.slots, snapshot, ctx, services);
+        last.maps = self.slots.maps();
         match services {
             Services::All => last.snapshot = snapshot.clone(),
             Services::Only(names) => last.follow(snapshot, names),

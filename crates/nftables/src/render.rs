@@ -14,6 +14,7 @@
 mod balancing;
 mod cluster_ip;
 mod context;
+pub mod endpoint_slots;
 mod external_chain;
 mod external_ip;
 mod hairpin;
@@ -32,9 +33,10 @@ pub mod statement;
 mod text;
 
 pub use context::RenderContext;
+pub use endpoint_slots::{EndpointSlots, Slots};
 pub use lean::{Lean, render_lean};
 pub use ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset, anonymous_set_name};
-pub use selected::{Selected, Services, render_services};
+pub use selected::{Selected, Services, allocate_slots, render_services, slots_in_order};
 pub use shared::{SHARED_SETS, is_interchangeable, shared_key};
 pub use statement::Stmt;
 
@@ -87,10 +89,12 @@ pub struct Rendered {
     pub no_local_endpoints: NoLocalEndpoints,
 }
 
-/// The table for `snapshot` with `opts` on a node with `facts`.
+/// The table for `snapshot` with `opts` on a node with `facts`, the
+/// service ports given slots in order (as a proxy starting on that state).
 pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFacts) -> Rendered {
     let ctx = RenderContext::new(snapshot, opts, facts);
-    render_services(snapshot, &ctx, Services::All).rendered
+    let slots = slots_in_order(snapshot, &ctx);
+    render_services(snapshot, &ctx, Services::All, Slots::of(&slots)).rendered
 }
 
 /// The nf_tables family of `family`.

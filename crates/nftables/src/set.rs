@@ -58,6 +58,23 @@ pub struct Set {
     pub size: Option<u32>,
     /// `comment "…"`.
     pub comment: Option<String>,
+    /// `typeof …`: the expressions whose types key and data take, as `nft`
+    /// keeps them in the set's user data (else `nft` lists the key's type
+    /// by number when nothing else names it).
+    pub type_of: Option<TypeOf>,
+}
+
+/// The `typeof` declarations of our sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TypeOf {
+    /// `typeof numgen random mod <modulus> : ip daddr . tcp dport`
+    /// (`ip6 daddr` when `v6`): the shared endpoint maps.
+    NumgenToDaddrDport {
+        /// The `numgen` modulus.
+        modulus: u32,
+        /// IPv6 (else IPv4).
+        v6: bool,
+    },
 }
 
 impl Set {
@@ -72,6 +89,7 @@ impl Set {
             timeout_ms: None,
             size: None,
             comment: None,
+            type_of: None,
         }
     }
 

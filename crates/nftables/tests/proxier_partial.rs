@@ -15,7 +15,9 @@
 use anyhow::Result;
 use model::{ChangeSet, ServiceName, Snapshot};
 use nftables::proxier::{NftablesProxier, ProxierOptions};
-use nftables::render::{RenderOptions, render};
+use nftables::render::{
+    EndpointSlots, RenderContext, RenderOptions, Services, Slots, render_services,
+};
 use nftables::{Family, NftSocket, apply};
 use plan::NodeFacts;
 use proxier::Proxier;
@@ -137,15 +139,21 @@ fn options() -> RenderOptions {
 }
 
 /// Whether our table in the kernel is what a full rendering of
-/// `snapshot` gives: the transaction from one to the other is empty.
+/// `snapshot` with the proxier's `slots` gives: the transaction from one
+/// to the other is empty.
 async fn kernel_equals_full_render(
     socket: &mut NftSocket,
     snapshot: &Snapshot,
+    slots: &EndpointSlots,
 ) -> Result<Vec<String>> {
     let facts = NodeFacts {
         local_addresses: host::read_local_addresses().await?,
     };
-    let desired = render(snapshot, &options(), &facts).ruleset.contents();
+    let ctx = RenderContext::new(snapshot, &options(), &facts);
+    let desired = render_services(snapshot, &ctx, Services::All, Slots::of(slots))
+        .rendered
+        .ruleset
+        .contents();
     let listed = socket.list_table(Family::Ip, "kube-proxy")?;
     let tx = apply::diff(&desired, listed.as_ref());
     Ok(tx.ops.iter().map(|op| format!("{op:?}")).collect())
@@ -181,7 +189,8 @@ async fn random_partial_syncs(seed: u64) -> Result<()> {
         let report = proxier.sync(&snapshot, &changes, false).await?;
         steps += 1;
         partial += usize::from(report.partial);
-        let differences = kernel_equals_full_render(&mut socket, &snapshot).await?;
+        let differences =
+            kernel_equals_full_render(&mut socket, &snapshot, proxier.endpoint_slots()).await?;
         assert!(
             differences.is_empty(),
             "step {step} (changed {:?}, partial {}): the kernel differs from a full render:\n{}",

@@ -85,12 +85,13 @@ fn the_reference_holds_what_its_readme_counts() {
 
 #[test]
 fn a_lean_rendering_gives_the_pieces_of_the_whole_table() {
-    use nftables::render::{RenderContext, render_lean};
+    use nftables::render::{RenderContext, Slots, render_lean, slots_in_order};
     for family in [IpFamily::V4, IpFamily::V6] {
         let snap = reference_snapshot(family);
         let ctx = RenderContext::new(&snap, &reference_options(family), &reference_facts());
         let whole = render_reference(family);
-        let lean = render_lean(&snap, &ctx);
+        let slots = slots_in_order(&snap, &ctx);
+        let lean = render_lean(&snap, &ctx, Slots::of(&slots));
         assert_eq!(
             lean.selected.rendered.no_local_endpoints,
             whole.no_local_endpoints
@@ -101,7 +102,10 @@ fn a_lean_rendering_gives_the_pieces_of_the_whole_table() {
         let pieces: Vec<_> = pieces.collect();
         let whole_pieces: Vec<_> = whole_pieces.collect();
         if family == IpFamily::V4 {
-            assert!(pieces.iter().any(|p| !p.sets.is_empty()), "no anonymous set");
+            assert!(
+                pieces.iter().any(|p| !p.sets.is_empty()),
+                "no anonymous set"
+            );
             assert!(pieces.len() > 40, "{} pieces", pieces.len());
         }
         assert_eq!(pieces, whole_pieces, "{family:?}");

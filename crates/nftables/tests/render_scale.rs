@@ -69,7 +69,7 @@ fn timing_probe_render_10k_services() {
 #[test]
 #[ignore = "timing probe; run with --ignored --nocapture"]
 fn timing_probe_render_one_service_of_10k() {
-    use nftables::render::{RenderContext, Services, render_services};
+    use nftables::render::{RenderContext, Services, Slots, render_services, slots_in_order};
     let snap = snapshot(10_000, 10);
     let facts = plan::NodeFacts {
         local_addresses: vec!["192.168.0.2".parse().unwrap()],
@@ -80,7 +80,8 @@ fn timing_probe_render_one_service_of_10k() {
     let ctx_time = t.elapsed();
     let one = std::collections::BTreeSet::from([model::ServiceName::new("ns", "svc-77")]);
     let t = Instant::now();
-    let selected = render_services(&snap, &ctx, Services::Only(&one));
+    let slots = slots_in_order(&snap, &ctx);
+    let selected = render_services(&snap, &ctx, Services::Only(&one), Slots::of(&slots));
     let render_time = t.elapsed();
     let t = Instant::now();
     let contents = selected.rendered.ruleset.into_contents();

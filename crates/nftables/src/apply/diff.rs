@@ -14,13 +14,12 @@
 //!    chains (a base chain's hook or priority changed) are deleted and
 //!    added again with their rules.
 
+use super::element_changes::element_changes;
 use super::fingerprint;
 use super::names::{AnonymousNames, Assigned};
-use super::state::{
-    ANONYMOUS_PLACEHOLDER, ChainState, ElementKey, RuleShape, SetState, TableState,
-};
+use super::state::{ANONYMOUS_PLACEHOLDER, ChainState, RuleShape, SetState, TableState};
 use crate::{Element, Expr, Op, SetRef, TableContents, Transaction};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// The transaction that brings table `current` (as listed; `None` if it
 /// does not exist) to `desired`. Empty if they are the same.
@@ -247,13 +246,7 @@ impl Writer<'_> {
             if have.is_dynamic() || want.elements == have.elements {
                 continue;
             }
-            let wanted = by_key(&want.elements);
-            let gone: Vec<Element> = have
-                .elements
-                .iter()
-                .filter(|e| wanted.get(&ElementKey::of(e)) != Some(e))
-                .cloned()
-                .collect();
+            let (gone, _) = element_changes(&have.set, &want.elements, &have.elements);
             if !gone.is_empty() {
                 self.tx.push(Op::DeleteElements {
                     set: SetRef::named(have.set.name.as_str()),
@@ -271,13 +264,7 @@ impl Writer<'_> {
             if have.is_dynamic() || want.elements == have.elements {
                 continue;
             }
-            let had = by_key(&have.elements);
-            let new: Vec<Element> = want
-                .elements
-                .iter()
-                .filter(|e| had.get(&ElementKey::of(e)) != Some(e))
-                .cloned()
-                .collect();
+            let (_, new) = element_changes(&want.set, &want.elements, &have.elements);
             self.push_elements(want, new);
         }
     }
@@ -373,11 +360,6 @@ impl Writer<'_> {
                 .push(Op::AddRule(with_anonymous_refs(shape.rule, &refs)));
         }
     }
-}
-
-/// Elements by key.
-fn by_key(elements: &[Element]) -> HashMap<ElementKey<'_>, &Element> {
-    elements.iter().map(|e| (ElementKey::of(e), e)).collect()
 }
 
 /// `rule` with its anonymous set placeholders replaced by `refs`.

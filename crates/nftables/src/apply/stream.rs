@@ -8,11 +8,11 @@
 
 use super::diff::create_rules;
 use super::digest::{self, ElementsDigest};
+use super::element_changes::element_changes;
 use super::listed::{ListedSet, ListedTable};
 use super::names::AnonymousNames;
-use super::state::{ChainState, ElementKey, SetState, TableState};
+use super::state::{ChainState, SetState, TableState};
 use crate::{Element, Error, Op, Set, SetRef, Transaction};
-use std::collections::HashMap;
 
 /// What happens to a desired chain that is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,29 +91,20 @@ pub(crate) fn diff_listed(
         }
         changed.push((*want, current_elements(&have.set)?));
     }
-    for (want, have) in &changed {
-        let wanted = by_key(&want.elements);
-        let gone: Vec<Element> = have
-            .iter()
-            .filter(|e| wanted.get(&ElementKey::of(e)) != Some(e))
-            .cloned()
-            .collect();
-        push_elements(&mut tx, want, gone, true);
+    let changes: Vec<_> = changed
+        .iter()
+        .map(|(want, have)| (*want, element_changes(&want.set, &want.elements, have)))
+        .collect();
+    drop(changed);
+    for (want, (gone, _)) in &changes {
+        push_elements(&mut tx, want, gone.clone(), true);
     }
     for s in sets.added.iter().chain(&sets.replaced) {
         push_elements(&mut tx, s, s.elements.clone(), false);
     }
-    for (want, have) in &changed {
-        let had = by_key(have);
-        let new: Vec<Element> = want
-            .elements
-            .iter()
-            .filter(|e| had.get(&ElementKey::of(e)) != Some(e))
-            .cloned()
-            .collect();
+    for (want, (_, new)) in changes {
         push_elements(&mut tx, want, new, false);
     }
-    drop(changed);
     let mut next_id = 1;
     let mut replaced = Vec::new();
     for (written, c) in held {
@@ -180,9 +171,4 @@ fn push_elements(tx: &mut Transaction, set: &SetState, elements: Vec<Element>, d
         true => Op::DeleteElements { set, elements },
         false => Op::AddElements { set, elements },
     });
-}
-
-/// Elements by key.
-fn by_key(elements: &[Element]) -> HashMap<ElementKey<'_>, &Element> {
-    elements.iter().map(|e| (ElementKey::of(e), e)).collect()
 }

@@ -133,7 +133,12 @@ pub(crate) fn emit_set(w: &mut AttrWriter<'_>, table: &str, set: &Set, auto_id: 
             }
         });
     }
-    let udata = userdata::set_userdata(&set.key, set.data.as_deref(), set.comment.as_deref());
+    let udata = userdata::set_userdata(
+        &set.key,
+        set.data.as_deref(),
+        set.type_of,
+        set.comment.as_deref(),
+    );
     if !udata.is_empty() {
         w.bytes(NFTA_SET_USERDATA, &udata);
     }
@@ -295,7 +300,10 @@ pub(crate) fn parse_set(payload: &[u8]) -> Result<(String, Set), DecodeError> {
             NFTA_SET_DATA_TYPE => data_type = Some(be32(value)?),
             NFTA_SET_TIMEOUT => set.timeout_ms = Some(be64(value)?).filter(|t| *t != 0),
             NFTA_SET_DESC => set.size = parse_desc_size(value)?,
-            NFTA_SET_USERDATA => set.comment = userdata::parse_comment(UDATA_SET_COMMENT, value),
+            NFTA_SET_USERDATA => {
+                set.comment = userdata::parse_comment(UDATA_SET_COMMENT, value);
+                set.type_of = userdata::parse_type_of(value);
+            }
             _ => {}
         }
     }
@@ -364,9 +372,7 @@ fn parse_element(set: &Set, payload: &[u8]) -> Result<Element, DecodeError> {
                 e.set_interval_end(be32(value)? & NFT_SET_ELEM_INTERVAL_END != 0)
             }
             NFTA_SET_ELEM_TIMEOUT => e.set_timeout_ms(Some(be64(value)?)),
-            NFTA_SET_ELEM_USERDATA => {
-                e.set_comment(userdata::parse_comment(UDATA_COMMENT, value))
-            }
+            NFTA_SET_ELEM_USERDATA => e.set_comment(userdata::parse_comment(UDATA_COMMENT, value)),
             NFTA_SET_ELEM_DATA => {
                 e.data = Some(match parse_data(value)? {
                     Data::Verdict(v) => ElementData::Verdict(v),

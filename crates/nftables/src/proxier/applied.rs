@@ -6,7 +6,9 @@
 //! services hold each shared-set key, and the table's counts.
 
 use crate::TableContents;
-use crate::render::{RenderContext, Ruleset, SHARED_SETS, is_interchangeable, shared_key};
+use crate::render::{
+    EndpointSlots, RenderContext, Ruleset, SHARED_SETS, Services, is_interchangeable, shared_key,
+};
 use model::{Protocol, ServiceName, ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -24,6 +26,8 @@ pub(crate) struct Applied {
     pub(crate) counts: Counts,
     /// The no-local-endpoints counts of every service.
     pub(crate) no_local: NoLocalEndpoints,
+    /// How many shared endpoint maps the table declares.
+    pub(crate) maps: u32,
 }
 
 impl Applied {
@@ -38,6 +42,37 @@ impl Applied {
         }
         self.snapshot.node.clone_from(&now.node);
         self.snapshot.service_cidrs.clone_from(&now.service_cidrs);
+    }
+}
+
+impl Applied {
+    /// Frees the slots of the ports of `services` that the kept snapshot
+    /// has and `now` does not render: call before [`Applied::follow`].
+    pub(crate) fn release_slots_gone(
+        &self,
+        slots: &mut EndpointSlots,
+        now: &Snapshot,
+        ctx: &RenderContext,
+        services: Services<'_>,
+    ) {
+        let rendered =
+            |name: &ServicePortName| now.services.get(name).is_some_and(|svc| ctx.in_family(svc));
+        let Services::Only(names) = services else {
+            return slots.retain(rendered);
+        };
+        for service in names {
+            let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
+            for (name, _) in self
+                .snapshot
+                .services
+                .range(&first..)
+                .take_while(|(n, _)| n.service == *service)
+            {
+                if !rendered(name) {
+                    slots.release(name);
+                }
+            }
+        }
     }
 }
 

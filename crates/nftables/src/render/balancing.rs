@@ -1,13 +1,18 @@
 //! Balancing: the `service-` chain over cluster-wide endpoints and the
 //! `local-` chain over this node's. Without session affinity one rule
-//! DNATs through `numgen random mod N map { … }`; with it, each endpoint
+//! DNATs through the chain's slot of a shared endpoint map
+//! (`numgen random mod 65536 offset K map @service-endpoints-<n>`, see
+//! [`super::endpoint_slots`]; upstream: an anonymous map per chain); with
+//! it, each endpoint
 //! gets an `affinity-` set (sources seen, with the affinity timeout) and
 //! an `endpoint-` chain that records the source and DNATs, and the
 //! balancing chain first sends known sources back to their endpoint.
 
+use super::endpoint_slots::slot_elements;
 use super::names::EndpointNames;
 use super::ruleset::{ChainRules, NamedSet, RuleSpec};
 use super::service_port::Port;
+use super::shared::SharedSets;
 use super::statement::{Stmt, addr_type, saddr};
 use crate::{Chain, Set, SetFlags, Verdict};
 use model::Endpoint;
@@ -28,8 +33,9 @@ pub struct Balancing {
     pub local: Option<ChainRules>,
 }
 
-/// Renders the port's balancing chains.
-pub fn render_balancing(port: &Port<'_>) -> Balancing {
+/// Renders the port's balancing chains; their endpoints go into the
+/// shared endpoint maps of `shared`.
+pub fn render_balancing(port: &Port<'_>, shared: &mut SharedSets) -> Balancing {
     let plan = port.plan;
     let mut out = Balancing::default();
     if let Some(seconds) = plan.affinity_seconds {
@@ -40,25 +46,47 @@ pub fn render_balancing(port: &Port<'_>) -> Balancing {
         }
     }
     if plan.uses_cluster_endpoints {
-        out.service = Some(balancing_chain(port, &port.names.service, &plan.cluster));
+        out.service = Some(balancing_chain(port, false, &plan.cluster, shared));
     }
     if plan.uses_local_endpoints {
-        out.local = Some(balancing_chain(port, &port.names.local, &plan.local));
+        out.local = Some(balancing_chain(port, true, &plan.local, shared));
     }
     out
 }
 
-/// A chain balancing over `endpoints`.
-fn balancing_chain(port: &Port<'_>, name: &str, endpoints: &[&Endpoint]) -> ChainRules {
+/// The `local-` chain (`local`) or the `service-` chain, balancing over
+/// `endpoints`.
+fn balancing_chain(
+    port: &Port<'_>,
+    local: bool,
+    endpoints: &[&Endpoint],
+    shared: &mut SharedSets,
+) -> ChainRules {
+    let name = match local {
+        true => &port.names.local,
+        false => &port.names.service,
+    };
     let mut chain = ChainRules::new(Chain::regular(name));
     if port.plan.affinity_seconds.is_none() {
-        let targets = endpoints.iter().map(|ep| (ep.ip, ep.port)).collect();
+        let targets: Vec<_> = endpoints.iter().map(|ep| (ep.ip, ep.port)).collect();
+        let family = port.ctx.family;
+        let pick = match port.slots.slot(&port.svc().name, local) {
+            Some(slot) if !targets.is_empty() => {
+                let elements = slot_elements(slot.offset, &targets);
+                shared
+                    .endpoint_maps
+                    .entry(slot.map)
+                    .or_default()
+                    .extend(elements);
+                Stmt::DnatNumgenSlot { family, slot }
+            }
+            // a port without a slot (none given out for it): upstream's
+            // anonymous map, which works the same
+            _ => Stmt::DnatNumgenMap { family, targets },
+        };
         chain.push(RuleSpec::new(vec![
             Stmt::L4proto(port.svc().name.protocol),
-            Stmt::DnatNumgenMap {
-                family: port.ctx.family,
-                targets,
-            },
+            pick,
         ]));
         return chain;
     }

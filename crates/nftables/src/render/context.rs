@@ -24,6 +24,11 @@ pub struct RenderContext {
 }
 
 impl RenderContext {
+    /// Whether `svc` is rendered in this family.
+    pub fn in_family(&self, svc: &model::ServicePort) -> bool {
+        self.sync.family.contains(svc.cluster_ip)
+    }
+
     /// Derives the settings. Only the node's part of `snapshot` is read:
     /// the shared context's large-cluster flag (a count of every
     /// endpoint) is iptables mode's; upstream's nftables proxier has no

@@ -8,6 +8,7 @@
 //! that a cold start or a periodic full sync no longer holds beside the
 //! transaction it builds.
 
+use super::endpoint_slots::{EndpointSlots, Slots};
 use super::ruleset::{ChainRules, pieces_of};
 use super::selected::{Selected, in_family, render_headers};
 use super::shared::SharedSets;
@@ -24,16 +25,22 @@ pub struct Lean<'a> {
     port_chains: usize,
     snapshot: &'a Snapshot,
     ctx: &'a RenderContext,
+    slots: &'a EndpointSlots,
 }
 
-/// The first pass over every service of `snapshot`.
-pub fn render_lean<'a>(snapshot: &'a Snapshot, ctx: &'a RenderContext) -> Lean<'a> {
-    let (selected, port_chains) = render_headers(snapshot, ctx);
+/// The first pass over every service of `snapshot`, each with its slots.
+pub fn render_lean<'a>(
+    snapshot: &'a Snapshot,
+    ctx: &'a RenderContext,
+    slots: Slots<'a>,
+) -> Lean<'a> {
+    let (selected, port_chains) = render_headers(snapshot, ctx, slots);
     Lean {
         selected,
         port_chains,
         snapshot,
         ctx,
+        slots: slots.pairs,
     }
 }
 
@@ -47,6 +54,7 @@ impl<'a> Lean<'a> {
             port_chains,
             snapshot,
             ctx,
+            slots,
         } = self;
         let (skeleton, table, mut chains) = selected.rendered.ruleset.into_skeleton();
         chains.truncate(chains.len().saturating_sub(port_chains));
@@ -54,7 +62,9 @@ impl<'a> Lean<'a> {
             skeleton,
             pieces_of(
                 table,
-                chains.into_iter().chain(render_port_chains(snapshot, ctx)),
+                chains
+                    .into_iter()
+                    .chain(render_port_chains(snapshot, ctx, slots)),
             ),
         )
     }
@@ -64,6 +74,7 @@ impl<'a> Lean<'a> {
 fn render_port_chains<'a>(
     snapshot: &'a Snapshot,
     ctx: &'a RenderContext,
+    slots: &'a EndpointSlots,
 ) -> impl Iterator<Item = ChainRules> + 'a {
     snapshot
         .services
@@ -72,7 +83,7 @@ fn render_port_chains<'a>(
         .flat_map(move |(name, svc)| {
             // the shared sets' elements were taken by the first pass
             let mut shared = SharedSets::default();
-            service_port::render_service_port(ctx, svc, snapshot.endpoints_of(name), &mut shared)
-                .chains
+            let endpoints = snapshot.endpoints_of(name);
+            service_port::render_service_port(ctx, svc, endpoints, slots, &mut shared).chains
         })
 }

@@ -3,6 +3,7 @@
 //! elements of the services picked, with the settings derived from the
 //! whole snapshot. With every service picked, [`super::render`]'s table.
 
+use super::endpoint_slots::{EndpointSlots, Slots};
 use super::shared::{Marks, SharedSets};
 use super::{RenderContext, Rendered, service_port, skeleton};
 use model::{Protocol, ServiceName, ServicePort, ServicePortName, Snapshot};
@@ -33,13 +34,15 @@ pub struct Selected {
 }
 
 /// The table's fixed part and the objects of `services` of `snapshot`,
-/// with `ctx` (derived from the whole snapshot).
+/// with `ctx` (derived from the whole snapshot) and the balancing chains'
+/// `slots`.
 pub fn render_services(
     snapshot: &Snapshot,
     ctx: &RenderContext,
     services: Services<'_>,
+    slots: Slots<'_>,
 ) -> Selected {
-    let mut out = Collected::default();
+    let mut out = Collected::new(slots);
     out.collect(snapshot, ctx, services);
     out.finish(ctx)
 }
@@ -48,24 +51,64 @@ pub fn render_services(
 /// headers only (their rules dropped as soon as rendered): for
 /// [`super::lean`]. With the number of port chains (the last chains of
 /// the ruleset).
-pub(super) fn render_headers(snapshot: &Snapshot, ctx: &RenderContext) -> (Selected, usize) {
+pub(super) fn render_headers(
+    snapshot: &Snapshot,
+    ctx: &RenderContext,
+    slots: Slots<'_>,
+) -> (Selected, usize) {
     let mut out = Collected {
         headers_only: true,
-        ..Collected::default()
+        ..Collected::new(slots)
     };
     out.collect(snapshot, ctx, Services::All);
     let port_chains = out.port_chains.len();
     (out.finish(ctx), port_chains)
 }
 
+/// Gives every port of `services` of `snapshot` rendered in `ctx`'s
+/// family its slots.
+pub fn allocate_slots(
+    slots: &mut EndpointSlots,
+    snapshot: &Snapshot,
+    ctx: &RenderContext,
+    services: Services<'_>,
+) {
+    let mut give = |name: &ServicePortName, svc: &Arc<ServicePort>| {
+        if in_family(ctx, svc) {
+            slots.allocate(name);
+        }
+    };
+    match services {
+        Services::All => snapshot.services.iter().for_each(|(n, s)| give(n, s)),
+        Services::Only(names) => {
+            for service in names {
+                let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
+                snapshot
+                    .services
+                    .range(first..)
+                    .take_while(|(n, _)| n.service == *service)
+                    .for_each(|(n, s)| give(n, s));
+            }
+        }
+    }
+}
+
+/// Slots for every port of `snapshot` rendered in `ctx`'s family, given
+/// in order: what a proxy starting on that state holds.
+pub fn slots_in_order(snapshot: &Snapshot, ctx: &RenderContext) -> EndpointSlots {
+    let mut slots = EndpointSlots::default();
+    allocate_slots(&mut slots, snapshot, ctx, Services::All);
+    slots
+}
+
 /// Whether `svc` is rendered in `ctx`'s family.
 pub(super) fn in_family(ctx: &RenderContext, svc: &ServicePort) -> bool {
-    ctx.sync.family.contains(svc.cluster_ip)
+    ctx.in_family(svc)
 }
 
 /// What the rendered ports gave so far.
-#[derive(Default)]
-struct Collected {
+struct Collected<'a> {
+    slots: Slots<'a>,
     shared: SharedSets,
     marks: Marks,
     port_chains: Vec<super::ChainRules>,
@@ -76,7 +119,20 @@ struct Collected {
     headers_only: bool,
 }
 
-impl Collected {
+impl<'a> Collected<'a> {
+    fn new(slots: Slots<'a>) -> Self {
+        Self {
+            slots,
+            shared: SharedSets::default(),
+            marks: Marks::default(),
+            port_chains: Vec::new(),
+            affinity_sets: Vec::new(),
+            no_local_endpoints: NoLocalEndpoints::default(),
+            shared_keys: Vec::new(),
+            headers_only: false,
+        }
+    }
+
     fn collect(&mut self, snapshot: &Snapshot, ctx: &RenderContext, services: Services<'_>) {
         match services {
             Services::All => {
@@ -120,6 +176,7 @@ impl Collected {
             ctx,
             svc,
             snapshot.endpoints_of(name),
+            self.slots.pairs,
             &mut self.shared,
         );
         self.no_local_endpoints += port.no_local_endpoints;
@@ -141,7 +198,7 @@ impl Collected {
     }
 
     fn finish(self, ctx: &RenderContext) -> Selected {
-        let mut ruleset = skeleton::render_skeleton(ctx, self.shared);
+        let mut ruleset = skeleton::render_skeleton(ctx, self.shared, self.slots.maps);
         ruleset.sets.extend(self.affinity_sets);
         ruleset.chains.extend(self.port_chains);
         Selected {

@@ -1,6 +1,7 @@
 //! One service port: its plan named and rendered, traffic kind by
 //! traffic kind, into the shared maps and its own chains.
 
+use super::endpoint_slots::EndpointSlots;
 use super::names::{ServiceChains, service_port_comment};
 use super::ruleset::{ChainRules, NamedSet};
 use super::shared::SharedSets;
@@ -37,6 +38,8 @@ pub struct Port<'a> {
     pub names: ServiceChains,
     /// `ns/name:port`, for element comments.
     pub comment: String,
+    /// The balancing chains' slots of the shared endpoint maps.
+    pub slots: &'a EndpointSlots,
 }
 
 impl Port<'_> {
@@ -95,11 +98,13 @@ impl Port<'_> {
     }
 }
 
-/// Renders `svc` with `endpoints`, adding to `shared`.
+/// Renders `svc` with `endpoints` and its slots in `slots`, adding to
+/// `shared`.
 pub fn render_service_port(
     ctx: &RenderContext,
     svc: &ServicePort,
     endpoints: &[Endpoint],
+    slots: &EndpointSlots,
     shared: &mut SharedSets,
 ) -> PortOutput {
     let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
@@ -109,13 +114,14 @@ pub fn render_service_port(
         plan: &plan,
         names: ServiceChains::new(&svc.name),
         comment: service_port_comment(&svc.name),
+        slots,
     };
     cluster_ip::render_cluster_ip(&port, shared);
     external_ip::render_external_ips(&port, shared);
     let firewall = load_balancer::render_load_balancer(&port, shared);
     node_port::render_node_port(&port, shared);
     hairpin::render_hairpin(&port, shared);
-    let balancing = balancing::render_balancing(&port);
+    let balancing = balancing::render_balancing(&port, shared);
     let mut chains = balancing.endpoint_chains;
     chains.extend(balancing.service);
     chains.extend(balancing.local);

@@ -8,6 +8,7 @@ use super::names::{
 };
 use super::statement::value;
 use crate::{Element, Value};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
@@ -56,6 +57,9 @@ pub struct SharedSets {
     pub service_ips: Vec<Element>,
     /// `service-nodeports`.
     pub service_nodeports: Vec<Element>,
+    /// `service-endpoints-<n>` by `n`: each balancing chain's slot (no
+    /// key is given by two services).
+    pub endpoint_maps: BTreeMap<u32, Vec<Element>>,
 }
 
 /// How many elements each list of a [`SharedSets`] held at some point.

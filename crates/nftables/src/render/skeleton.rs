@@ -3,6 +3,7 @@
 //! (filled with the elements the service ports produced).
 
 use super::RenderContext;
+use super::endpoint_slots::endpoint_map;
 use super::names::*;
 use super::ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset};
 use super::shared::SharedSets;
@@ -23,7 +24,7 @@ const SRCNAT: i32 = 100;
 const FILTER: i32 = 0;
 
 /// The table with its fixed chains and the shared sets holding `shared`.
-pub fn render_skeleton(ctx: &RenderContext, shared: SharedSets) -> Ruleset {
+pub fn render_skeleton(ctx: &RenderContext, shared: SharedSets, endpoint_maps: u32) -> Ruleset {
     let mut chains = base_chains();
     chains.extend([
         nodeport_endpoints_check(ctx),
@@ -48,7 +49,7 @@ pub fn render_skeleton(ctx: &RenderContext, shared: SharedSets) -> Ruleset {
     ]);
     Ruleset {
         table: Table::new(ctx.family, TABLE).with_comment(TABLE_COMMENT),
-        sets: shared_sets(ctx, shared),
+        sets: shared_sets(ctx, shared, endpoint_maps),
         chains,
     }
 }
@@ -311,8 +312,9 @@ fn reject_chain(family: Family) -> ChainRules {
     chain
 }
 
-/// The shared sets and maps in upstream's order.
-fn shared_sets(ctx: &RenderContext, shared: SharedSets) -> Vec<NamedSet> {
+/// The shared sets and maps in upstream's order, then the first
+/// `endpoint_maps` shared endpoint maps (ours).
+fn shared_sets(ctx: &RenderContext, mut shared: SharedSets, endpoint_maps: u32) -> Vec<NamedSet> {
     use DataType::{InetProto, InetService};
     let addr = addr_type(ctx.family);
     let svc_key = vec![addr, InetProto, InetService];
@@ -374,6 +376,10 @@ fn shared_sets(ctx: &RenderContext, shared: SharedSets) -> Vec<NamedSet> {
             shared.service_nodeports,
         ),
     ]);
+    sets.extend((0..endpoint_maps).map(|n| NamedSet {
+        set: endpoint_map(ctx.family, n),
+        elements: shared.endpoint_maps.remove(&n).unwrap_or_default(),
+    }));
     sets
 }
 

@@ -3,6 +3,7 @@
 //! text, so the typed table and the `nft -f` text come from one source.
 
 use crate::expr::{CmpOp, Expr, SetRef};
+use crate::render::endpoint_slots::{SLOT_KEYS, Slot};
 use crate::render::interval::Interval;
 use crate::stmt::{self, Field};
 use crate::{DataType, Element, Family, SetFlags, Value, Verdict};
@@ -94,6 +95,15 @@ pub enum Stmt {
         family: Family,
         /// The endpoints, in balancing order.
         targets: Vec<(IpAddr, u16)>,
+    },
+    /// `dnat ip to numgen random mod 65536 offset K map
+    /// @service-endpoints-<n>`: the endpoint picked in the port's slot of
+    /// a shared endpoint map ([`crate::render::endpoint_slots`]).
+    DnatNumgenSlot {
+        /// The table's family.
+        family: Family,
+        /// The slot.
+        slot: Slot,
     },
     /// `numgen random mod N vmap { i : goto chain, … }`: an anonymous
     /// verdict map.
@@ -213,6 +223,13 @@ impl Stmt {
                 let len = addr_type(*family).byte_len();
                 stmt::dnat_numgen_map(family.nfproto(), modulus(targets.len()), anon(), len)
             }
+            Stmt::DnatNumgenSlot { family, slot } => stmt::dnat_numgen_interval_map(
+                family.nfproto(),
+                SLOT_KEYS,
+                slot.offset,
+                SetRef::named(slot.map_name()),
+                addr_type(*family).byte_len(),
+            ),
             Stmt::NumgenVmap { chains } => stmt::numgen_vmap(modulus(chains.len()), anon()),
             Stmt::SaddrNotIn { family, .. } => stmt::in_set(&[saddr(*family)], anon(), true),
             Stmt::UpdateSaddr { family, set } => {
@@ -351,6 +368,13 @@ impl fmt::Display for Stmt {
                     targets.len(),
                     items.join(", ")
                 )
+            }
+            Stmt::DnatNumgenSlot { family, slot } => {
+                write!(f, "dnat {} to numgen random mod {SLOT_KEYS}", family.name())?;
+                if slot.offset != 0 {
+                    write!(f, " offset {}", slot.offset)?;
+                }
+                write!(f, " map @{}", slot.map_name())
             }
             Stmt::NumgenVmap { chains } => {
                 let items: Vec<String> = chains

@@ -480,12 +480,13 @@ fn some_services_render_as_their_part_of_the_whole_table() {
     ]);
     let ctx = RenderContext::new(&snap, &options(), &facts());
     let whole = render(&snap, &options(), &facts()).ruleset;
-    let all = render_services(&snap, &ctx, Services::All);
+    let slots = super::slots_in_order(&snap, &ctx);
+    let all = render_services(&snap, &ctx, Services::All, super::Slots::of(&slots));
     assert_eq!(all.rendered.ruleset, whole);
     // web and db share a hairpin key: it appears once per service
     assert_eq!(all.shared_keys.len(), 3 + 3 + 2, "{:?}", all.shared_keys);
     let db = std::collections::BTreeSet::from([name("db").service.clone()]);
-    let some = render_services(&snap, &ctx, Services::Only(&db))
+    let some = render_services(&snap, &ctx, Services::Only(&db), super::Slots::of(&slots))
         .rendered
         .ruleset;
     let db_chains: Vec<&str> = chain_names(&some)

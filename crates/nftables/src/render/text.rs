@@ -1,9 +1,10 @@
 //! Text at the edge: the rendered table as `nft` text — what `nft list
 //! table` prints for it, and valid `nft -f` input (for `--dry-run`).
 
+use super::endpoint_slots::slot_key_number;
 use super::ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset};
 use crate::value::concat_text;
-use crate::{BaseChain, ChainType, DataType, Element, ElementData, Hook, Policy, SetFlags};
+use crate::{BaseChain, ChainType, DataType, Element, ElementData, Hook, Policy, SetFlags, TypeOf};
 use std::fmt::Write;
 
 /// Continuation indent of `elements = { …` lines, as `nft` writes it.
@@ -42,11 +43,18 @@ fn set_text(named: &NamedSet) -> String {
     let set = &named.set;
     let kind = if set.data.is_some() { "map" } else { "set" };
     let mut out = format!("\t{kind} {} {{\n", set.name);
-    let mut ty = types_text(&set.key);
-    if let Some(data) = &set.data {
-        ty = format!("{ty} : {}", types_text(data));
+    match set.type_of {
+        Some(t) => {
+            let _ = writeln!(out, "\t\ttypeof {}", type_of_text(t));
+        }
+        None => {
+            let mut ty = types_text(&set.key);
+            if let Some(data) = &set.data {
+                ty = format!("{ty} : {}", types_text(data));
+            }
+            let _ = writeln!(out, "\t\ttype {ty}");
+        }
     }
-    let _ = writeln!(out, "\t\ttype {ty}");
     if let Some(size) = set.size {
         let _ = writeln!(out, "\t\tsize {size}");
     }
@@ -61,7 +69,10 @@ fn set_text(named: &NamedSet) -> String {
         let _ = writeln!(out, "\t\tcomment {}", quoted(comment));
     }
     if !named.elements.is_empty() {
-        let items: Vec<String> = named.elements.iter().map(element_text).collect();
+        let items: Vec<String> = match set.type_of {
+            Some(TypeOf::NumgenToDaddrDport { .. }) => slot_ranges_text(&named.elements),
+            None => named.elements.iter().map(element_text).collect(),
+        };
         let _ = writeln!(
             out,
             "\t\telements = {{ {} }}",
@@ -69,6 +80,41 @@ fn set_text(named: &NamedSet) -> String {
         );
     }
     out.push_str("\t}\n");
+    out
+}
+
+/// A `typeof` declaration as `nft` lists it.
+fn type_of_text(t: TypeOf) -> String {
+    let TypeOf::NumgenToDaddrDport { modulus, v6 } = t;
+    let ip = if v6 { "ip6" } else { "ip" };
+    format!("numgen random mod {modulus} : {ip} daddr . tcp dport")
+}
+
+/// The elements of a shared endpoint map as `nft` lists ranges: each
+/// range's first key with its end marker (the next end marker after it)
+/// as `first-last : data` (`first : data` for a range of one key).
+fn slot_ranges_text(elements: &[Element]) -> Vec<String> {
+    let mut sorted: Vec<&Element> = elements.iter().collect();
+    sorted.sort_by_key(|e| (slot_key_number(&e.key[0]), !e.is_interval_end()));
+    let mut out = Vec::new();
+    for (i, e) in sorted.iter().enumerate() {
+        let (Some(first), false) = (slot_key_number(&e.key[0]), e.is_interval_end()) else {
+            continue;
+        };
+        let end = sorted[i + 1..]
+            .iter()
+            .find(|x| x.is_interval_end())
+            .and_then(|x| slot_key_number(&x.key[0]));
+        let range = match end {
+            Some(end) if end > first + 1 => format!("{first}-{}", end - 1),
+            _ => first.to_string(),
+        };
+        let data = match &e.data {
+            Some(ElementData::Values(values)) => concat_text(values),
+            _ => String::new(),
+        };
+        out.push(format!("{range} : {data}"));
+    }
     out
 }
 
