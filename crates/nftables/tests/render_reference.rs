@@ -69,18 +69,47 @@ fn the_comparison_notices_a_changed_element_and_a_missing_chain() {
 
 #[test]
 fn the_reference_holds_what_its_readme_counts() {
-    // "table ip kube-proxy: 48 chains, 77 rules, 6 sets, 5 maps, 70 set/map elements"
+    // "table ip kube-proxy: 48 chains, 77 rules, 6 sets, 5 maps, 70 set/map
+    // elements", and ours the shared endpoint map besides: one range (a
+    // start and an end marker) per endpoint of each balancing chain, where
+    // upstream's anonymous maps hold one element each
     let ip = render_reference(IpFamily::V4).ruleset;
+    let (shared, upstreams): (Vec<_>, Vec<_>) = ip
+        .sets
+        .iter()
+        .partition(|s| s.set.name.starts_with("service-endpoints-"));
     let rules: usize = ip.chains.iter().map(|c| c.rules.len()).sum();
-    let elements: usize = ip.sets.iter().map(|s| s.elements.len()).sum();
-    let maps = ip.sets.iter().filter(|s| s.set.data.is_some()).count();
+    let elements: usize = upstreams.iter().map(|s| s.elements.len()).sum();
+    let maps = upstreams.iter().filter(|s| s.set.data.is_some()).count();
     assert_eq!(
-        (ip.chains.len(), rules, ip.sets.len() - maps, maps, elements),
+        (
+            ip.chains.len(),
+            rules,
+            upstreams.len() - maps,
+            maps,
+            elements
+        ),
         (48, 77, 6, 5, 70)
     );
+    let upstream_text = as_upstream(&ip.to_nft_text());
+    let picked = upstream_text.matches(" . ").count() - ours_other_pairs(&upstream_text);
+    assert_eq!(shared.len(), 1);
+    assert_eq!(shared[0].elements.len(), 2 * picked);
     let ip6 = render_reference(IpFamily::V6).ruleset;
     let rules: usize = ip6.chains.iter().map(|c| c.rules.len()).sum();
-    assert_eq!((ip6.chains.len(), rules, ip6.sets.len()), (15, 20, 7));
+    assert_eq!(
+        (ip6.chains.len(), rules, ip6.sets.len()),
+        (15, 20, 7),
+        "no balancing chain in the IPv6 scenario"
+    );
+}
+
+/// The ` . ` pairs of `text` outside the balancing rules' maps.
+fn ours_other_pairs(text: &str) -> usize {
+    text.lines()
+        .filter(|l| !l.contains("to numgen random mod"))
+        .map(|l| l.matches(" . ").count())
+        .sum()
 }
 
 #[test]

@@ -47,7 +47,10 @@ impl TraceContext {
                 local.push(net);
             }
         }
-        Self { local, ..Self::default() }
+        Self {
+            local,
+            ..Self::default()
+        }
     }
 
     /// Adds a pod range.
@@ -58,7 +61,10 @@ impl TraceContext {
 
     /// Adds a route for `-o` matches.
     pub fn with_route(mut self, destination: IpNet, interface: &str) -> Self {
-        self.routes.push(Route { destination, interface: interface.to_string() });
+        self.routes.push(Route {
+            destination,
+            interface: interface.to_string(),
+        });
         self
     }
 
@@ -75,8 +81,14 @@ impl TraceContext {
     }
 
     /// The virtual server a packet to `destination` over `protocol` hits.
-    pub fn virtual_server(&self, protocol: super::Protocol, destination: std::net::SocketAddr) -> Option<&VirtualService> {
-        self.virtual_servers.iter().find(|vs| vs.protocol == protocol && vs.address == destination)
+    pub fn virtual_server(
+        &self,
+        protocol: super::Protocol,
+        destination: std::net::SocketAddr,
+    ) -> Option<&VirtualService> {
+        self.virtual_servers
+            .iter()
+            .find(|vs| vs.protocol == protocol && vs.address == destination)
     }
 
     /// Is `ip` one of the node's own addresses (`addrtype LOCAL`)?

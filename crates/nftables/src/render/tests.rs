@@ -87,6 +87,37 @@ fn elements(r: &Ruleset, set: &str) -> Vec<String> {
         .collect()
 }
 
+/// The endpoints `chain` balances over, in key order: its slot's ranges
+/// in the shared endpoint map its rule names.
+fn picks(r: &Ruleset, chain: &str) -> Vec<String> {
+    let slot = r
+        .chain(chain)
+        .and_then(|c| {
+            c.rules
+                .iter()
+                .flat_map(|rule| &rule.stmts)
+                .find_map(|s| match s {
+                    Stmt::DnatNumgenSlot { slot, .. } => Some(*slot),
+                    _ => None,
+                })
+        })
+        .expect("a rule picking from a slot");
+    let map = r.set(&slot.map_name()).expect("the slot's map");
+    let mut starts: Vec<(u32, String)> = map
+        .elements
+        .iter()
+        .filter(|e| !e.is_interval_end())
+        .filter_map(|e| Some((endpoint_slots::slot_key_number(&e.key[0])?, e)))
+        .filter(|(k, _)| (slot.offset..slot.offset + endpoint_slots::SLOT_KEYS).contains(k))
+        .map(|(k, e)| {
+            let text = element_text(e);
+            (k, text.split(" : ").nth(1).unwrap_or_default().to_string())
+        })
+        .collect();
+    starts.sort();
+    starts.into_iter().map(|(_, e)| e).collect()
+}
+
 fn chain_names(r: &Ruleset) -> Vec<&str> {
     r.chains
         .iter()
@@ -109,13 +140,12 @@ fn cluster_ip_dispatches_to_the_service_chain() {
         [format!("10.96.0.10 . tcp . 80 : goto {SVC}")]
     );
     assert_eq!(chain_names(&r), [SVC]);
-    // upstream's endpoint order: sorted as text
     assert_eq!(
         rules(&r, SVC),
-        [
-            "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.5 . 8080, 1 : 10.244.1.5 . 8080 }"
-        ]
+        ["meta l4proto tcp dnat ip to numgen random mod 65536 map @service-endpoints-0"]
     );
+    // upstream's endpoint order: sorted as text
+    assert_eq!(picks(&r, SVC), ["10.244.0.5 . 8080", "10.244.1.5 . 8080"]);
     assert!(elements(&r, names::NO_ENDPOINT_SERVICES).is_empty());
 }
 
@@ -368,7 +398,13 @@ fn ipv6_tables_dnat_with_ip6_maps() {
     assert_eq!(r.family(), crate::Family::Ip6);
     assert_eq!(
         rules(&r, SVC),
-        ["meta l4proto tcp dnat ip6 to numgen random mod 1 map { 0 : fd00:244::5 . 8080 }"]
+        ["meta l4proto tcp dnat ip6 to numgen random mod 65536 map @service-endpoints-0"]
+    );
+    assert_eq!(picks(&r, SVC), ["fd00:244::5 . 8080"]);
+    let map = r.set("service-endpoints-0").expect("the endpoint map");
+    assert_eq!(
+        map.set.data.as_deref(),
+        Some(&[crate::DataType::Ipv6Addr, crate::DataType::InetService][..])
     );
     assert_eq!(
         rules(&r, names::CLUSTER_IPS_CHECK)[1],
@@ -378,22 +414,29 @@ fn ipv6_tables_dnat_with_ip6_maps() {
 }
 
 #[test]
-fn anonymous_maps_are_named_by_us_and_keyed_by_name() {
+fn endpoints_live_in_a_shared_interval_map_and_anonymous_sets_are_named_by_us() {
     let r = render_one(port("web", "10.96.0.10"), eps(&["10.244.1.5"]));
     let contents = r.contents();
-    let name = anonymous_set_name(SVC, 0);
-    let set = contents
+    let map = contents
         .sets
         .iter()
-        .find(|s| s.name == name)
-        .expect("the dnat map");
-    assert!(set.flags.contains(SetFlags::ANONYMOUS) && set.id.is_none());
-    assert_eq!(contents.elements[&TableContents::set_key(set)].len(), 1);
+        .find(|s| s.name == "service-endpoints-0")
+        .expect("the endpoint map");
+    assert!(map.flags.contains(SetFlags::INTERVAL) && !map.flags.contains(SetFlags::ANONYMOUS));
+    assert!(map.type_of.is_some(), "nft lists it by typeof");
+    // one range: its start and its end marker
+    assert_eq!(contents.elements[&TableContents::set_key(map)].len(), 2);
     let rule = contents.rules_of(SVC).next().unwrap();
     assert!(
         rule.exprs
             .iter()
-            .any(|e| matches!(e, Expr::Lookup { set, .. } if set.name == name))
+            .any(|e| matches!(e, Expr::Lookup { set, .. } if set.name == "service-endpoints-0"))
+    );
+    assert!(
+        !contents
+            .sets
+            .iter()
+            .any(|s| s.flags.contains(SetFlags::ANONYMOUS))
     );
     assert_ne!(
         anonymous_set_name(SVC, 0),
@@ -438,16 +481,12 @@ fn topology_hints_keep_cluster_traffic_in_the_nodes_zone() {
     let mut snap = snapshot(vec![(port("web", "10.96.0.10"), endpoints)]);
     snap.node.zone = Some("zone-a".into());
     let r = render(&snap, &options(), &facts()).ruleset;
-    assert_eq!(
-        rules(&r, SVC),
-        [
-            "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.5 . 8080, 1 : 10.244.2.5 . 8080 }"
-        ]
-    );
+    assert_eq!(picks(&r, SVC), ["10.244.0.5 . 8080", "10.244.2.5 . 8080"]);
     snap.node.zone = Some("zone-c".into());
     let r = render(&snap, &options(), &facts()).ruleset;
-    assert!(
-        rules(&r, SVC)[0].contains("numgen random mod 3"),
+    assert_eq!(
+        picks(&r, SVC).len(),
+        3,
         "no endpoint for zone-c: every endpoint"
     );
 }

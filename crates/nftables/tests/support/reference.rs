@@ -146,9 +146,110 @@ fn sort_service_runs(blocks: Vec<String>) -> Vec<String> {
     out
 }
 
-/// The lines of `ours` and `theirs` (normalised) that differ.
+/// Our table's text as upstream v1.36 would print the same table: where
+/// ours differs from upstream's by design, and only there. Upstream gives
+/// each balancing chain an anonymous map (`dnat ip to numgen random mod N
+/// map { 0 : a . p, … }`); ours picks from the chain's slot of a shared
+/// endpoint map (`numgen random mod 65536 offset K map
+/// @service-endpoints-<n>`, one range per endpoint, in the same order).
+/// The shared maps are dropped and each such rule written upstream's way.
+pub fn as_upstream(ours: &str) -> String {
+    let joined = join_elements(ours);
+    let slots = slot_endpoints(&joined);
+    let mut out = String::new();
+    let mut in_endpoint_map = false;
+    for line in joined.lines() {
+        if line.starts_with("\tmap service-endpoints-") {
+            in_endpoint_map = true;
+        }
+        if !in_endpoint_map {
+            out.push_str(&upstream_pick(line, &slots));
+            out.push('\n');
+        }
+        if line == "\t}" {
+            in_endpoint_map = false;
+        }
+    }
+    out
+}
+
+/// `(map, slot offset)` → the slot's endpoints in key order.
+fn slot_endpoints(text: &str) -> std::collections::BTreeMap<(String, u64), Vec<String>> {
+    let mut out = std::collections::BTreeMap::<(String, u64), Vec<(u64, String)>>::new();
+    let mut map = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("\tmap ") {
+            map = rest.strip_suffix(" {").map(str::to_string);
+            continue;
+        }
+        let (Some(name), Some(items)) = (&map, line.trim_start().strip_prefix("elements = { "))
+        else {
+            continue;
+        };
+        if !name.starts_with("service-endpoints-") {
+            continue;
+        }
+        for item in items.trim_end_matches(" }").split(", ") {
+            let (range, endpoint) = item.split_once(" : ").expect("range : endpoint");
+            let first: u64 = range.split('-').next().unwrap().parse().unwrap();
+            out.entry((name.clone(), first - first % 65536))
+                .or_default()
+                .push((first, endpoint.to_string()));
+        }
+    }
+    out.into_iter()
+        .map(|(k, mut v)| {
+            v.sort();
+            (k, v.into_iter().map(|(_, e)| e).collect())
+        })
+        .collect()
+}
+
+/// `line` with a pick from a shared endpoint map written as upstream's
+/// anonymous map.
+fn upstream_pick(
+    line: &str,
+    slots: &std::collections::BTreeMap<(String, u64), Vec<String>>,
+) -> String {
+    let Some(at) = line.find(" to numgen random mod 65536") else {
+        return line.to_string();
+    };
+    let rest = &line[at + " to numgen random mod 65536".len()..];
+    let (offset, rest) = match rest.strip_prefix(" offset ") {
+        Some(r) => {
+            let (n, r) = r.split_once(' ').expect("offset then map");
+            (n.parse::<u64>().expect("offset"), format!(" {r}"))
+        }
+        None => (0, rest.to_string()),
+    };
+    let (map, tail) = rest
+        .strip_prefix(" map @")
+        .expect("map @name")
+        .split_once(' ')
+        .unwrap_or((rest.trim_start_matches(" map @"), ""));
+    let endpoints = &slots[&(map.to_string(), offset)];
+    let items: Vec<String> = endpoints
+        .iter()
+        .enumerate()
+        .map(|(i, e)| format!("{i} : {e}"))
+        .collect();
+    let tail = if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" {tail}")
+    };
+    format!(
+        "{} to numgen random mod {} map {{ {} }}{tail}",
+        &line[..at],
+        endpoints.len(),
+        items.join(", ")
+    )
+}
+
+/// The lines of `ours` (as [`as_upstream`]) and `theirs` (normalised) that
+/// differ.
 pub fn differences(ours: &str, theirs: &str) -> Vec<String> {
-    let (o, t) = (normalize(ours), normalize(theirs));
+    let (o, t) = (normalize(&as_upstream(ours)), normalize(theirs));
     let o_lines: Vec<&str> = o.lines().collect();
     let t_lines: Vec<&str> = t.lines().collect();
     let mut out = Vec::new();
