@@ -31,7 +31,11 @@ impl Answer {
                 _ => return None,
             }
         }
-        Some(Self { ep: ep?, local: local?, peer: peer? })
+        Some(Self {
+            ep: ep?,
+            local: local?,
+            peer: peer?,
+        })
     }
 }
 

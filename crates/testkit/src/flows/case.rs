@@ -127,6 +127,9 @@ impl FlowCase {
             FlowSource::External(ip) => format!("ext {ip}"),
             FlowSource::Endpoint(ip) => format!("ep {ip}"),
         };
-        format!("{} (scenario {}, {}): {from} -> {} {}", self.id, self.scenario, self.service, self.protocol, self.destination)
+        format!(
+            "{} (scenario {}, {}): {from} -> {} {}",
+            self.id, self.scenario, self.service, self.protocol, self.destination
+        )
     }
 }
