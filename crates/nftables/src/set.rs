@@ -67,7 +67,7 @@ pub struct Set {
 /// The `typeof` declarations of our sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TypeOf {
-    /// `typeof numgen random mod <modulus> : ip daddr . tcp dport`
+    /// `typeof numgen random mod <modulus> : ip daddr . th dport`
     /// (`ip6 daddr` when `v6`): the shared endpoint maps.
     NumgenToDaddrDport {
         /// The `numgen` modulus.

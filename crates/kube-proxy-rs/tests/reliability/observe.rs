@@ -149,15 +149,42 @@ pub fn iptables_endpoints(nat: &str) -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
+/// Per shared endpoint map (`service-endpoints-N`), each range's first key
+/// and endpoint (`first-last : IP . PORT`, elements possibly on several lines).
+fn shared_map_ranges(table: &str) -> BTreeMap<String, Vec<(u64, String)>> {
+    let mut out: BTreeMap<String, Vec<(u64, String)>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in table.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix("map ") {
+            current = Some(name.trim_end_matches(" {").to_string()).filter(|n| n.starts_with("service-endpoints-"));
+            continue;
+        }
+        if line == "}" {
+            current = None;
+        }
+        let Some(map) = &current else { continue };
+        let items = line.strip_prefix("elements = { ").unwrap_or(line).trim_end_matches(" }");
+        for item in items.split(',').map(str::trim).filter(|i| i.contains(" : ")) {
+            let Some((range, dest)) = item.split_once(" : ") else { continue };
+            let Some(first) = range.split('-').next().and_then(|f| f.parse().ok()) else { continue };
+            out.entry(map.clone()).or_default().push((first, dest.trim().replace(" . ", ":")));
+        }
+    }
+    out
+}
+
 fn value_after<'a>(line: &'a str, flag: &str) -> Option<&'a str> {
     line.split_once(flag)?.1.split_whitespace().next()
 }
 
 /// Per service port name, the endpoint addresses in `nft list table ip
-/// kube-proxy`: the DNAT map of its `service-…-NS/NAME/tcp/PORT` chain
-/// (`numgen random mod N map { 0 : IP . PORT, … }`, no affinity) or its
+/// kube-proxy`: what the `service-…-NS/NAME/tcp/PORT` chain picks from
+/// (its slot of a shared endpoint map, `numgen random mod 65536 offset K
+/// map @service-endpoints-N`, or upstream's `numgen random mod N map { 0 :
+/// IP . PORT, … }`; no affinity) or its
 /// `endpoint-…-NS/NAME/tcp/PORT__IP/PORT` chains (affinity).
 pub fn nftables_endpoints(table: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let slots = shared_map_ranges(table);
     let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut in_service = None;
     for line in table.lines().map(str::trim) {
@@ -169,6 +196,11 @@ pub fn nftables_endpoints(table: &str) -> BTreeMap<String, BTreeSet<String>> {
             } else if let Some(rest) = name.strip_prefix("service-") {
                 in_service = rest.split_once('-').and_then(|(_, path)| port_name(path));
             }
+        } else if let (Some(port), Some(map)) = (&in_service, value_after(line, "map @")) {
+            let offset: u64 = value_after(line, " offset ").and_then(|o| o.parse().ok()).unwrap_or(0);
+            let picked = slots.get(map).into_iter().flatten();
+            let dests = picked.filter(|(first, _)| (offset..offset + 65536).contains(first)).map(|(_, d)| d.clone());
+            found.entry(port.clone()).or_default().extend(dests);
         } else if let (Some(port), Some(map)) = (&in_service, line.split_once("map { ").map(|m| m.1)) {
             let elements = map.trim_end_matches('}').split(',');
             let dests = elements.filter_map(|e| Some(e.split_once(" : ")?.1.trim().replace(" . ", ":")));
@@ -285,6 +317,9 @@ fn nftables_endpoints_come_from_endpoint_chains_or_dnat_maps() {
     let found = nftables_endpoints(table);
     assert_eq!(found["storefront/cart:grpc"], BTreeSet::from(["10.244.0.12:7000".to_string()]));
     let table = "\tchain service-VT5BMONE-rel/healthy-0/tcp/http {\n\t\tmeta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.11 . 8080, 1 : 10.244.0.12 . 8080 }\n\t}\n";
+    let found = nftables_endpoints(table);
+    assert_eq!(found["rel/healthy-0:http"], BTreeSet::from(["10.244.0.11:8080".to_string(), "10.244.0.12:8080".to_string()]));
+    let table = "\tmap service-endpoints-0 {\n\t\ttypeof numgen random mod 65536 : ip daddr . th dport\n\t\tflags interval\n\t\telements = { 0-65535 : 10.244.0.9 . 80,\n\t\t\t     65536-98303 : 10.244.0.11 . 8080,\n\t\t\t     98304-131071 : 10.244.0.12 . 8080 }\n\t}\n\tchain service-VT5BMONE-rel/healthy-0/tcp/http {\n\t\tmeta l4proto tcp dnat ip to numgen random mod 65536 offset 65536 map @service-endpoints-0\n\t}\n";
     let found = nftables_endpoints(table);
     assert_eq!(found["rel/healthy-0:http"], BTreeSet::from(["10.244.0.11:8080".to_string(), "10.244.0.12:8080".to_string()]));
 }

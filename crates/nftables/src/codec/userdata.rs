@@ -75,13 +75,13 @@ const EXPR_PAYLOAD: u32 = 7;
 const EXPR_CONCAT: u32 = 13;
 const EXPR_NUMGEN: u32 = 23;
 /// `nft`'s header descriptions and fields: `ip daddr`, `ip6 daddr`,
-/// `tcp dport`.
+/// `th dport` (any transport: one map serves TCP, UDP and SCTP).
 const PROTO_IP: u32 = 12;
 const IP_DADDR: u32 = 12;
 const PROTO_IP6: u32 = 13;
 const IP6_DADDR: u32 = 9;
-const PROTO_TCP: u32 = 8;
-const TCP_DPORT: u32 = 2;
+const PROTO_TH: u32 = 11;
+const TH_DPORT: u32 = 2;
 /// `NFT_NG_RANDOM`.
 const NUMGEN_RANDOM: u32 = 1;
 
@@ -122,7 +122,7 @@ fn type_of_userdata(t: TypeOf) -> Vec<u8> {
         true => payload(PROTO_IP6, IP6_DADDR),
         false => payload(PROTO_IP, IP_DADDR),
     };
-    let dport = payload(PROTO_TCP, TCP_DPORT);
+    let dport = payload(PROTO_TH, TH_DPORT);
     let concat = [tlv(0, &daddr), tlv(1, &dport)].concat();
     [
         tlv(UDATA_SET_KEY_TYPEOF, &typeof_expr(EXPR_NUMGEN, &numgen)),

@@ -87,7 +87,7 @@ fn set_text(named: &NamedSet) -> String {
 fn type_of_text(t: TypeOf) -> String {
     let TypeOf::NumgenToDaddrDport { modulus, v6 } = t;
     let ip = if v6 { "ip6" } else { "ip" };
-    format!("numgen random mod {modulus} : {ip} daddr . tcp dport")
+    format!("numgen random mod {modulus} : {ip} daddr . th dport")
 }
 
 /// The elements of a shared endpoint map as `nft` lists ranges: each
