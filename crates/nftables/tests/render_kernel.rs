@@ -127,9 +127,18 @@ fn nft_accepts_the_printed_text_and_lists_the_same() -> Result<()> {
 fn a_rule_and_its_named_anonymous_map_can_be_replaced_in_one_transaction() -> Result<()> {
     use nftables::{Op, SetFlags, SetRef, Transaction};
     let ns = netns("nftreplace")?;
-    let rendered = render_reference(IpFamily::V4).ruleset;
-    send(&ns, &rendered.contents())?;
     let chain = "service-QCNCQR2N-storefront/catalog/tcp/http";
+    // the chain picks its endpoint upstream's way, from an anonymous map
+    let mut rendered = render_reference(IpFamily::V4).ruleset;
+    rendered.chains.iter_mut().find(|c| c.chain.name == chain).unwrap().rules[0].stmts[1] =
+        nftables::render::Stmt::DnatNumgenMap {
+            family: Family::Ip,
+            targets: vec![
+                ("10.244.1.13".parse().unwrap(), 8080),
+                ("10.244.2.13".parse().unwrap(), 8080),
+            ],
+        };
+    send(&ns, &rendered.contents())?;
     let current = ns
         .run(|| NftSocket::connect().and_then(|mut s| s.list_table(Family::Ip, "kube-proxy")))??
         .expect("our table");
