@@ -130,14 +130,19 @@ fn a_rule_and_its_named_anonymous_map_can_be_replaced_in_one_transaction() -> Re
     let chain = "service-QCNCQR2N-storefront/catalog/tcp/http";
     // the chain picks its endpoint upstream's way, from an anonymous map
     let mut rendered = render_reference(IpFamily::V4).ruleset;
-    rendered.chains.iter_mut().find(|c| c.chain.name == chain).unwrap().rules[0].stmts[1] =
-        nftables::render::Stmt::DnatNumgenMap {
-            family: Family::Ip,
-            targets: vec![
-                ("10.244.1.13".parse().unwrap(), 8080),
-                ("10.244.2.13".parse().unwrap(), 8080),
-            ],
-        };
+    rendered
+        .chains
+        .iter_mut()
+        .find(|c| c.chain.name == chain)
+        .unwrap()
+        .rules[0]
+        .stmts[1] = nftables::render::Stmt::DnatNumgenMap {
+        family: Family::Ip,
+        targets: vec![
+            ("10.244.1.13".parse().unwrap(), 8080),
+            ("10.244.2.13".parse().unwrap(), 8080),
+        ],
+    };
     send(&ns, &rendered.contents())?;
     let current = ns
         .run(|| NftSocket::connect().and_then(|mut s| s.list_table(Family::Ip, "kube-proxy")))??

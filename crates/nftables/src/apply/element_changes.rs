@@ -48,20 +48,20 @@ fn ranges(elements: &[Element]) -> Vec<Range<'_>> {
         .iter()
         .map(|e| (Value::concat_bytes(&e.key), e))
         .collect();
+    // by key, an end before a start at one key
     sorted.sort_by(|a, b| {
         a.0.cmp(&b.0)
             .then(b.1.is_interval_end().cmp(&a.1.is_interval_end()))
     });
+    // walked from the top: the end marker seen last is the first one
+    // above each start
     let mut out = Vec::new();
-    for (i, (key, e)) in sorted.iter().enumerate() {
-        if e.is_interval_end() {
-            continue;
+    let mut next_end = None;
+    for (_, e) in sorted.iter().rev() {
+        match e.is_interval_end() {
+            true => next_end = Some(*e),
+            false => out.push((*e, next_end)),
         }
-        let end = sorted[i + 1..]
-            .iter()
-            .find(|(k, x)| x.is_interval_end() && k > key)
-            .map(|(_, x)| *x);
-        out.push((*e, end));
     }
     out
 }

@@ -96,18 +96,20 @@ fn type_of_text(t: TypeOf) -> String {
 fn slot_ranges_text(elements: &[Element]) -> Vec<String> {
     let mut sorted: Vec<&Element> = elements.iter().collect();
     sorted.sort_by_key(|e| (slot_key_number(&e.key[0]), !e.is_interval_end()));
+    // walked from the top: the end marker seen last closes each start
     let mut out = Vec::new();
-    for (i, e) in sorted.iter().enumerate() {
-        let (Some(first), false) = (slot_key_number(&e.key[0]), e.is_interval_end()) else {
+    let mut next_end = None;
+    for e in sorted.iter().rev() {
+        let Some(key) = slot_key_number(&e.key[0]) else {
             continue;
         };
-        let end = sorted[i + 1..]
-            .iter()
-            .find(|x| x.is_interval_end())
-            .and_then(|x| slot_key_number(&x.key[0]));
-        let range = match end {
-            Some(end) if end > first + 1 => format!("{first}-{}", end - 1),
-            _ => first.to_string(),
+        if e.is_interval_end() {
+            next_end = Some(key);
+            continue;
+        }
+        let range = match next_end {
+            Some(end) if end > key + 1 => format!("{key}-{}", end - 1),
+            _ => key.to_string(),
         };
         let data = match &e.data {
             Some(ElementData::Values(values)) => concat_text(values),
@@ -115,6 +117,7 @@ fn slot_ranges_text(elements: &[Element]) -> Vec<String> {
         };
         out.push(format!("{range} : {data}"));
     }
+    out.reverse();
     out
 }
 
