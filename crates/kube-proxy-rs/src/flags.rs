@@ -362,6 +362,15 @@ pub struct Flags {
     /// else legacy), legacy or nft. Our addition.
     #[arg(long = "iptables-backend", value_name = "BACKEND", value_enum)]
     pub iptables_backend: Option<IptablesBackend>,
+
+    /// nftables mode: balancing chains pick their endpoint from shared
+    /// interval maps (`service-endpoints-<n>`) instead of one anonymous map
+    /// each (upstream's table): a cold start linear in the services, an
+    /// endpoint change an element update; the cold start holds more memory
+    /// for now (docs/scale.md). Our addition; default false.
+    #[arg(long = "nftables-shared-endpoint-maps", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
+    pub nftables_shared_endpoint_maps: Option<bool>,
 }
 
 impl Flags {

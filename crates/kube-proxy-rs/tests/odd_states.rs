@@ -101,7 +101,8 @@ fn render_state(index: usize, seed: u64, mut batches: Option<&mut Batches>, tall
         let ruleset = iptables::render::render(&snapshot, &opts).ruleset;
         tally.iptables_rules += ruleset.nat.rules.len() + ruleset.filter.rules.len() + ruleset.mangle.rules.len();
         let facts = NodeFacts { local_addresses: snapshot.node.addresses.clone() };
-        let nopts = nftables::render::RenderOptions { common, service_cidrs: Vec::new() };
+        let shared_endpoint_maps = rng.chance(2);
+        let nopts = nftables::render::RenderOptions { common, service_cidrs: Vec::new(), shared_endpoint_maps };
         let rendered = nftables::render::render(&snapshot, &nopts, &facts);
         tally.nft_rules += rendered.ruleset.chains.iter().map(|c| c.rules.len()).sum::<usize>();
         if let Some(batches) = batches.as_deref_mut() {

@@ -176,7 +176,9 @@ impl NftablesProxier {
         started: Instant,
     ) -> Result<Synced, Error> {
         self.applied = None;
-        render::allocate_slots(&mut self.slots, snapshot, &ctx, Services::All);
+        if self.opts.shared_endpoint_maps {
+            render::allocate_slots(&mut self.slots, snapshot, &ctx, Services::All);
+        }
         let maps = self.slots.maps();
         let mut lean = render::render_lean(snapshot, &ctx, Slots::of(&self.slots));
         let no_local = lean.selected.rendered.no_local_endpoints;
@@ -242,7 +244,9 @@ impl NftablesProxier {
             maps: last.maps,
         };
         let old = render::render_services(&last.snapshot, &last.ctx, services, last_slots);
-        render::allocate_slots(&mut self.slots, snapshot, ctx, services);
+        if self.opts.shared_endpoint_maps {
+            render::allocate_slots(&mut self.slots, snapshot, ctx, services);
+        }
         let new = render::render_services(snapshot, ctx, services, Slots::of(&self.slots));
         let (mut old_table, mut new_table) = (old.rendered.ruleset, new.rendered.ruleset);
         if drop_held_elsewhere(

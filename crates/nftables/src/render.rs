@@ -56,6 +56,10 @@ pub struct RenderOptions {
     /// `cluster-ips-check`. Empty: no such rule (upstream adds it only when
     /// it knows the CIDRs).
     pub service_cidrs: Vec<IpNet>,
+    /// Balancing chains pick their endpoint from shared endpoint maps
+    /// ([`endpoint_slots`]); else each from its own anonymous map, as
+    /// upstream v1.36.
+    pub shared_endpoint_maps: bool,
 }
 
 impl RenderOptions {
@@ -70,6 +74,7 @@ impl RenderOptions {
                 ..Options::default()
             },
             service_cidrs: Vec::new(),
+            shared_endpoint_maps: false,
         }
     }
 }
@@ -89,11 +94,15 @@ pub struct Rendered {
     pub no_local_endpoints: NoLocalEndpoints,
 }
 
-/// The table for `snapshot` with `opts` on a node with `facts`, the
-/// service ports given slots in order (as a proxy starting on that state).
+/// The table for `snapshot` with `opts` on a node with `facts`; with
+/// shared endpoint maps, the service ports given slots in order (as a
+/// proxy starting on that state).
 pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions, facts: &NodeFacts) -> Rendered {
     let ctx = RenderContext::new(snapshot, opts, facts);
-    let slots = slots_in_order(snapshot, &ctx);
+    let slots = match opts.shared_endpoint_maps {
+        true => slots_in_order(snapshot, &ctx),
+        false => EndpointSlots::default(),
+    };
     render_services(snapshot, &ctx, Services::All, Slots::of(&slots)).rendered
 }
 

@@ -9,6 +9,7 @@
 mod reference;
 
 use model::IpFamily;
+use nftables::render::render;
 use reference::*;
 
 #[test]
@@ -21,6 +22,19 @@ fn ipv4_table_prints_as_upstreams_ruleset() {
         diff.len(),
         diff.join("\n")
     );
+}
+
+#[test]
+fn without_shared_endpoint_maps_the_table_prints_as_upstreams_ruleset_as_it_is() {
+    let mut opts = reference_options(IpFamily::V4);
+    opts.shared_endpoint_maps = false;
+    let ours = render(&reference_snapshot(IpFamily::V4), &opts, &reference_facts())
+        .ruleset
+        .to_nft_text();
+    assert!(!ours.contains("map service-endpoints-") && !ours.contains("map @service-endpoints-"));
+    assert_eq!(normalize(&as_upstream(&ours)), normalize(&ours));
+    let diff = differences(&ours, &reference_table("ip"));
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
 }
 
 #[test]

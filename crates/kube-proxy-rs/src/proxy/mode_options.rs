@@ -33,6 +33,7 @@ pub fn nftables_render_options(config: &Config, family: IpFamily) -> nftables::r
     nftables::render::RenderOptions {
         common: plan::Options { localhost_nodeports: false, ..plan_options(config, family) },
         service_cidrs: Vec::new(),
+        shared_endpoint_maps: config.nftables_shared_endpoint_maps,
     }
 }
 
