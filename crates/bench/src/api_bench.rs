@@ -67,32 +67,20 @@ impl Sampler {
         let (s, done) = (Arc::clone(&samples), Arc::clone(&stop));
         let thread = std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                let status =
-                    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
                 if let Some(kib) = status_kib(&status, "VmRSS:") {
-                    s.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((Instant::now(), kib));
+                    s.lock().unwrap_or_else(|p| p.into_inner()).push((Instant::now(), kib));
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        Self {
-            samples,
-            stop,
-            thread: Some(thread),
-        }
+        Self { samples, stop, thread: Some(thread) }
     }
 
     /// The largest sample taken between `from` and `to`, in KiB.
     fn peak(&self, from: Instant, to: Instant) -> u64 {
         let samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
-        samples
-            .iter()
-            .filter(|(at, _)| (from..=to).contains(at))
-            .map(|(_, kib)| *kib)
-            .max()
-            .unwrap_or(0)
+        samples.iter().filter(|(at, _)| (from..=to).contains(at)).map(|(_, kib)| *kib).max().unwrap_or(0)
     }
 
     /// The last sample taken, in KiB.
@@ -130,17 +118,9 @@ pub fn run(setup: &ApiSetup) -> Result<()> {
         "api: {} services x {} endpoints through the fake API server ({} lists), {} mode{}, {} endpoint changes",
         setup.services,
         setup.endpoints,
-        if setup.plain_lists {
-            "plain"
-        } else {
-            "streaming"
-        },
+        if setup.plain_lists { "plain" } else { "streaming" },
         setup.mode,
-        if setup.mode == "iptables" {
-            format!(" ({})", setup.backend)
-        } else {
-            String::new()
-        },
+        if setup.mode == "iptables" { format!(" ({})", setup.backend) } else { String::new() },
         setup.changes,
     );
     for repeat in 1..=setup.repeats {
@@ -183,16 +163,8 @@ fn one_repeat(setup: &ApiSetup) -> Result<Figures> {
 }
 
 /// Runs the fake API server, loaded, until `stop` closes.
-fn serve(
-    load: (usize, usize, bool),
-    api_tx: &mpsc::Sender<Arc<FakeApi>>,
-    stop: &mpsc::Receiver<()>,
-) {
-    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-    else {
+fn serve(load: (usize, usize, bool), api_tx: &mpsc::Sender<Arc<FakeApi>>, stop: &mpsc::Receiver<()>) {
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() else {
         return;
     };
     runtime.block_on(async {
@@ -215,13 +187,9 @@ fn measure(setup: &ApiSetup, ns: &BenchNetns, api: &FakeApi) -> Result<Figures> 
     let mut proxy = ProxyProcess::start(ns, &setup.binary, &args, setup.echo)?;
     let sampler = Sampler::start(proxy.pid());
     let deadline = start + setup.cap;
-    let listed = proxy
-        .wait_for(LISTED, deadline)?
-        .context("no complete initial list before the cap")?;
+    let listed = proxy.wait_for(LISTED, deadline)?.context("no complete initial list before the cap")?;
     let synced_text = synced_message(&setup.mode);
-    let first = proxy
-        .wait_for(synced_text, deadline)?
-        .context("no first sync before the cap")?;
+    let first = proxy.wait_for(synced_text, deadline)?.context("no first sync before the cap")?;
     std::thread::sleep(Duration::from_secs(2));
     let settled = sampler.last();
     let changes_start = Instant::now();
@@ -272,12 +240,7 @@ fn proxy_args(setup: &ApiSetup, url: &str) -> Vec<String> {
 /// Changes one endpoint of `changes` services, each waiting for the sync
 /// that applied it (syncs are at most one per `minSyncPeriod`, 1 s: this
 /// phase lasts about that many seconds).
-fn make_changes(
-    setup: &ApiSetup,
-    api: &FakeApi,
-    proxy: &mut ProxyProcess,
-    synced: &str,
-) -> Result<()> {
+fn make_changes(setup: &ApiSetup, api: &FakeApi, proxy: &mut ProxyProcess, synced: &str) -> Result<()> {
     for change in 0..setup.changes {
         let service = change % setup.services;
         let mut ips = endpoint_ips(service, setup.endpoints);
@@ -285,9 +248,7 @@ fn make_changes(
             *first = format!("10.255.{}.{}", (change / 250) % 250, change % 250 + 1);
         }
         api.apply(Kind::EndpointSlices, slice(service, &ips));
-        proxy
-            .wait_for(synced, Instant::now() + setup.cap)?
-            .context("a change was not synced before the cap")?;
+        proxy.wait_for(synced, Instant::now() + setup.cap)?.context("a change was not synced before the cap")?;
     }
     Ok(())
 }

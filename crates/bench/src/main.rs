@@ -549,31 +549,19 @@ fn main() -> Result<()> {
         Command::XtablesFloor { table, repeats } => {
             print!("{}", xtables_floor::run_floor(&table, repeats.max(1))?)
         }
-        Command::ApiLoad {
-            kubeconfig,
-            load,
-            parallel,
-        } => println!(
-            "{}",
-            on_runtime(async {
-                api_load::run_load(api_load::client(&kubeconfig).await?, &load.load(), parallel)
-                    .await
-            })?
-        ),
-        Command::ApiChange { kubeconfig } => println!(
-            "{}",
-            on_runtime(async { api_load::run_change(api_load::client(&kubeconfig).await?).await })?
-        ),
+        Command::ApiLoad { kubeconfig, load, parallel } => println!("{}", on_runtime(async {
+            api_load::run_load(api_load::client(&kubeconfig).await?, &load.load(), parallel).await
+        })?),
+        Command::ApiChange { kubeconfig } => println!("{}", on_runtime(async {
+            api_load::run_change(api_load::client(&kubeconfig).await?).await
+        })?),
     }
     Ok(())
 }
 
 /// Runs `work` on a multi-threaded tokio runtime.
 fn on_runtime<T>(work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(work)
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(work)
 }
 
 /// `kube-proxy-rs` in the directory of this executable.

@@ -86,7 +86,10 @@ fn stages(snapshot: &Snapshot, out: &mut String) {
     let opts = render_options();
     let ctx = RenderContext::new(snapshot, &opts, &NodeFacts::default());
     let (start, base) = (Instant::now(), live_bytes());
-    let slots = render::slots_in_order(snapshot, &ctx);
+    let slots = match opts.shared_endpoint_maps {
+        true => render::slots_in_order(snapshot, &ctx),
+        false => render::EndpointSlots::default(),
+    };
     let rendered = render::render_services(snapshot, &ctx, Services::All, Slots::of(&slots))
         .rendered
         .ruleset;

@@ -83,13 +83,8 @@ impl Reach {
     /// The tracer outcome this ending is (for comparing with traffic).
     pub fn outcome(&self) -> Outcome {
         match self {
-            Reach::Dnat { to, masquerade, .. } => Outcome::Dnat {
-                to: *to,
-                masquerade: *masquerade,
-            },
-            Reach::Accept { masquerade, .. } => Outcome::Accept {
-                masquerade: *masquerade,
-            },
+            Reach::Dnat { to, masquerade, .. } => Outcome::Dnat { to: *to, masquerade: *masquerade },
+            Reach::Accept { masquerade, .. } => Outcome::Accept { masquerade: *masquerade },
             Reach::Local { .. } => Outcome::Local,
             Reach::Drop { .. } => Outcome::Drop,
             Reach::Reject { .. } => Outcome::Reject,
@@ -123,11 +118,7 @@ pub struct PathView {
 impl Explanation {
     /// Explains `verdict`, the trace of `query` through `mode`'s rules.
     pub fn new(mode: &str, query: &Query, verdict: &Verdict) -> Self {
-        let mut outcomes: Vec<Reach> = verdict
-            .outcomes
-            .iter()
-            .map(|outcome| reach(verdict, outcome))
-            .collect();
+        let mut outcomes: Vec<Reach> = verdict.outcomes.iter().map(|outcome| reach(verdict, outcome)).collect();
         outcomes.sort_by(|a, b| b.probability().total_cmp(&a.probability()));
         Self {
             mode: mode.to_string(),
@@ -135,10 +126,7 @@ impl Explanation {
             sender: query.sender,
             service: naming::service_of(verdict),
             outcomes,
-            affinity: verdict
-                .paths
-                .iter()
-                .any(|path| path.sticky || path.steps.iter().any(is_persistent_ipvs)),
+            affinity: verdict.paths.iter().any(|path| path.sticky || path.steps.iter().any(is_persistent_ipvs)),
             assumptions: Vec::new(),
             paths: verdict.paths.iter().map(path_view).collect(),
         }
@@ -154,37 +142,14 @@ impl Explanation {
 /// The ending `outcome` with its chance (first connections only) and,
 /// for a drop or reject, its reason.
 fn reach(verdict: &Verdict, outcome: &Outcome) -> Reach {
-    let probability = verdict
-        .paths_to(outcome)
-        .filter(|path| !path.sticky)
-        .map(|path| path.probability)
-        .sum();
-    let reason = || {
-        verdict
-            .paths_to(outcome)
-            .next()
-            .map(naming::reason_of)
-            .unwrap_or_default()
-    };
+    let probability = verdict.paths_to(outcome).filter(|path| !path.sticky).map(|path| path.probability).sum();
+    let reason = || verdict.paths_to(outcome).next().map(naming::reason_of).unwrap_or_default();
     match *outcome {
-        Outcome::Dnat { to, masquerade } => Reach::Dnat {
-            to,
-            masquerade,
-            probability,
-        },
-        Outcome::Accept { masquerade } => Reach::Accept {
-            masquerade,
-            probability,
-        },
+        Outcome::Dnat { to, masquerade } => Reach::Dnat { to, masquerade, probability },
+        Outcome::Accept { masquerade } => Reach::Accept { masquerade, probability },
         Outcome::Local => Reach::Local { probability },
-        Outcome::Drop => Reach::Drop {
-            reason: reason(),
-            probability,
-        },
-        Outcome::Reject => Reach::Reject {
-            reason: reason(),
-            probability,
-        },
+        Outcome::Drop => Reach::Drop { reason: reason(), probability },
+        Outcome::Reject => Reach::Reject { reason: reason(), probability },
     }
 }
 

@@ -10,16 +10,9 @@ use crate::tracer::{IpSets, parse_rules, trace};
 
 /// Explains `query` on `node` from `iptables-save` output (`ipsets`:
 /// `ipset save` output, when the rules match sets).
-pub fn explain_packet(
-    save: &str,
-    ipsets: Option<&str>,
-    node: &Node,
-    query: &Query,
-) -> Result<Explanation, ExplainError> {
+pub fn explain_packet(save: &str, ipsets: Option<&str>, node: &Node, query: &Query) -> Result<Explanation, ExplainError> {
     if !save.contains("KUBE-") {
-        return Err(ExplainError::NothingProgrammed(
-            "the iptables-save text (no KUBE- chain)".to_string(),
-        ));
+        return Err(ExplainError::NothingProgrammed("the iptables-save text (no KUBE- chain)".to_string()));
     }
     let rules = parse_rules(save)?;
     let mut ctx = node.trace_context();

@@ -56,23 +56,14 @@ impl IpvsDump {
         let mut dump = IpvsDump::default();
         let mut section = "";
         for (index, line) in text.lines().enumerate() {
-            let bad = |reason: &str| ExplainError::IpvsDump {
-                line: index + 1,
-                text: line.to_string(),
-                reason: reason.to_string(),
-            };
-            if let Some(header) = [VIRTUAL_SERVERS, ADDRESSES, IPSETS, IPTABLES]
-                .into_iter()
-                .find(|h| line.starts_with(h))
-            {
+            let bad = |reason: &str| ExplainError::IpvsDump { line: index + 1, text: line.to_string(), reason: reason.to_string() };
+            if let Some(header) = [VIRTUAL_SERVERS, ADDRESSES, IPSETS, IPTABLES].into_iter().find(|h| line.starts_with(h)) {
                 section = header;
                 continue;
             }
             match section {
                 VIRTUAL_SERVERS => dump.virtual_server_line(line).map_err(|r| bad(&r))?,
-                ADDRESSES if !line.trim().is_empty() => dump
-                    .bound
-                    .push(line.trim().parse().map_err(|_| bad("not an address"))?),
+                ADDRESSES if !line.trim().is_empty() => dump.bound.push(line.trim().parse().map_err(|_| bad("not an address"))?),
                 IPSETS => writeln!(dump.ipsets, "{line}").map_err(|_| bad("write"))?,
                 IPTABLES => writeln!(dump.iptables, "{line}").map_err(|_| bad("write"))?,
                 _ if line.trim().is_empty() || line.starts_with('#') => {}
@@ -80,9 +71,7 @@ impl IpvsDump {
             }
         }
         if dump.virtual_servers.is_empty() && dump.iptables.trim().is_empty() {
-            return Err(ExplainError::NothingProgrammed(
-                "the IPVS dump (no virtual server, no iptables rule)".to_string(),
-            ));
+            return Err(ExplainError::NothingProgrammed("the IPVS dump (no virtual server, no iptables rule)".to_string()));
         }
         Ok(dump)
     }
@@ -92,17 +81,9 @@ impl IpvsDump {
         match words.as_slice() {
             [] => Ok(()),
             ["->", real, _forward, weight, ..] => {
-                let vs = self
-                    .virtual_servers
-                    .last_mut()
-                    .ok_or("a real server before any virtual server")?;
-                let real: SocketAddr = real
-                    .parse()
-                    .map_err(|_| format!("real server `{real}` is not ADDRESS:PORT"))?;
-                vs.real_servers.push((
-                    real,
-                    weight.parse().map_err(|_| format!("weight `{weight}`"))?,
-                ));
+                let vs = self.virtual_servers.last_mut().ok_or("a real server before any virtual server")?;
+                let real: SocketAddr = real.parse().map_err(|_| format!("real server `{real}` is not ADDRESS:PORT"))?;
+                vs.real_servers.push((real, weight.parse().map_err(|_| format!("weight `{weight}`"))?));
                 Ok(())
             }
             [proto, address, scheduler, rest @ ..] => {
@@ -110,53 +91,26 @@ impl IpvsDump {
                     "TCP" => Protocol::Tcp,
                     "UDP" => Protocol::Udp,
                     "SCTP" => Protocol::Sctp,
-                    other => {
-                        return Err(format!(
-                            "protocol `{other}` (fwmark services are not explained)"
-                        ));
-                    }
+                    other => return Err(format!("protocol `{other}` (fwmark services are not explained)")),
                 };
                 let persistent = match rest {
-                    ["persistent", seconds, ..] => Some(
-                        seconds
-                            .parse()
-                            .map_err(|_| format!("persistence `{seconds}`"))?,
-                    ),
+                    ["persistent", seconds, ..] => Some(seconds.parse().map_err(|_| format!("persistence `{seconds}`"))?),
                     _ => None,
                 };
-                let address = address
-                    .parse()
-                    .map_err(|_| format!("virtual server `{address}` is not ADDRESS:PORT"))?;
-                self.virtual_servers.push(VirtualService {
-                    protocol,
-                    address,
-                    scheduler: scheduler.to_string(),
-                    persistent,
-                    real_servers: Vec::new(),
-                });
+                let address = address.parse().map_err(|_| format!("virtual server `{address}` is not ADDRESS:PORT"))?;
+                self.virtual_servers.push(VirtualService { protocol, address, scheduler: scheduler.to_string(), persistent, real_servers: Vec::new() });
                 Ok(())
             }
-            _ => Err(
-                "expected `PROTO ADDRESS:PORT SCHEDULER` or `-> ADDRESS:PORT FORWARD WEIGHT`"
-                    .to_string(),
-            ),
+            _ => Err("expected `PROTO ADDRESS:PORT SCHEDULER` or `-> ADDRESS:PORT FORWARD WEIGHT`".to_string()),
         }
     }
 
     /// The IP families of its virtual servers and bound addresses (IPv4
     /// when it has neither).
     pub fn families(&self) -> Vec<model::IpFamily> {
-        let addresses = self
-            .virtual_servers
-            .iter()
-            .map(|vs| vs.address.ip())
-            .chain(self.bound.iter().copied());
+        let addresses = self.virtual_servers.iter().map(|vs| vs.address.ip()).chain(self.bound.iter().copied());
         let present: BTreeSet<model::IpFamily> = addresses.map(model::IpFamily::of).collect();
-        if present.is_empty() {
-            vec![model::IpFamily::V4]
-        } else {
-            present.into_iter().collect()
-        }
+        if present.is_empty() { vec![model::IpFamily::V4] } else { present.into_iter().collect() }
     }
 
     /// The dump with only `family`'s virtual servers and bound addresses
@@ -164,18 +118,8 @@ impl IpvsDump {
     /// own sets).
     pub fn only(&self, family: model::IpFamily) -> IpvsDump {
         IpvsDump {
-            virtual_servers: self
-                .virtual_servers
-                .iter()
-                .filter(|vs| model::IpFamily::of(vs.address.ip()) == family)
-                .cloned()
-                .collect(),
-            bound: self
-                .bound
-                .iter()
-                .filter(|a| model::IpFamily::of(**a) == family)
-                .copied()
-                .collect(),
+            virtual_servers: self.virtual_servers.iter().filter(|vs| model::IpFamily::of(vs.address.ip()) == family).cloned().collect(),
+            bound: self.bound.iter().filter(|a| model::IpFamily::of(**a) == family).copied().collect(),
             ..self.clone()
         }
     }
@@ -184,11 +128,7 @@ impl IpvsDump {
     /// text does not create (a set with no member has no `add` line, and
     /// the rules still match it).
     fn ipset_save(&self) -> String {
-        let created: BTreeSet<&str> = self
-            .ipsets
-            .lines()
-            .filter_map(|l| l.strip_prefix("create ")?.split_whitespace().next())
-            .collect();
+        let created: BTreeSet<&str> = self.ipsets.lines().filter_map(|l| l.strip_prefix("create ")?.split_whitespace().next()).collect();
         let mut creates = String::new();
         for set in ipvs::ipset::KubeSet::ALL {
             for family in [model::IpFamily::V4, model::IpFamily::V6] {
@@ -206,13 +146,7 @@ impl std::fmt::Display for IpvsDump {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "{VIRTUAL_SERVERS} ({})", self.virtual_servers.len())?;
         for vs in &self.virtual_servers {
-            write!(
-                f,
-                "{}  {} {}",
-                vs.protocol.to_string().to_uppercase(),
-                vs.address,
-                vs.scheduler
-            )?;
+            write!(f, "{}  {} {}", vs.protocol.to_string().to_uppercase(), vs.address, vs.scheduler)?;
             match vs.persistent {
                 Some(seconds) => writeln!(f, " persistent {seconds}")?,
                 None => writeln!(f)?,
@@ -234,11 +168,7 @@ impl std::fmt::Display for IpvsDump {
 
 /// Explains `query` on `node` (whose addresses the dump's bound ones
 /// join) through IPVS mode's `dump`.
-pub fn explain_packet(
-    dump: &IpvsDump,
-    node: &Node,
-    query: &Query,
-) -> Result<Explanation, ExplainError> {
+pub fn explain_packet(dump: &IpvsDump, node: &Node, query: &Query) -> Result<Explanation, ExplainError> {
     let rules = parse_rules(&dump.iptables)?;
     let ctx = Node::new(node.addresses.iter().chain(&dump.bound).copied())
         .trace_context()

@@ -42,10 +42,7 @@ pub fn nft_family(family: IpFamily) -> Family {
 /// `iptables-save` (`ip6tables-save` for IPv6) output of `backend`, or
 /// (`None`) of the first backend that holds a `KUBE-SERVICES` chain, nft
 /// first.
-pub fn iptables_save(
-    backend: Option<IptablesBackend>,
-    family: IpFamily,
-) -> Result<String, ExplainError> {
+pub fn iptables_save(backend: Option<IptablesBackend>, family: IpFamily) -> Result<String, ExplainError> {
     let candidates: &[IptablesBackend] = match backend {
         Some(IptablesBackend::Nft) => &[IptablesBackend::Nft],
         Some(IptablesBackend::Legacy) => &[IptablesBackend::Legacy],
@@ -64,10 +61,7 @@ pub fn iptables_save(
         }
         last = Some(program);
     }
-    Err(ExplainError::NothingProgrammed(format!(
-        "iptables ({} found no KUBE-SERVICES chain)",
-        last.unwrap_or("iptables-save")
-    )))
+    Err(ExplainError::NothingProgrammed(format!("iptables ({} found no KUBE-SERVICES chain)", last.unwrap_or("iptables-save"))))
 }
 
 /// `ipset save` output (IPVS mode's sets).
@@ -78,20 +72,12 @@ pub fn ipset_save() -> Result<String, ExplainError> {
 /// Our nftables table (`ip kube-proxy` or `ip6 kube-proxy`) as the
 /// kernel holds it, read over netlink.
 pub fn nftables_table(family: Family) -> Result<TableContents, ExplainError> {
-    let live = |e: nftables::Error| ExplainError::Live {
-        what: format!("list table {} kube-proxy", family.name()),
-        reason: e.to_string(),
-    };
+    let live = |e: nftables::Error| ExplainError::Live { what: format!("list table {} kube-proxy", family.name()), reason: e.to_string() };
     let mut socket = NftSocket::connect().map_err(live)?;
     socket
         .list_table(family, "kube-proxy")
         .map_err(live)?
-        .ok_or_else(|| {
-            ExplainError::NothingProgrammed(format!(
-                "nftables (no table {} kube-proxy)",
-                family.name()
-            ))
-        })
+        .ok_or_else(|| ExplainError::NothingProgrammed(format!("nftables (no table {} kube-proxy)", family.name())))
 }
 
 fn run(program: &str, args: &[&str]) -> Result<String, ExplainError> {
@@ -99,16 +85,10 @@ fn run(program: &str, args: &[&str]) -> Result<String, ExplainError> {
     let output = Command::new(program)
         .args(args)
         .output()
-        .map_err(|e| ExplainError::Live {
-            what: what(),
-            reason: e.to_string(),
-        })?;
+        .map_err(|e| ExplainError::Live { what: what(), reason: e.to_string() })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-        return Err(ExplainError::Live {
-            what: what(),
-            reason: format!("{}: {stderr}", output.status),
-        });
+        return Err(ExplainError::Live { what: what(), reason: format!("{}: {stderr}", output.status) });
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
@@ -117,23 +97,11 @@ fn run(program: &str, args: &[&str]) -> Result<String, ExplainError> {
 /// servers over IPVS netlink, the addresses of `kube-ipvs0`, `ipset save`
 /// (both families' sets: each family's rules name only its own) and the
 /// companion rules (`iptables-save` or `ip6tables-save`).
-pub async fn ipvs_dump(
-    backend: Option<IptablesBackend>,
-    family: IpFamily,
-) -> Result<crate::ipvs::IpvsDump, ExplainError> {
-    let live = |what: &str, e: ipvs::Error| ExplainError::Live {
-        what: what.to_string(),
-        reason: e.to_string(),
-    };
-    let socket = ipvs::IpvsSocket::connect()
-        .await
-        .map_err(|e| live("IPVS netlink", e))?;
+pub async fn ipvs_dump(backend: Option<IptablesBackend>, family: IpFamily) -> Result<crate::ipvs::IpvsDump, ExplainError> {
+    let live = |what: &str, e: ipvs::Error| ExplainError::Live { what: what.to_string(), reason: e.to_string() };
+    let socket = ipvs::IpvsSocket::connect().await.map_err(|e| live("IPVS netlink", e))?;
     let mut virtual_servers = Vec::new();
-    for vs in socket
-        .services()
-        .await
-        .map_err(|e| live("list IPVS services", e))?
-    {
+    for vs in socket.services().await.map_err(|e| live("list IPVS services", e))? {
         if IpFamily::of(vs.key.address) != family || vs.key.fwmark != 0 {
             continue;
         }
@@ -143,30 +111,18 @@ pub async fn ipvs_dump(
             ipvs::IpProtocol::Sctp => model::Protocol::Sctp,
             _ => continue,
         };
-        let reals = socket
-            .destinations(&vs.key)
-            .await
-            .map_err(|e| live("list IPVS real servers", e))?;
+        let reals = socket.destinations(&vs.key).await.map_err(|e| live("list IPVS real servers", e))?;
         virtual_servers.push(crate::tracer::VirtualService {
             protocol,
             address: std::net::SocketAddr::new(vs.key.address, vs.key.port),
             scheduler: vs.scheduler.clone(),
-            persistent: vs
-                .flags
-                .contains(ipvs::ServiceFlags::PERSISTENT)
-                .then_some(vs.timeout),
-            real_servers: reals
-                .iter()
-                .map(|rs| (std::net::SocketAddr::new(rs.address, rs.port), rs.weight))
-                .collect(),
+            persistent: vs.flags.contains(ipvs::ServiceFlags::PERSISTENT).then_some(vs.timeout),
+            real_servers: reals.iter().map(|rs| (std::net::SocketAddr::new(rs.address, rs.port), rs.weight)).collect(),
         });
     }
     Ok(crate::ipvs::IpvsDump {
         virtual_servers,
-        bound: dummy_addresses()?
-            .into_iter()
-            .filter(|a| IpFamily::of(*a) == family)
-            .collect(),
+        bound: dummy_addresses()?.into_iter().filter(|a| IpFamily::of(*a) == family).collect(),
         ipsets: ipset_save()?,
         iptables: iptables_save(backend, family)?,
     })
@@ -184,9 +140,7 @@ fn dummy_addresses() -> Result<Vec<std::net::IpAddr>, ExplainError> {
     Ok(text
         .lines()
         .filter_map(|line| {
-            let mut words = line
-                .split_whitespace()
-                .skip_while(|w| *w != "inet" && *w != "inet6");
+            let mut words = line.split_whitespace().skip_while(|w| *w != "inet" && *w != "inet6");
             words.next()?;
             words.next()?.split('/').next()?.parse().ok()
         })

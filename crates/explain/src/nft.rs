@@ -28,15 +28,9 @@ use nftables::TableContents;
 
 /// Explains `query` on `node` through `tables` (every table whose base
 /// chains the packet meets; ours is `ip kube-proxy`).
-pub fn explain_packet(
-    tables: &[TableContents],
-    node: &Node,
-    query: &Query,
-) -> Result<Explanation, ExplainError> {
+pub fn explain_packet(tables: &[TableContents], node: &Node, query: &Query) -> Result<Explanation, ExplainError> {
     if tables.is_empty() {
-        return Err(ExplainError::NothingProgrammed(
-            "the nftables ruleset (no table)".to_string(),
-        ));
+        return Err(ExplainError::NothingProgrammed("the nftables ruleset (no table)".to_string()));
     }
     let verdict = trace(tables, &node.trace_context(), &query.packet())?;
     Ok(Explanation::new("nftables", query, &verdict))
@@ -44,10 +38,6 @@ pub fn explain_packet(
 
 /// Every outcome `packet` can have through `tables` on the node `ctx`
 /// describes.
-pub fn trace(
-    tables: &[TableContents],
-    ctx: &TraceContext,
-    packet: &Packet,
-) -> Result<Verdict, ExplainError> {
+pub fn trace(tables: &[TableContents], ctx: &TraceContext, packet: &Packet) -> Result<Verdict, ExplainError> {
     hooks::trace_tables(tables, ctx, packet)
 }

@@ -20,18 +20,12 @@ pub struct Node {
 impl Node {
     /// A node with these addresses.
     pub fn new(addresses: impl IntoIterator<Item = IpAddr>) -> Self {
-        Self {
-            addresses: addresses.into_iter().collect(),
-            addresses_unknown: false,
-        }
+        Self { addresses: addresses.into_iter().collect(), addresses_unknown: false }
     }
 
     /// A node whose addresses nobody gave: only loopback is local.
     pub fn unknown() -> Self {
-        Self {
-            addresses: Vec::new(),
-            addresses_unknown: true,
-        }
+        Self { addresses: Vec::new(), addresses_unknown: true }
     }
 
     /// The tracer's view of it.

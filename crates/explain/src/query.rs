@@ -40,9 +40,7 @@ impl Query {
         let source: IpAddr = self.source.ip();
         let packet = match self.sender {
             Sender::Node => Packet::local(self.protocol, source, self.destination),
-            Sender::Pod | Sender::Outside => {
-                Packet::inbound(self.protocol, source, self.destination)
-            }
+            Sender::Pod | Sender::Outside => Packet::inbound(self.protocol, source, self.destination),
         };
         let packet = packet.with_source_port(self.source.port());
         match &self.in_interface {
@@ -59,11 +57,7 @@ impl fmt::Display for Query {
             Sender::Node => "from the node",
             Sender::Outside => "from outside",
         };
-        write!(
-            f,
-            "{} {} -> {} ({from}",
-            self.protocol, self.source, self.destination
-        )?;
+        write!(f, "{} {} -> {} ({from}", self.protocol, self.source, self.destination)?;
         match &self.in_interface {
             Some(name) if self.sender != Sender::Node => write!(f, ", in on {name})"),
             _ => f.write_str(")"),

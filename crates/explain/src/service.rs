@@ -80,10 +80,7 @@ impl Drift {
     /// The lines of `desired` not in `live` and those of `live` not in
     /// `desired` (as multisets: a duplicated rule counts).
     pub fn between(desired: &[String], live: &[String]) -> Self {
-        Self {
-            missing: minus(desired, live),
-            extra: minus(live, desired),
-        }
+        Self { missing: minus(desired, live), extra: minus(live, desired) }
     }
 
     /// No difference.
@@ -109,18 +106,10 @@ fn minus(a: &[String], b: &[String]) -> Vec<String> {
 impl fmt::Display for ServiceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.families.is_empty() {
-            return writeln!(
-                f,
-                "service: {} ({} mode)\nprogrammed: nothing",
-                self.service, self.mode
-            );
+            return writeln!(f, "service: {} ({} mode)\nprogrammed: nothing", self.service, self.mode);
         }
         for family in &self.families {
-            writeln!(
-                f,
-                "service: {} ({} mode, {})",
-                self.service, self.mode, family.family
-            )?;
+            writeln!(f, "service: {} ({} mode, {})", self.service, self.mode, family.family)?;
             write!(f, "{family}")?;
         }
         Ok(())
@@ -133,33 +122,11 @@ impl fmt::Display for FamilyReport {
             writeln!(f, "programmed: nothing")?;
         }
         for (name, port) in &self.programmed.ports {
-            writeln!(
-                f,
-                "port {}:",
-                if name.is_empty() { "(unnamed)" } else { name }
-            )?;
-            let list = |items: Vec<String>| {
-                if items.is_empty() {
-                    "none".to_string()
-                } else {
-                    items.join(", ")
-                }
-            };
-            writeln!(
-                f,
-                "  addresses:   {}",
-                list(port.addresses.iter().cloned().collect())
-            )?;
-            writeln!(
-                f,
-                "  node ports:  {}",
-                list(port.node_ports.iter().map(u16::to_string).collect())
-            )?;
-            writeln!(
-                f,
-                "  endpoints:   {}",
-                list(port.endpoints.iter().cloned().collect())
-            )?;
+            writeln!(f, "port {}:", if name.is_empty() { "(unnamed)" } else { name })?;
+            let list = |items: Vec<String>| if items.is_empty() { "none".to_string() } else { items.join(", ") };
+            writeln!(f, "  addresses:   {}", list(port.addresses.iter().cloned().collect()))?;
+            writeln!(f, "  node ports:  {}", list(port.node_ports.iter().map(u16::to_string).collect()))?;
+            writeln!(f, "  endpoints:   {}", list(port.endpoints.iter().cloned().collect()))?;
             if let Some(seconds) = port.affinity_seconds {
                 writeln!(f, "  affinity:    ClientIP, {seconds}s")?;
             }
@@ -179,17 +146,9 @@ impl fmt::Display for FamilyReport {
         }
         match &self.drift {
             None => writeln!(f, "drift: not checked (give the proxy's flags after `--`)"),
-            Some(drift) if drift.is_empty() => writeln!(
-                f,
-                "drift: none (the kernel holds what the proxy would program)"
-            ),
+            Some(drift) if drift.is_empty() => writeln!(f, "drift: none (the kernel holds what the proxy would program)"),
             Some(drift) => {
-                writeln!(
-                    f,
-                    "drift: {} missing, {} extra",
-                    drift.missing.len(),
-                    drift.extra.len()
-                )?;
+                writeln!(f, "drift: {} missing, {} extra", drift.missing.len(), drift.extra.len())?;
                 for line in &drift.missing {
                     writeln!(f, "  missing: {line}")?;
                 }
@@ -205,29 +164,15 @@ impl fmt::Display for FamilyReport {
 /// Whether a comment names `service` (`ns/name`): `ns/name:port …`,
 /// `… for ns/name:port …`, or `ns/name` alone.
 pub(crate) fn names_service(comment: &str, service: &str) -> bool {
-    comment.split_whitespace().any(|word| {
-        word == service
-            || word
-                .strip_prefix(service)
-                .is_some_and(|rest| rest.starts_with(':'))
-    })
+    comment.split_whitespace().any(|word| word == service || word.strip_prefix(service).is_some_and(|rest| rest.starts_with(':')))
 }
 
 /// The port name in a comment's `ns/name:port`.
 pub(crate) fn port_in(comment: &str, service: &str) -> Option<String> {
     comment
         .split_whitespace()
-        .find_map(|word| {
-            word.strip_prefix(service)
-                .and_then(|rest| rest.strip_prefix(':'))
-                .map(str::to_string)
-        })
-        .or_else(|| {
-            comment
-                .split_whitespace()
-                .any(|w| w == service)
-                .then(String::new)
-        })
+        .find_map(|word| word.strip_prefix(service).and_then(|rest| rest.strip_prefix(':')).map(str::to_string))
+        .or_else(|| comment.split_whitespace().any(|w| w == service).then(String::new))
 }
 
 #[cfg(test)]
@@ -246,21 +191,9 @@ mod tests {
 
     #[test]
     fn comments_name_services() {
-        assert!(names_service(
-            "storefront/web:http cluster IP",
-            "storefront/web"
-        ));
-        assert!(names_service(
-            "masquerade traffic for storefront/web:http external destinations",
-            "storefront/web"
-        ));
-        assert!(!names_service(
-            "storefront/webshop:http cluster IP",
-            "storefront/web"
-        ));
-        assert_eq!(
-            port_in("storefront/web:http -> 10.244.0.11:8080", "storefront/web").as_deref(),
-            Some("http")
-        );
+        assert!(names_service("storefront/web:http cluster IP", "storefront/web"));
+        assert!(names_service("masquerade traffic for storefront/web:http external destinations", "storefront/web"));
+        assert!(!names_service("storefront/webshop:http cluster IP", "storefront/web"));
+        assert_eq!(port_in("storefront/web:http -> 10.244.0.11:8080", "storefront/web").as_deref(), Some("http"));
     }
 }

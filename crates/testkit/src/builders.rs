@@ -112,9 +112,7 @@ impl PortBuilder {
 
     /// Adds a `loadBalancerSourceRanges` entry; panics on a bad CIDR (tests only).
     pub fn source_range(mut self, cidr: &str) -> Self {
-        let net: IpNet = cidr
-            .parse()
-            .unwrap_or_else(|e| panic!("bad CIDR {cidr}: {e}"));
+        let net: IpNet = cidr.parse().unwrap_or_else(|e| panic!("bad CIDR {cidr}: {e}"));
         self.0.load_balancer_source_ranges.push(net);
         self
     }
@@ -212,10 +210,7 @@ impl From<EndpointBuilder> for Endpoint {
 
 /// An empty snapshot on [`node_info`].
 pub fn snapshot() -> SnapshotBuilder {
-    SnapshotBuilder(Snapshot {
-        node: node_info(),
-        ..Snapshot::default()
-    })
+    SnapshotBuilder(Snapshot { node: node_info(), ..Snapshot::default() })
 }
 
 /// Builds a [`Snapshot`].
@@ -267,9 +262,7 @@ mod tests {
 
     #[test]
     fn udp_changes_the_name_too() {
-        let port = tcp_port("ns", "dns", "dns", cluster_ip(10), 53)
-            .udp()
-            .build();
+        let port = tcp_port("ns", "dns", "dns", cluster_ip(10), 53).udp().build();
         assert_eq!(port.name.protocol, Protocol::Udp);
     }
 

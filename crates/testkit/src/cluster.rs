@@ -62,8 +62,7 @@ mod wire;
 pub use client::Client;
 pub use node::Node;
 pub use plan::{
-    CLIENT_NET, CLIENT_NET6, CLUSTER_CIDR, CLUSTER_CIDR6, ClientPlan, NodePlan, Plan, PodPlan,
-    WIRE_GATEWAY, WIRE_GATEWAY6, WIRE_NET, WIRE_NET6,
+    CLIENT_NET, CLIENT_NET6, CLUSTER_CIDR, CLUSTER_CIDR6, ClientPlan, NodePlan, Plan, PodPlan, WIRE_GATEWAY, WIRE_GATEWAY6, WIRE_NET, WIRE_NET6,
 };
 pub use pod::Pod;
 pub use proxy::Proxy;
@@ -94,16 +93,9 @@ impl Cluster {
     /// Builds everything in `plan`: wire, nodes (routing each other's pod
     /// CIDRs), client, pods with their echo servers. No proxy runs yet.
     pub fn build(plan: &Plan) -> Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("kprs-e2e-")
-            .tempdir()
-            .context("temporary directory")?;
+        let dir = tempfile::Builder::new().prefix("kprs-e2e-").tempdir().context("temporary directory")?;
         let wire = Wire::new()?;
-        let nodes = plan
-            .nodes
-            .iter()
-            .map(|n| Node::new(n, &wire))
-            .collect::<Result<Vec<_>>>()?;
+        let nodes = plan.nodes.iter().map(|n| Node::new(n, &wire)).collect::<Result<Vec<_>>>()?;
         for node in &nodes {
             for other in nodes.iter().filter(|o| o.name() != node.name()) {
                 node.route_pods_of(other)?;
@@ -114,21 +106,11 @@ impl Cluster {
             .pods
             .iter()
             .map(|p| {
-                let node = nodes
-                    .iter()
-                    .find(|n| n.name() == p.node)
-                    .with_context(|| format!("pod {} on unknown node {}", p.name, p.node))?;
+                let node = nodes.iter().find(|n| n.name() == p.node).with_context(|| format!("pod {} on unknown node {}", p.name, p.node))?;
                 Pod::new(p, node).with_context(|| format!("pod {}", p.name))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
-            proxies: Mutex::new(Vec::new()),
-            pods,
-            client,
-            nodes,
-            wire,
-            dir,
-        })
+        Ok(Self { proxies: Mutex::new(Vec::new()), pods, client, nodes, wire, dir })
     }
 
     /// The node called `name`.
@@ -203,17 +185,12 @@ impl Cluster {
 
     /// The process id of `node`'s proxy, if one runs there.
     pub fn proxy_pid(&self, node: &str) -> Option<u32> {
-        self.lock_proxies()
-            .iter()
-            .find(|p| p.node() == node)
-            .map(Proxy::pid)
+        self.lock_proxies().iter().find(|p| p.node() == node).map(Proxy::pid)
     }
 
     /// The first proxy that has exited, with how it ended.
     pub fn exited_proxy(&self) -> Option<(String, ExitStatus)> {
-        self.lock_proxies()
-            .iter_mut()
-            .find_map(|p| p.exit_status().map(|s| (p.node().to_string(), s)))
+        self.lock_proxies().iter_mut().find_map(|p| p.exit_status().map(|s| (p.node().to_string(), s)))
     }
 
     /// Everything needed to understand a failure from a CI log: per node,
@@ -221,17 +198,8 @@ impl Cluster {
     pub fn diagnostics(&self) -> String {
         let mut text = String::new();
         for node in &self.nodes {
-            text.push_str(&format!(
-                "=== {} ({}) rules ===\n{}",
-                node.name(),
-                node.ip(),
-                dump_rules(node.ns())
-            ));
-            text.push_str(&format!(
-                "=== {} proxy log (last {LOG_TAIL} lines) ===\n{}\n",
-                node.name(),
-                self.log_tail(node.name())
-            ));
+            text.push_str(&format!("=== {} ({}) rules ===\n{}", node.name(), node.ip(), dump_rules(node.ns())));
+            text.push_str(&format!("=== {} proxy log (last {LOG_TAIL} lines) ===\n{}\n", node.name(), self.log_tail(node.name())));
         }
         text
     }
@@ -249,8 +217,6 @@ impl Cluster {
     }
 
     fn lock_proxies(&self) -> MutexGuard<'_, Vec<Proxy>> {
-        self.proxies
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.proxies.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

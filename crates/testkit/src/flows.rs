@@ -47,15 +47,12 @@ pub use expected::{Expected, Masquerade};
 pub use explained::{check_explained, explain_args, explained_outcomes};
 pub use ipvs::{IpvsDifference, ipvs_difference, ipvs_differences, ipvs_flows};
 pub use load::{iptables_flows, load_flows, nftables_flows};
+pub use reference::{REFERENCE_DIR_ENV, read_reference, reference_dir};
 pub use paths::check_paths;
 pub use probe::{Attempt, Icmp, Seen};
-pub use reference::{REFERENCE_DIR_ENV, read_reference, reference_dir};
-pub use replay::{
-    GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, count_all, replay, replay_all, trace_all,
-};
+pub use replay::{GIVE_UP_AFTER, Replayed, TRACE_TRIES, TRIES, count_all, replay, replay_all, trace_all};
 pub use topology::{
-    CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, NODE_A_ADDRESSES, NODE_A_EXT0, NODE_A_IP,
-    POD_CIDR, POD_GATEWAY, node_a,
+    CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, NODE_A_ADDRESSES, NODE_A_EXT0, NODE_A_IP, POD_CIDR, POD_GATEWAY, node_a,
 };
 pub use traffic::check_explained_traffic;
 pub use verdict::{check, check_dropped_in_node, check_passed_through_node, summary};

@@ -79,15 +79,7 @@ impl Netns {
     /// address detection off on every link of the namespace, present and
     /// future (a tentative address can be neither bound nor a source).
     pub fn skip_ipv6_dad(&self) -> Result<()> {
-        self.exec(
-            "sysctl",
-            &[
-                "-qw",
-                "net.ipv6.conf.all.accept_dad=0",
-                "net.ipv6.conf.default.accept_dad=0",
-            ],
-        )
-        .map(drop)
+        self.exec("sysctl", &["-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0"]).map(drop)
     }
 
     /// Sets the namespace up to route as a Kubernetes node does: IPv4 and
@@ -101,8 +93,7 @@ impl Netns {
             "net.ipv4.conf.all.send_redirects=0",
             "net.ipv4.conf.default.send_redirects=0",
         ];
-        self.exec("sysctl", &[&["-qw"][..], &sysctls[..]].concat())
-            .map(drop)
+        self.exec("sysctl", &[&["-qw"][..], &sysctls[..]].concat()).map(drop)
     }
 
     /// `ip args` inside the namespace (`ip -n`: one process, where `ip
@@ -118,28 +109,13 @@ impl Netns {
     /// built. Stops at the first failing line; the error names it.
     pub fn ip_batch(&self, commands: &[String]) -> Result<()> {
         let mut cmd = Command::new("ip");
-        cmd.args(["-n", &self.name, "-batch", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(["-n", &self.name, "-batch", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().with_context(|| format!("spawn {cmd:?}"))?;
         let input = commands.join("\n") + "\n";
-        child
-            .stdin
-            .take()
-            .context("ip -batch stdin")?
-            .write_all(input.as_bytes())
-            .context("write ip -batch input")?;
-        let out = child
-            .wait_with_output()
-            .with_context(|| format!("wait for {cmd:?}"))?;
+        child.stdin.take().context("ip -batch stdin")?.write_all(input.as_bytes()).context("write ip -batch input")?;
+        let out = child.wait_with_output().with_context(|| format!("wait for {cmd:?}"))?;
         if !out.status.success() {
-            bail!(
-                "ip -batch in {} failed ({}): {}\ninput:\n{input}",
-                self.name,
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+            bail!("ip -batch in {} failed ({}): {}\ninput:\n{input}", self.name, out.status, String::from_utf8_lossy(&out.stderr).trim());
         }
         Ok(())
     }
@@ -162,9 +138,7 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .output();
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).output();
     }
 }
 
@@ -172,28 +146,17 @@ impl Drop for Netns {
 pub fn run(cmd: &mut Command) -> Result<Output> {
     let out = cmd.output().with_context(|| format!("spawn {cmd:?}"))?;
     if !out.status.success() {
-        bail!(
-            "{cmd:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(out)
 }
 
 /// Deletes `kprs-<pid>-…` namespaces whose process no longer exists.
 fn sweep_stale() {
-    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
-        return;
-    };
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else { return };
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let name = line.split_whitespace().next().unwrap_or_default();
-        let Some(pid) = name
-            .strip_prefix(PREFIX)
-            .and_then(|rest| rest.split('-').next())
-        else {
-            continue;
-        };
+        let Some(pid) = name.strip_prefix(PREFIX).and_then(|rest| rest.split('-').next()) else { continue };
         if pid.parse::<u32>().is_ok() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             let _ = Command::new("ip").args(["netns", "del", name]).output();
         }

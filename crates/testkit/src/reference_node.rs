@@ -33,9 +33,7 @@ pub use trace::{Paths, TABLE as TRACE_TABLE, Tracer};
 pub use witness::{Passage, TABLE as WITNESS_TABLE};
 
 use crate::echo::EchoServer;
-use crate::flows::{
-    CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, FlowCase, FlowSource, NODE_A_EXT0, NODE_A_IP,
-};
+use crate::flows::{CLIENT_POD, EXTERNAL_CLIENTS, EXTERNAL_ROUTES, FlowCase, FlowSource, NODE_A_EXT0, NODE_A_IP};
 use crate::netns::Netns;
 use anyhow::{Context, Result, bail};
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,25 +84,13 @@ impl ReferenceNode {
         let mut endpoints = Vec::new();
         for r in responders {
             let ns = Netns::new("fa-ep")?;
-            pod::attach(&node, &ns, r.ip, &next_veth())
-                .with_context(|| format!("endpoint pod {}", r.ip))?;
+            pod::attach(&node, &ns, r.ip, &next_veth()).with_context(|| format!("endpoint pod {}", r.ip))?;
             let tcp: Vec<u16> = r.tcp_ports.iter().copied().collect();
             let udp: Vec<u16> = r.udp_ports.iter().copied().collect();
             let echo = EchoServer::start(&ns, &r.ip.to_string(), IpAddr::V4(r.ip), &tcp, &udp)?;
-            endpoints.push(EndpointPod {
-                _echo: echo,
-                ip: r.ip,
-                ns,
-            });
+            endpoints.push(EndpointPod { _echo: echo, ip: r.ip, ns });
         }
-        Ok(Self {
-            bind_node_source: false,
-            endpoints,
-            client_pod,
-            external,
-            node,
-            _lan: lan,
-        })
+        Ok(Self { bind_node_source: false, endpoints, client_pod, external, node, _lan: lan })
     }
 
     /// From now on node-a's own flows bind the source a flow names
@@ -165,9 +151,7 @@ impl ReferenceNode {
                 Ok((&self.external, Some(ip)))
             }
             FlowSource::Endpoint(IpAddr::V4(ip)) => {
-                let ns = self
-                    .endpoint(ip)
-                    .with_context(|| format!("no endpoint pod {ip}"))?;
+                let ns = self.endpoint(ip).with_context(|| format!("no endpoint pod {ip}"))?;
                 Ok((ns, Some(IpAddr::V4(ip))))
             }
             other => bail!("no client {other:?} in the reference topology"),
@@ -191,18 +175,7 @@ fn node_a() -> Result<(Netns, Netns)> {
     let node = Netns::new("fa-node")?;
     let lan = Netns::new("fa-lan")?;
     node.route_like_a_node()?;
-    node.ip(&[
-        "link",
-        "add",
-        "eth0",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        lan.name(),
-    ])?;
+    node.ip(&["link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", lan.name()])?;
     node.ip(&["addr", "add", &format!("{NODE_A_IP}/24"), "dev", "eth0"])?;
     node.ip(&["link", "set", "eth0", "up"])?;
     lan.ip(&["link", "set", "eth0", "up"])?;
@@ -214,18 +187,7 @@ fn node_a() -> Result<(Netns, Netns)> {
 fn external(node: &Netns) -> Result<Netns> {
     let ext = Netns::new("fa-ext")?;
     ext.exec("sysctl", &["-qw", "net.ipv4.ip_forward=0"])?;
-    node.ip(&[
-        "link",
-        "add",
-        "ext0",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        ext.name(),
-    ])?;
+    node.ip(&["link", "add", "ext0", "type", "veth", "peer", "name", "eth0", "netns", ext.name()])?;
     node.ip(&["addr", "add", &format!("{NODE_A_EXT0}/24"), "dev", "ext0"])?;
     node.ip(&["link", "set", "ext0", "up"])?;
     for ip in EXTERNAL_CLIENTS {
@@ -234,26 +196,8 @@ fn external(node: &Netns) -> Result<Netns> {
     ext.ip(&["link", "set", "eth0", "up"])?;
     let primary = EXTERNAL_CLIENTS[0].to_string();
     for net in EXTERNAL_ROUTES {
-        ext.ip(&[
-            "route",
-            "add",
-            &net.to_string(),
-            "via",
-            &NODE_A_EXT0.to_string(),
-            "src",
-            &primary,
-        ])?;
+        ext.ip(&["route", "add", &net.to_string(), "via", &NODE_A_EXT0.to_string(), "src", &primary])?;
     }
-    node.ip(&[
-        "route",
-        "add",
-        "default",
-        "via",
-        &primary,
-        "dev",
-        "ext0",
-        "src",
-        &NODE_A_IP.to_string(),
-    ])?;
+    node.ip(&["route", "add", "default", "via", &primary, "dev", "ext0", "src", &NODE_A_IP.to_string()])?;
     Ok(ext)
 }

@@ -33,8 +33,7 @@ pub fn snapshot() -> Snapshot {
     };
     for (port, endpoints) in services() {
         if !endpoints.is_empty() {
-            snap.endpoints
-                .insert(port.name.clone(), Arc::new(endpoints));
+            snap.endpoints.insert(port.name.clone(), Arc::new(endpoints));
         }
         snap.services.insert(port.name.clone(), Arc::new(port));
     }
@@ -43,11 +42,7 @@ pub fn snapshot() -> Snapshot {
 
 /// A TCP service port `ns/name:port_name` at `cluster_ip:port`.
 pub fn port(ns: &str, name: &str, port_name: &str, cluster_ip: &str, port: u16) -> ServicePort {
-    ServicePort::cluster_ip(
-        ServicePortName::new(ns, name, port_name, Protocol::Tcp),
-        ip(cluster_ip),
-        port,
-    )
+    ServicePort::cluster_ip(ServicePortName::new(ns, name, port_name, Protocol::Tcp), ip(cluster_ip), port)
 }
 
 /// Endpoints `ip@node[cond]` on port `target`: node `a` is local, `-` has
@@ -90,15 +85,8 @@ pub fn lb(mut p: ServicePort, ips: &[&str], health_check: Option<u16>) -> Servic
 pub fn services() -> Vec<(ServicePort, Vec<Endpoint>)> {
     let mut cart = port("storefront", "cart", "grpc", "10.96.10.20", 7000);
     cart.session_affinity_seconds = Some(600);
-    let mut frontend = lb(
-        nodeport(
-            port("storefront", "frontend", "https", "10.96.10.60", 443),
-            31443,
-            false,
-        ),
-        &["192.0.2.10", "192.0.2.11"],
-        None,
-    );
+    let mut frontend =
+        lb(nodeport(port("storefront", "frontend", "https", "10.96.10.60", 443), 31443, false), &["192.0.2.10", "192.0.2.11"], None);
     frontend.load_balancer_source_ranges = vec![net("172.20.0.0/28"), net("192.168.86.0/24")];
     let mut legacy = port("storefront", "legacy", "http", "10.96.10.80", 8000);
     legacy.external_ips = vec![ip("192.0.2.50")];
@@ -109,115 +97,33 @@ pub fn services() -> Vec<(ServicePort, Vec<Endpoint>)> {
     let mut dns = port("kube-system", "cluster-dns", "dns", "10.96.10.120", 53);
     dns.name.protocol = Protocol::Udp;
     vec![
+        (port("default", "kubernetes", "https", "10.96.0.1", 443), eps(6443, &["192.168.77.1@-"])),
+        (port("storefront", "web", "http", "10.96.10.10", 80), eps(8080, &["10.244.0.11@a", "10.244.1.11@b", "10.244.2.11@c"])),
+        (cart, eps(7000, &["10.244.0.12@a", "10.244.1.12@b", "10.244.2.12@c"])),
+        (nodeport(port("storefront", "catalog", "http", "10.96.10.30", 80), 30080, false), eps(8080, &["10.244.1.13@b", "10.244.2.13@c"])),
+        (nodeport(port("storefront", "checkout", "https", "10.96.10.40", 443), 30443, true), eps(8443, &["10.244.0.14@a", "10.244.1.14@b"])),
+        (nodeport(port("storefront", "inventory", "http", "10.96.10.51", 8080), 30808, true), eps(8080, &["10.244.1.15@b", "10.244.2.15@c"])),
         (
-            port("default", "kubernetes", "https", "10.96.0.1", 443),
-            eps(6443, &["192.168.77.1@-"]),
-        ),
-        (
-            port("storefront", "web", "http", "10.96.10.10", 80),
-            eps(8080, &["10.244.0.11@a", "10.244.1.11@b", "10.244.2.11@c"]),
-        ),
-        (
-            cart,
-            eps(7000, &["10.244.0.12@a", "10.244.1.12@b", "10.244.2.12@c"]),
-        ),
-        (
-            nodeport(
-                port("storefront", "catalog", "http", "10.96.10.30", 80),
-                30080,
-                false,
-            ),
-            eps(8080, &["10.244.1.13@b", "10.244.2.13@c"]),
-        ),
-        (
-            nodeport(
-                port("storefront", "checkout", "https", "10.96.10.40", 443),
-                30443,
-                true,
-            ),
-            eps(8443, &["10.244.0.14@a", "10.244.1.14@b"]),
-        ),
-        (
-            nodeport(
-                port("storefront", "inventory", "http", "10.96.10.51", 8080),
-                30808,
-                true,
-            ),
-            eps(8080, &["10.244.1.15@b", "10.244.2.15@c"]),
-        ),
-        (
-            lb(
-                nodeport(
-                    port("storefront", "search", "http", "10.96.10.52", 9200),
-                    31920,
-                    true,
-                ),
-                &["192.0.2.52"],
-                Some(32052),
-            ),
+            lb(nodeport(port("storefront", "search", "http", "10.96.10.52", 9200), 31920, true), &["192.0.2.52"], Some(32052)),
             eps(9200, &["10.244.1.16@b", "10.244.2.16@c"]),
         ),
         (frontend, eps(8443, &["10.244.0.17@a", "10.244.2.17@c"])),
         (
-            lb(
-                nodeport(
-                    port("storefront", "api", "http", "10.96.10.70", 80),
-                    30700,
-                    true,
-                ),
-                &["192.0.2.20"],
-                Some(32070),
-            ),
+            lb(nodeport(port("storefront", "api", "http", "10.96.10.70", 80), 30700, true), &["192.0.2.20"], Some(32070)),
             eps(8080, &["10.244.0.18@a", "10.244.0.19@a", "10.244.1.18@b"]),
         ),
         (legacy, eps(8000, &["10.244.1.20@b", "10.244.2.20@c"])),
-        (
-            nodeport(
-                port("storefront", "coming-soon", "http", "10.96.10.90", 80),
-                30090,
-                false,
-            ),
-            vec![],
-        ),
-        (
-            metrics,
-            eps(9100, &["10.244.0.22@a", "10.244.1.22@b", "10.244.2.22@c"]),
-        ),
+        (nodeport(port("storefront", "coming-soon", "http", "10.96.10.90", 80), 30090, false), vec![]),
+        (metrics, eps(9100, &["10.244.0.22@a", "10.244.1.22@b", "10.244.2.22@c"])),
         (audit, eps(8080, &["10.244.1.23@b", "10.244.2.23@c"])),
         (dns, eps(5353, &["10.244.0.24@a", "10.244.2.24@c"])),
+        (port("kube-system", "cluster-dns", "dns-tcp", "10.96.10.120", 53), eps(5353, &["10.244.0.24@a", "10.244.2.24@c"])),
+        (port("storefront", "shop", "http", "10.96.10.121", 80), eps(8080, &["10.244.1.25@b", "10.244.2.25@c"])),
+        (port("storefront", "shop", "https", "10.96.10.121", 443), eps(8443, &["10.244.1.25@b", "10.244.2.25@c"])),
+        (port("storefront", "old-release", "http", "10.96.10.130", 80), eps(8080, &["10.244.0.26@a~", "10.244.1.26@b~", "10.244.2.26@cx"])),
+        (port("storefront", "reviews", "http", "10.96.10.160", 80), eps(8080, &["10.244.0.28@a", "10.244.1.28@b!"])),
         (
-            port("kube-system", "cluster-dns", "dns-tcp", "10.96.10.120", 53),
-            eps(5353, &["10.244.0.24@a", "10.244.2.24@c"]),
-        ),
-        (
-            port("storefront", "shop", "http", "10.96.10.121", 80),
-            eps(8080, &["10.244.1.25@b", "10.244.2.25@c"]),
-        ),
-        (
-            port("storefront", "shop", "https", "10.96.10.121", 443),
-            eps(8443, &["10.244.1.25@b", "10.244.2.25@c"]),
-        ),
-        (
-            port("storefront", "old-release", "http", "10.96.10.130", 80),
-            eps(
-                8080,
-                &["10.244.0.26@a~", "10.244.1.26@b~", "10.244.2.26@cx"],
-            ),
-        ),
-        (
-            port("storefront", "reviews", "http", "10.96.10.160", 80),
-            eps(8080, &["10.244.0.28@a", "10.244.1.28@b!"]),
-        ),
-        (
-            lb(
-                nodeport(
-                    port("storefront", "gateway", "http", "10.96.10.170", 80),
-                    30170,
-                    true,
-                ),
-                &["192.0.2.30"],
-                Some(32170),
-            ),
+            lb(nodeport(port("storefront", "gateway", "http", "10.96.10.170", 80), 30170, true), &["192.0.2.30"], Some(32170)),
             eps(8080, &["10.244.0.29@a~", "10.244.2.29@c"]),
         ),
     ]

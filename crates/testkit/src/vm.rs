@@ -81,20 +81,10 @@ impl VmRun {
     /// printed `passed`.
     pub fn boot(self, passed: &str) -> String {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/ipvs-vm.sh");
-        assert!(
-            script.exists(),
-            "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository",
-            script.display()
-        );
-        let log =
-            std::env::temp_dir().join(format!("kprs-vm-{}-{}.log", self.test, std::process::id()));
+        assert!(script.exists(), "{} not found: the VM tests need scripts/ipvs-vm.sh of the repository", script.display());
+        let log = std::env::temp_dir().join(format!("kprs-vm-{}-{}.log", self.test, std::process::id()));
         let mut cmd = Command::new("bash");
-        cmd.arg(&script).args([
-            "-q",
-            "--no-selftest",
-            "--timeout",
-            &self.timeout_secs.to_string(),
-        ]);
+        cmd.arg(&script).args(["-q", "--no-selftest", "--timeout", &self.timeout_secs.to_string()]);
         if let Some(cpus) = &self.cpus {
             cmd.args(["--smp", cpus]);
         }
@@ -111,17 +101,10 @@ impl VmRun {
         };
         cmd.args(["--exact", &self.test, "--nocapture", "--test-threads=1"]);
         let started = Instant::now();
-        let out = cmd
-            .env("IPVS_VM_KEEP_LOG", &log)
-            .output()
-            .expect("run ipvs-vm.sh");
+        let out = cmd.env("IPVS_VM_KEEP_LOG", &log).output().expect("run ipvs-vm.sh");
         let console = std::fs::read_to_string(&log).unwrap_or_default();
         let _ = std::fs::remove_file(&log);
-        println!(
-            "ipvs-vm.sh ({}) finished in {:.1} s",
-            self.what,
-            started.elapsed().as_secs_f64()
-        );
+        println!("ipvs-vm.sh ({}) finished in {:.1} s", self.what, started.elapsed().as_secs_f64());
         assert!(
             out.status.success() && console.contains(passed),
             "{} failed in the VM ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{console}",

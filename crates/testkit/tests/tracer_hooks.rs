@@ -21,11 +21,7 @@ fn node() -> TraceContext {
 }
 
 fn outcomes(text: &str, packet: &Packet) -> BTreeSet<Outcome> {
-    parse_rules(text)
-        .unwrap()
-        .trace(&node(), packet)
-        .unwrap()
-        .outcomes
+    parse_rules(text).unwrap().trace(&node(), packet).unwrap().outcomes
 }
 
 const DNAT_SERVICE: &str = "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n\
@@ -36,52 +32,28 @@ const DNAT_SERVICE: &str = "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]
 fn no_rules_at_all_accepts_unchanged_or_delivers_locally() {
     let away = Packet::inbound(Protocol::Tcp, ip("10.1.2.3"), addr("172.30.0.1:80"));
     let here = Packet::inbound(Protocol::Tcp, ip("10.1.2.3"), addr("192.168.0.2:22"));
-    assert_eq!(
-        outcomes("", &away),
-        BTreeSet::from([Outcome::Accept { masquerade: false }])
-    );
+    assert_eq!(outcomes("", &away), BTreeSet::from([Outcome::Accept { masquerade: false }]));
     assert_eq!(outcomes("", &here), BTreeSet::from([Outcome::Local]));
     let local_away = Packet::local(Protocol::Udp, ip("192.168.0.2"), addr("8.8.8.8:53"));
-    assert_eq!(
-        outcomes("", &local_away),
-        BTreeSet::from([Outcome::Accept { masquerade: false }])
-    );
+    assert_eq!(outcomes("", &local_away), BTreeSet::from([Outcome::Accept { masquerade: false }]));
     let local_here = Packet::local(Protocol::Tcp, ip("127.0.0.1"), addr("127.0.0.1:10256"));
     assert_eq!(outcomes("", &local_here), BTreeSet::from([Outcome::Local]));
 }
 
 #[test]
 fn forward_filter_sees_the_dnated_destination() {
-    let drop_original = format!(
-        "{DNAT_SERVICE}*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -d 172.30.0.1/32 -j DROP\nCOMMIT\n"
-    );
-    let drop_endpoint = format!(
-        "{DNAT_SERVICE}*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -d 10.0.0.1/32 -p tcp --dport 8080 -j DROP\nCOMMIT\n"
-    );
+    let drop_original = format!("{DNAT_SERVICE}*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -d 172.30.0.1/32 -j DROP\nCOMMIT\n");
+    let drop_endpoint = format!("{DNAT_SERVICE}*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -d 10.0.0.1/32 -p tcp --dport 8080 -j DROP\nCOMMIT\n");
     let packet = Packet::inbound(Protocol::Tcp, ip("10.1.2.3"), addr("172.30.0.1:80"));
-    assert_eq!(
-        outcomes(&drop_original, &packet),
-        BTreeSet::from([Outcome::Dnat {
-            to: addr("10.0.0.1:8080"),
-            masquerade: false
-        }])
-    );
-    assert_eq!(
-        outcomes(&drop_endpoint, &packet),
-        BTreeSet::from([Outcome::Drop])
-    );
+    assert_eq!(outcomes(&drop_original, &packet), BTreeSet::from([Outcome::Dnat { to: addr("10.0.0.1:8080"), masquerade: false }]));
+    assert_eq!(outcomes(&drop_endpoint, &packet), BTreeSet::from([Outcome::Drop]));
 }
 
 #[test]
 fn output_filter_sees_the_dnated_destination() {
-    let drop_endpoint = format!(
-        "{DNAT_SERVICE}*filter\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -d 10.0.0.1/32 -j REJECT\nCOMMIT\n"
-    );
+    let drop_endpoint = format!("{DNAT_SERVICE}*filter\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -d 10.0.0.1/32 -j REJECT\nCOMMIT\n");
     let packet = Packet::local(Protocol::Tcp, ip("192.168.0.2"), addr("172.30.0.1:80"));
-    assert_eq!(
-        outcomes(&drop_endpoint, &packet),
-        BTreeSet::from([Outcome::Reject])
-    );
+    assert_eq!(outcomes(&drop_endpoint, &packet), BTreeSet::from([Outcome::Reject]));
 }
 
 #[test]
@@ -90,14 +62,8 @@ fn inbound_to_a_local_address_goes_through_input_not_forward() {
         -A INPUT -m addrtype --dst-type LOCAL -p tcp --dport 30090 -j REJECT\n-A FORWARD -j DROP\nCOMMIT\n";
     let to_node_port = Packet::inbound(Protocol::Tcp, ip("172.20.0.10"), addr("192.168.0.2:30090"));
     let to_elsewhere = Packet::inbound(Protocol::Tcp, ip("172.20.0.10"), addr("172.30.0.1:30090"));
-    assert_eq!(
-        outcomes(text, &to_node_port),
-        BTreeSet::from([Outcome::Reject])
-    );
-    assert_eq!(
-        outcomes(text, &to_elsewhere),
-        BTreeSet::from([Outcome::Drop])
-    );
+    assert_eq!(outcomes(text, &to_node_port), BTreeSet::from([Outcome::Reject]));
+    assert_eq!(outcomes(text, &to_elsewhere), BTreeSet::from([Outcome::Drop]));
 }
 
 #[test]
@@ -116,13 +82,7 @@ fn looped_packet_is_not_nated_twice() {
     let local = Packet::local(Protocol::Tcp, ip("192.168.0.2"), addr("192.168.0.2:80"));
     assert_eq!(outcomes(text, &local), BTreeSet::from([Outcome::Local]));
     let inbound = Packet::inbound(Protocol::Tcp, ip("172.20.0.10"), addr("192.168.0.2:80"));
-    assert_eq!(
-        outcomes(text, &inbound),
-        BTreeSet::from([Outcome::Dnat {
-            to: addr("10.0.0.1:80"),
-            masquerade: false
-        }])
-    );
+    assert_eq!(outcomes(text, &inbound), BTreeSet::from([Outcome::Dnat { to: addr("10.0.0.1:80"), masquerade: false }]));
 }
 
 #[test]
@@ -131,20 +91,12 @@ fn tables_run_in_kernel_order_within_a_hook() {
     let text = "*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j MARK --set-xmark 0x1/0x1\nCOMMIT\n\
         *nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m mark --mark 0x1/0x1 -j DNAT --to-destination 10.0.0.1:80\nCOMMIT\n";
     let packet = Packet::inbound(Protocol::Tcp, ip("10.1.2.3"), addr("172.30.0.1:80"));
-    assert_eq!(
-        outcomes(text, &packet),
-        BTreeSet::from([Outcome::Dnat {
-            to: addr("10.0.0.1:80"),
-            masquerade: false
-        }])
-    );
+    assert_eq!(outcomes(text, &packet), BTreeSet::from([Outcome::Dnat { to: addr("10.0.0.1:80"), masquerade: false }]));
 }
 
 #[test]
 fn paths_record_the_rules_and_route_taken() {
-    let text = format!(
-        "{DNAT_SERVICE}*filter\n:FORWARD DROP [0:0]\n-A FORWARD -d 10.0.0.0/8 -j ACCEPT\nCOMMIT\n"
-    );
+    let text = format!("{DNAT_SERVICE}*filter\n:FORWARD DROP [0:0]\n-A FORWARD -d 10.0.0.0/8 -j ACCEPT\nCOMMIT\n");
     let packet = Packet::inbound(Protocol::Tcp, ip("10.1.2.3"), addr("172.30.0.1:80"));
     let verdict = parse_rules(&text).unwrap().trace(&node(), &packet).unwrap();
     let steps: Vec<String> = verdict.paths[0].steps.iter().map(Step::to_string).collect();
@@ -166,17 +118,9 @@ fn each_branch_is_a_separate_path_with_its_assumption() {
         -A PREROUTING -j DNAT --to-destination 10.0.0.2:80\nCOMMIT\n";
     let packet = Packet::inbound(Protocol::Tcp, ip("10.1.2.3"), addr("172.30.0.1:80"));
     let verdict = parse_rules(text).unwrap().trace(&node(), &packet).unwrap();
-    assert_eq!(
-        verdict.dnat_targets(),
-        BTreeSet::from([addr("10.0.0.1:80"), addr("10.0.0.2:80")])
-    );
+    assert_eq!(verdict.dnat_targets(), BTreeSet::from([addr("10.0.0.1:80"), addr("10.0.0.2:80")]));
     assert_eq!(verdict.paths.len(), 2);
-    let to_second = Outcome::Dnat {
-        to: addr("10.0.0.2:80"),
-        masquerade: false,
-    };
+    let to_second = Outcome::Dnat { to: addr("10.0.0.2:80"), masquerade: false };
     let path = verdict.paths_to(&to_second).next().unwrap();
-    assert!(
-        matches!(&path.steps[0], Step::NotTaken { assumed, .. } if assumed[0].contains("statistic random 0.5"))
-    );
+    assert!(matches!(&path.steps[0], Step::NotTaken { assumed, .. } if assumed[0].contains("statistic random 0.5")));
 }

@@ -7,16 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ipnet::IpNet;
+use plan::Options;
 use iptables::Ruleset;
 use iptables::render::{RenderOptions, consistency_problems, render};
-use plan::Options;
+use ipnet::IpNet;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use testkit::flows::{self, POD_CIDR};
-use testkit::tracer::{
-    Match, Outcome, Packet, Protocol, Rules, Side, Target, describe_outcomes, parse_rules, trace,
-};
+use testkit::tracer::{Match, Outcome, Packet, Protocol, Rules, Side, Target, describe_outcomes, parse_rules, trace};
 use tracker::Tracker;
 
 /// The reference cluster rendered for node-a with the corpus's
@@ -27,10 +25,7 @@ fn our_ruleset() -> Ruleset {
     let mut tracker = Tracker::new("node-a");
     tracker.replace_all(&parsed.objects);
     let (snapshot, _) = tracker.snapshot();
-    let opts = RenderOptions {
-        common: Options::with_cluster_cidr(IpNet::V4(POD_CIDR)),
-        ..RenderOptions::default()
-    };
+    let opts = RenderOptions { common: Options::with_cluster_cidr(IpNet::V4(POD_CIDR)), ..RenderOptions::default() };
     let ruleset = render(&snapshot, &opts).ruleset;
     let problems = consistency_problems(&ruleset);
     assert!(problems.is_empty(), "{problems:?}");
@@ -44,11 +39,7 @@ fn restore_text(ruleset: &Ruleset) -> String {
     let mut text = ruleset.to_restore();
     for jump in &ruleset.builtin_jumps {
         let command = if jump.prepend { "-I" } else { "-A" };
-        text.push_str(&format!(
-            "*{}\n{command} {}\nCOMMIT\n",
-            jump.table,
-            jump.rule_line()
-        ));
+        text.push_str(&format!("*{}\n{command} {}\nCOMMIT\n", jump.table, jump.rule_line()));
     }
     text
 }
@@ -73,31 +64,17 @@ fn every_reference_flow_gets_upstreams_verdict_through_our_rules() {
             let verdict = trace(&rules, &ctx, &case.packet()).unwrap();
             let expected = case.expected_outcomes();
             (verdict.outcomes != expected).then(|| {
-                format!(
-                    "{}\n  expected {}\n  traced   {}",
-                    case.label(),
-                    describe_outcomes(&expected),
-                    verdict.describe()
-                )
+                format!("{}\n  expected {}\n  traced   {}", case.label(), describe_outcomes(&expected), verdict.describe())
             })
         })
         .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} flows differ:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {} flows differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
 /// Every /32 destination, destination port and node-a endpoint address
 /// upstream's rules mention, plus node-a's own addresses.
 fn grid_axes(upstream: &Rules) -> (BTreeSet<IpAddr>, BTreeSet<u16>, BTreeSet<IpAddr>) {
-    let mut destinations: BTreeSet<IpAddr> = flows::NODE_A_ADDRESSES
-        .iter()
-        .map(|a| IpAddr::V4(*a))
-        .collect();
+    let mut destinations: BTreeSet<IpAddr> = flows::NODE_A_ADDRESSES.iter().map(|a| IpAddr::V4(*a)).collect();
     let mut ports = BTreeSet::new();
     let mut local_endpoints = BTreeSet::new();
     let node_a_pods: IpNet = "10.244.0.0/24".parse().unwrap();
@@ -108,11 +85,7 @@ fn grid_axes(upstream: &Rules) -> (BTreeSet<IpAddr>, BTreeSet<u16>, BTreeSet<IpA
                     Match::Destination { net, .. } if net.prefix_len() == 32 => {
                         destinations.insert(net.addr());
                     }
-                    Match::Port {
-                        side: Side::Dst,
-                        first,
-                        ..
-                    } => {
+                    Match::Port { side: Side::Dst, first, .. } => {
                         ports.extend([*first, first.wrapping_add(1)]);
                     }
                     _ => {}
@@ -148,20 +121,9 @@ fn our_rules_behave_like_upstreams_on_a_packet_grid() {
             for port in &ports {
                 for protocol in [Protocol::Tcp, Protocol::Udp] {
                     let to = SocketAddr::new(*destination, *port);
-                    let source = if local && destination.is_loopback() {
-                        "127.0.0.1".parse().unwrap()
-                    } else {
-                        source
-                    };
-                    let packet = if local {
-                        Packet::local(protocol, source, to)
-                    } else {
-                        Packet::inbound(protocol, source, to)
-                    };
-                    let (a, b) = (
-                        trace(&ours, &ctx, &packet).unwrap(),
-                        trace(&upstream, &ctx, &packet).unwrap(),
-                    );
+                    let source = if local && destination.is_loopback() { "127.0.0.1".parse().unwrap() } else { source };
+                    let packet = if local { Packet::local(protocol, source, to) } else { Packet::inbound(protocol, source, to) };
+                    let (a, b) = (trace(&ours, &ctx, &packet).unwrap(), trace(&upstream, &ctx, &packet).unwrap());
                     traced += 1;
                     for outcome in &b.outcomes {
                         *kinds.entry(outcome_kind(outcome)).or_default() += 1;
@@ -180,27 +142,15 @@ fn our_rules_behave_like_upstreams_on_a_packet_grid() {
     println!("{traced} packets; upstream outcomes by kind: {kinds:?}");
     assert!(traced > 5000, "only {traced} packets");
     for kind in ["dnat", "dnat+masq", "accept", "local", "drop", "reject"] {
-        assert!(
-            kinds.get(kind).copied().unwrap_or(0) > 0,
-            "the grid never reaches {kind}: {kinds:?}"
-        );
+        assert!(kinds.get(kind).copied().unwrap_or(0) > 0, "the grid never reaches {kind}: {kinds:?}");
     }
-    assert!(
-        differences.is_empty(),
-        "{} of {traced} packets differ:\n{}",
-        differences.len(),
-        differences.join("\n")
-    );
+    assert!(differences.is_empty(), "{} of {traced} packets differ:\n{}", differences.len(), differences.join("\n"));
 }
 
 fn outcome_kind(outcome: &Outcome) -> &'static str {
     match outcome {
-        Outcome::Dnat {
-            masquerade: false, ..
-        } => "dnat",
-        Outcome::Dnat {
-            masquerade: true, ..
-        } => "dnat+masq",
+        Outcome::Dnat { masquerade: false, .. } => "dnat",
+        Outcome::Dnat { masquerade: true, .. } => "dnat+masq",
         Outcome::Accept { .. } => "accept",
         Outcome::Local => "local",
         Outcome::Drop => "drop",

@@ -15,11 +15,7 @@ fn reads_tables_chains_policies_and_rules() {
     assert_eq!(input.rules[0].spec, "-j KUBE-X", "counters stripped");
     assert_eq!(input.rules[0].line, 6);
     assert_eq!(rules.chain("filter", "KUBE-X").unwrap().policy, None);
-    assert_eq!(
-        rules.chain("filter", "OUTPUT").unwrap().policy,
-        Some(Policy::Accept),
-        "built-ins exist undeclared"
-    );
+    assert_eq!(rules.chain("filter", "OUTPUT").unwrap().policy, Some(Policy::Accept), "built-ins exist undeclared");
     assert_eq!(rules.rule_count("filter"), 2);
     assert!(rules.table("nat").is_none());
 }
@@ -32,11 +28,7 @@ fn later_blocks_merge_like_noflush_restore() {
     let a = rules.chain("nat", "KUBE-A").unwrap();
     assert_eq!(a.rules.len(), 1, "redeclaring a user chain flushes it");
     assert_eq!(a.rules[0].spec, "-s 10.0.0.0/8 -j KUBE-B");
-    assert_eq!(
-        rules.chain("nat", "PREROUTING").unwrap().rules.len(),
-        1,
-        "built-in chains keep their rules"
-    );
+    assert_eq!(rules.chain("nat", "PREROUTING").unwrap().rules.len(), 1, "built-in chains keep their rules");
     assert_eq!(rules.chain("nat", "KUBE-B").unwrap().rules.len(), 1);
 }
 
@@ -45,27 +37,11 @@ fn insert_new_delete_flush_and_policy_commands() {
     let text = "*filter\n-N KUBE-A\n-A INPUT -s 10.0.0.1 -j ACCEPT\n-I INPUT -s 10.0.0.2 -j ACCEPT\n-I INPUT 2 -s 10.0.0.3 -j ACCEPT\n\
         -A KUBE-A -j DROP\n-P FORWARD DROP\n-N KUBE-B\n-X KUBE-B\n-F KUBE-A\nCOMMIT\n";
     let rules = parse_rules(text).unwrap();
-    let specs: Vec<&str> = rules
-        .chain("filter", "INPUT")
-        .unwrap()
-        .rules
-        .iter()
-        .map(|r| r.spec.as_str())
-        .collect();
-    assert_eq!(
-        specs,
-        [
-            "-s 10.0.0.2 -j ACCEPT",
-            "-s 10.0.0.3 -j ACCEPT",
-            "-s 10.0.0.1 -j ACCEPT"
-        ]
-    );
+    let specs: Vec<&str> = rules.chain("filter", "INPUT").unwrap().rules.iter().map(|r| r.spec.as_str()).collect();
+    assert_eq!(specs, ["-s 10.0.0.2 -j ACCEPT", "-s 10.0.0.3 -j ACCEPT", "-s 10.0.0.1 -j ACCEPT"]);
     assert!(rules.chain("filter", "KUBE-A").unwrap().rules.is_empty());
     assert!(rules.chain("filter", "KUBE-B").is_none());
-    assert_eq!(
-        rules.chain("filter", "FORWARD").unwrap().policy,
-        Some(Policy::Drop)
-    );
+    assert_eq!(rules.chain("filter", "FORWARD").unwrap().policy, Some(Policy::Drop));
 }
 
 #[test]
@@ -86,49 +62,23 @@ fn error(text: &str) -> TraceError {
 
 #[test]
 fn unknown_matches_and_options_are_errors_naming_the_rule() {
-    let err =
-        error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m frobnicate --zap eth0 -j DROP\nCOMMIT\n");
-    assert!(
-        matches!(err, TraceError::UnknownMatch { line: 3, ref module, .. } if module == "frobnicate"),
-        "{err}"
-    );
-    assert!(
-        err.to_string()
-            .contains("-A INPUT -m frobnicate --zap eth0 -j DROP"),
-        "{err}"
-    );
+    let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m frobnicate --zap eth0 -j DROP\nCOMMIT\n");
+    assert!(matches!(err, TraceError::UnknownMatch { line: 3, ref module, .. } if module == "frobnicate"), "{err}");
+    assert!(err.to_string().contains("-A INPUT -m frobnicate --zap eth0 -j DROP"), "{err}");
     // physdev is known for IPVS mode's `! --physdev-is-in`, not for names.
-    let err = error(
-        "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m physdev --physdev-in eth0 -j DROP\nCOMMIT\n",
-    );
-    assert!(
-        matches!(err, TraceError::UnsupportedOption { ref option, .. } if option == "--physdev-in"),
-        "{err}"
-    );
-    let err = error(
-        "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp -m tcp --tcp-flags SYN SYN -j DROP\nCOMMIT\n",
-    );
-    assert!(
-        matches!(err, TraceError::UnsupportedOption { ref option, .. } if option == "--tcp-flags"),
-        "{err}"
-    );
-    let err = error(
-        "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m addrtype --dst-type BLACKHOLE -j DROP\nCOMMIT\n",
-    );
+    let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m physdev --physdev-in eth0 -j DROP\nCOMMIT\n");
+    assert!(matches!(err, TraceError::UnsupportedOption { ref option, .. } if option == "--physdev-in"), "{err}");
+    let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp -m tcp --tcp-flags SYN SYN -j DROP\nCOMMIT\n");
+    assert!(matches!(err, TraceError::UnsupportedOption { ref option, .. } if option == "--tcp-flags"), "{err}");
+    let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m addrtype --dst-type BLACKHOLE -j DROP\nCOMMIT\n");
     assert!(matches!(err, TraceError::BadValue { .. }), "{err}");
     let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --dport http -j DROP\nCOMMIT\n");
     assert!(matches!(err, TraceError::BadValue { .. }), "{err}");
-    let err = error(
-        "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m conntrack --ctstatus CONFIRMED -j DROP\nCOMMIT\n",
-    );
+    let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m conntrack --ctstatus CONFIRMED -j DROP\nCOMMIT\n");
     assert!(matches!(err, TraceError::UnsupportedOption { .. }), "{err}");
-    let err = error(
-        "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m statistic --mode random -j DROP\nCOMMIT\n",
-    );
+    let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m statistic --mode random -j DROP\nCOMMIT\n");
     assert!(matches!(err, TraceError::BadValue { .. }), "{err}");
-    let err = error(
-        "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m comment --comment \"open -j DROP\nCOMMIT\n",
-    );
+    let err = error("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m comment --comment \"open -j DROP\nCOMMIT\n");
     assert!(matches!(err, TraceError::Syntax { line: 3, .. }), "{err}");
 }
 
@@ -150,8 +100,5 @@ fn malformed_files_are_errors_with_the_line() {
         }
     }
     let err = error("*filter\n-A KUBE-UNDECLARED -j ACCEPT\nCOMMIT\n");
-    assert!(
-        matches!(err, TraceError::UndeclaredChain { line: 2, ref chain, .. } if chain == "KUBE-UNDECLARED"),
-        "{err}"
-    );
+    assert!(matches!(err, TraceError::UndeclaredChain { line: 2, ref chain, .. } if chain == "KUBE-UNDECLARED"), "{err}");
 }

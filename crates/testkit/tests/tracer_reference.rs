@@ -30,12 +30,7 @@ fn mismatches(rules: &Rules, cases: &[FlowCase]) -> Vec<String> {
             let verdict = trace(rules, &ctx, &case.packet()).unwrap();
             let expected = case.expected_outcomes();
             (verdict.outcomes != expected).then(|| {
-                format!(
-                    "{}\n  expected {}\n  traced   {}",
-                    case.label(),
-                    describe_outcomes(&expected),
-                    verdict.describe()
-                )
+                format!("{}\n  expected {}\n  traced   {}", case.label(), describe_outcomes(&expected), verdict.describe())
             })
         })
         .collect()
@@ -46,13 +41,7 @@ fn every_reference_flow_gets_upstreams_verdict() {
     let cases = cases();
     assert_eq!(cases.len(), 64, "flows.json has 64 flows");
     let failures = mismatches(&upstream_rules(), &cases);
-    assert!(
-        failures.is_empty(),
-        "{} of {} flows differ:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {} flows differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
 #[test]
@@ -73,33 +62,18 @@ fn every_rule_the_kernel_counted_is_on_a_traced_path() {
         // RETURN also counts node-a's own new connections (kube-proxy to
         // the apiserver): F24 shows it once while its 6 SYNs were dropped
         // in FORWARD. (The converse test below still checks it.)
-        let later_packets_only =
-            |hit: &&RuleHit| hit.rule.contains("--ctstate RELATED,ESTABLISHED -j ACCEPT");
-        let background_too =
-            |hit: &&RuleHit| hit.chain == "KUBE-POSTROUTING" && hit.rule.ends_with("-j RETURN");
-        let first_packet_hits = case
-            .rule_hits
-            .iter()
-            .filter(|hit| !later_packets_only(hit) && !background_too(hit));
+        let later_packets_only = |hit: &&RuleHit| hit.rule.contains("--ctstate RELATED,ESTABLISHED -j ACCEPT");
+        let background_too = |hit: &&RuleHit| hit.chain == "KUBE-POSTROUTING" && hit.rule.ends_with("-j RETURN");
+        let first_packet_hits = case.rule_hits.iter().filter(|hit| !later_packets_only(hit) && !background_too(hit));
         for hit in first_packet_hits {
             checked += 1;
             if !traced.contains(&(hit.table.clone(), hit.chain.clone(), normalize(&hit.rule))) {
-                missing.push(format!(
-                    "{}: {} {} {}",
-                    case.label(),
-                    hit.table,
-                    hit.chain,
-                    hit.rule
-                ));
+                missing.push(format!("{}: {} {} {}", case.label(), hit.table, hit.chain, hit.rule));
             }
         }
     }
     assert!(checked > 300, "only {checked} counted rules");
-    assert!(
-        missing.is_empty(),
-        "counted by the kernel but not traced:\n{}",
-        missing.join("\n")
-    );
+    assert!(missing.is_empty(), "counted by the kernel but not traced:\n{}", missing.join("\n"));
 }
 
 #[test]
@@ -107,15 +81,9 @@ fn traced_kube_rules_of_non_sticky_flows_were_all_counted() {
     let rules = upstream_rules();
     let ctx = flows::node_a();
     let mut extra = Vec::new();
-    for case in cases()
-        .iter()
-        .filter(|c| !matches!(c.expected, Expected::Dnat { sticky: true, .. }))
-    {
-        let counted: BTreeSet<(String, String, String)> = case
-            .rule_hits
-            .iter()
-            .map(|h| (h.table.clone(), h.chain.clone(), normalize(&h.rule)))
-            .collect();
+    for case in cases().iter().filter(|c| !matches!(c.expected, Expected::Dnat { sticky: true, .. })) {
+        let counted: BTreeSet<(String, String, String)> =
+            case.rule_hits.iter().map(|h| (h.table.clone(), h.chain.clone(), normalize(&h.rule))).collect();
         let verdict = trace(&rules, &ctx, &case.packet()).unwrap();
         for (table, chain, spec) in verdict.matched_rules() {
             let key = (table, chain, normalize(&spec));
@@ -124,11 +92,7 @@ fn traced_kube_rules_of_non_sticky_flows_were_all_counted() {
             }
         }
     }
-    assert!(
-        extra.is_empty(),
-        "traced but never counted by the kernel:\n{}",
-        extra.join("\n")
-    );
+    assert!(extra.is_empty(), "traced but never counted by the kernel:\n{}", extra.join("\n"));
 }
 
 #[test]
@@ -137,33 +101,15 @@ fn flow_table_agrees_with_what_the_probes_saw() {
         let seen = &case.observed;
         let source = case.source();
         match &case.expected {
-            Expected::Dnat {
-                endpoints,
-                masquerade,
-                sticky,
-            } => {
+            Expected::Dnat { endpoints, masquerade, sticky } => {
                 let answered: BTreeSet<_> = seen.answered.keys().copied().collect();
-                assert!(
-                    seen.failures.is_empty(),
-                    "{}: failures {:?}",
-                    case.label(),
-                    seen.failures
-                );
+                assert!(seen.failures.is_empty(), "{}: failures {:?}", case.label(), seen.failures);
                 if seen.connected_only > 0 {
-                    assert!(
-                        answered.is_empty() && endpoints.len() == 1,
-                        "{}",
-                        case.label()
-                    );
+                    assert!(answered.is_empty() && endpoints.len() == 1, "{}", case.label());
                     continue;
                 }
                 if *sticky {
-                    assert_eq!(
-                        answered.len(),
-                        1,
-                        "{}: sticky flow answered by {answered:?}",
-                        case.label()
-                    );
+                    assert_eq!(answered.len(), 1, "{}: sticky flow answered by {answered:?}", case.label());
                     assert!(answered.is_subset(endpoints), "{}", case.label());
                 } else {
                     assert_eq!(&answered, endpoints, "{}", case.label());
@@ -175,33 +121,16 @@ fn flow_table_agrees_with_what_the_probes_saw() {
                         Masquerade::OnlyHairpin => ep.ip() == source,
                     };
                     let saw_client = peers.contains(&source);
-                    assert_eq!(
-                        saw_client,
-                        !masqueraded,
-                        "{}: {ep} saw {peers:?}",
-                        case.label()
-                    );
+                    assert_eq!(saw_client, !masqueraded, "{}: {ep} saw {peers:?}", case.label());
                 }
             }
             Expected::Drop | Expected::NoRule => {
-                assert_eq!(
-                    seen.failures.keys().collect::<Vec<_>>(),
-                    ["timeout"],
-                    "{}",
-                    case.label()
-                );
+                assert_eq!(seen.failures.keys().collect::<Vec<_>>(), ["timeout"], "{}", case.label());
             }
             Expected::Reject => {
-                assert_eq!(
-                    seen.failures.keys().collect::<Vec<_>>(),
-                    ["ECONNREFUSED"],
-                    "{}",
-                    case.label()
-                );
+                assert_eq!(seen.failures.keys().collect::<Vec<_>>(), ["ECONNREFUSED"], "{}", case.label());
             }
-            Expected::DeliveredLocally => {
-                panic!("{}: iptables mode delivered locally", case.label())
-            }
+            Expected::DeliveredLocally => panic!("{}: iptables mode delivered locally", case.label()),
         }
     }
 }
@@ -215,30 +144,11 @@ fn flow_table_covers_every_kind_of_source_and_verdict() {
     assert!(has(&|c| matches!(c.from, FlowSource::External(_))));
     assert!(has(&|c| matches!(c.from, FlowSource::Endpoint(_))));
     assert!(has(&|c| c.destination.ip().is_loopback()));
-    for outcome in [
-        Outcome::Drop,
-        Outcome::Reject,
-        Outcome::Accept { masquerade: false },
-    ] {
-        assert!(
-            has(&|c| c.expected_outcomes().contains(&outcome)),
-            "no flow expects {outcome}"
-        );
+    for outcome in [Outcome::Drop, Outcome::Reject, Outcome::Accept { masquerade: false }] {
+        assert!(has(&|c| c.expected_outcomes().contains(&outcome)), "no flow expects {outcome}");
     }
-    assert!(has(&|c| c.expected_outcomes().iter().any(|o| matches!(
-        o,
-        Outcome::Dnat {
-            masquerade: true,
-            ..
-        }
-    ))));
-    assert!(has(&|c| c.expected_outcomes().iter().any(|o| matches!(
-        o,
-        Outcome::Dnat {
-            masquerade: false,
-            ..
-        }
-    ))));
+    assert!(has(&|c| c.expected_outcomes().iter().any(|o| matches!(o, Outcome::Dnat { masquerade: true, .. }))));
+    assert!(has(&|c| c.expected_outcomes().iter().any(|o| matches!(o, Outcome::Dnat { masquerade: false, .. }))));
 }
 
 /// The tracer notices when a rule that matters is missing: each mutation
@@ -249,17 +159,11 @@ fn removing_a_rule_changes_the_flows_that_depend_on_it() {
     let cases = cases();
     let failing_ids = |mutated: &str| -> BTreeSet<String> {
         let rules = parse_rules(mutated).unwrap();
-        mismatches(&rules, &cases)
-            .iter()
-            .map(|m| m[..3].to_string())
-            .collect()
+        mismatches(&rules, &cases).iter().map(|m| m[..3].to_string()).collect()
     };
     let without = |needle: &str| -> String {
         let kept: Vec<&str> = text.lines().filter(|line| !line.contains(needle)).collect();
-        assert!(
-            kept.len() < text.lines().count(),
-            "no line contains {needle}"
-        );
+        assert!(kept.len() < text.lines().count(), "no line contains {needle}");
         kept.join("\n")
     };
     // Hairpin masquerade of storefront/web's node-a endpoint.
@@ -267,25 +171,13 @@ fn removing_a_rule_changes_the_flows_that_depend_on_it() {
     assert_eq!(ids, BTreeSet::from(["F04".to_string()]));
     // loadBalancerSourceRanges enforcement: the filter drop after the nat
     // FW chain fell through.
-    let ids = failing_ids(&without(
-        "traffic not accepted by KUBE-FW-FTXS5K5EWXMOMKR3\" -m tcp --dport 443 -j DROP",
-    ));
+    let ids = failing_ids(&without("traffic not accepted by KUBE-FW-FTXS5K5EWXMOMKR3\" -m tcp --dport 443 -j DROP"));
     assert_eq!(ids, BTreeSet::from(["F31".to_string(), "F33".to_string()]));
     // The masquerade itself: nothing is masqueraded any more.
     let ids = failing_ids(&without("-j MASQUERADE --random-fully"));
     let masqueraded: BTreeSet<String> = cases
         .iter()
-        .filter(|c| {
-            c.expected_outcomes().iter().any(|o| {
-                matches!(
-                    o,
-                    Outcome::Dnat {
-                        masquerade: true,
-                        ..
-                    }
-                )
-            })
-        })
+        .filter(|c| c.expected_outcomes().iter().any(|o| matches!(o, Outcome::Dnat { masquerade: true, .. })))
         .map(|c| c.id.clone())
         .collect();
     assert!(masqueraded.len() > 20);
@@ -297,24 +189,10 @@ fn nftables_flow_table_loads_with_its_own_verdict_kinds() {
     let cases = flows::nftables_flows().unwrap();
     assert_eq!(cases.len(), 64);
     let by_id = |id: &str| cases.iter().find(|c| c.id == id).unwrap();
-    assert_eq!(
-        by_id("F05").expected,
-        Expected::Reject,
-        "nftables rejects unknown ClusterIP ports"
-    );
-    assert_eq!(
-        by_id("F10").expected,
-        Expected::DeliveredLocally,
-        "nftables nodeports answer on the primary IP only"
-    );
-    assert_eq!(
-        by_id("F10").expected_outcomes(),
-        BTreeSet::from([Outcome::Local])
-    );
-    assert!(
-        cases.iter().all(|c| c.rule_hits.is_empty()),
-        "nftables flows carry nft traces, not iptables counters"
-    );
+    assert_eq!(by_id("F05").expected, Expected::Reject, "nftables rejects unknown ClusterIP ports");
+    assert_eq!(by_id("F10").expected, Expected::DeliveredLocally, "nftables nodeports answer on the primary IP only");
+    assert_eq!(by_id("F10").expected_outcomes(), BTreeSet::from([Outcome::Local]));
+    assert!(cases.iter().all(|c| c.rule_hits.is_empty()), "nftables flows carry nft traces, not iptables counters");
 }
 
 #[test]
@@ -325,14 +203,8 @@ fn tracing_the_whole_table_is_fast() {
     let rules = parse_rules(&text).unwrap();
     let parsed = start.elapsed();
     let ctx = flows::node_a();
-    let paths: usize = cases
-        .iter()
-        .map(|c| trace(&rules, &ctx, &c.packet()).unwrap().paths.len())
-        .sum();
+    let paths: usize = cases.iter().map(|c| trace(&rules, &ctx, &c.packet()).unwrap().paths.len()).sum();
     let total = start.elapsed();
-    println!(
-        "parse {parsed:?}, parse + {} flows ({paths} paths) {total:?}",
-        cases.len()
-    );
+    println!("parse {parsed:?}, parse + {} flows ({paths} paths) {total:?}", cases.len());
     assert!(total < std::time::Duration::from_secs(5), "{total:?}");
 }

@@ -8,12 +8,9 @@ use super::describe::key_text;
 use super::registers::Registers;
 use super::sets;
 use crate::error::ExplainError;
-use crate::tracer::TraceContext;
 use crate::tracer::flight::{Flight, Iface};
-use nftables::{
-    CmpOp, CtKey, ElementData, Expr, ImmediateData, MetaDir, MetaKey, NatType, PayloadBase,
-    Register, Rule, TableContents, Value, Verdict,
-};
+use crate::tracer::TraceContext;
+use nftables::{CmpOp, CtKey, ElementData, Expr, ImmediateData, MetaDir, MetaKey, NatType, PayloadBase, Register, Rule, TableContents, Value, Verdict};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// How a rule ended for one packet.
@@ -50,15 +47,7 @@ pub(super) fn eval_rule(
 ) -> Result<Vec<(Flight, Vec<String>, RuleEnd)>, ExplainError> {
     let mut out = Vec::new();
     let eval = Eval { table, rule, ctx };
-    eval.from(
-        0,
-        State {
-            flight,
-            regs: Registers::default(),
-            notes: Vec::new(),
-        },
-        &mut out,
-    )?;
+    eval.from(0, State { flight, regs: Registers::default(), notes: Vec::new() }, &mut out)?;
     Ok(out)
 }
 
@@ -96,14 +85,8 @@ impl Eval<'_> {
 
     fn step(&self, i: usize, expr: &Expr, st: &mut State) -> Result<Step, ExplainError> {
         match expr {
-            Expr::Payload {
-                base,
-                offset,
-                len,
-                dreg,
-            } => {
-                let bytes = payload(&st.flight, *base, *offset, *len)
-                    .ok_or_else(|| self.unmodelled("payload", expr))?;
+            Expr::Payload { base, offset, len, dreg } => {
+                let bytes = payload(&st.flight, *base, *offset, *len).ok_or_else(|| self.unmodelled("payload", expr))?;
                 st.regs.store(*dreg, &bytes)?;
             }
             Expr::Cmp { sreg, op, data } => {
@@ -112,91 +95,43 @@ impl Eval<'_> {
                     return Ok(Step::End(RuleEnd::Missed));
                 }
             }
-            Expr::Bitwise {
-                sreg,
-                dreg,
-                len,
-                mask,
-                xor,
-            } => {
+            Expr::Bitwise { sreg, dreg, len, mask, xor } => {
                 let have = st.regs.load(*sreg, *len as usize)?.to_vec();
                 let result: Vec<u8> = have
                     .iter()
                     .enumerate()
-                    .map(|(i, b)| {
-                        (b & mask.get(i).copied().unwrap_or(0)) ^ xor.get(i).copied().unwrap_or(0)
-                    })
+                    .map(|(i, b)| (b & mask.get(i).copied().unwrap_or(0)) ^ xor.get(i).copied().unwrap_or(0))
                     .collect();
                 st.regs.store(*dreg, &result)?;
             }
-            Expr::Meta {
-                key,
-                dir: MetaDir::Load(dreg),
-            } => {
-                let bytes = meta(&st.flight, self.ctx, *key)
-                    .ok_or_else(|| self.unmodelled("meta", expr))?;
+            Expr::Meta { key, dir: MetaDir::Load(dreg) } => {
+                let bytes = meta(&st.flight, self.ctx, *key).ok_or_else(|| self.unmodelled("meta", expr))?;
                 st.regs.store(*dreg, &bytes)?;
             }
-            Expr::Meta {
-                key: MetaKey::Mark,
-                dir: MetaDir::Set(sreg),
-            } => {
+            Expr::Meta { key: MetaKey::Mark, dir: MetaDir::Set(sreg) } => {
                 let bytes = st.regs.load(*sreg, 4)?;
                 st.flight.mark = u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
             }
-            Expr::Ct { key, dreg, .. } => st.regs.store(
-                *dreg,
-                &ct(&st.flight, *key).ok_or_else(|| self.unmodelled("ct", expr))?,
-            )?,
-            Expr::Fib {
-                result: 3,
-                flags,
-                dreg,
-            } if flags & 0x3 != 0 => {
-                let ip = if flags & 0x1 != 0 {
-                    st.flight.source
-                } else {
-                    st.flight.destination
-                };
+            Expr::Ct { key, dreg, .. } => st.regs.store(*dreg, &ct(&st.flight, *key).ok_or_else(|| self.unmodelled("ct", expr))?)?,
+            Expr::Fib { result: 3, flags, dreg } if flags & 0x3 != 0 => {
+                let ip = if flags & 0x1 != 0 { st.flight.source } else { st.flight.destination };
                 let kind: u32 = if self.ctx.is_local(ip) { 2 } else { 1 };
                 st.regs.store(*dreg, &kind.to_ne_bytes())?;
             }
-            Expr::Immediate {
-                data: ImmediateData::Verdict(v),
-                ..
-            } => return Ok(Step::End(RuleEnd::Verdict(v.clone()))),
-            Expr::Immediate {
-                dreg,
-                data: ImmediateData::Value(bytes),
-            } => st.regs.store(*dreg, bytes)?,
-            Expr::Lookup {
-                set,
-                sreg,
-                dreg,
-                invert,
-            } => return self.lookup(&set.name, *sreg, *dreg, *invert, st),
-            Expr::Numgen {
-                dreg,
-                modulus,
-                offset,
-                ..
-            } => {
+            Expr::Immediate { data: ImmediateData::Verdict(v), .. } => return Ok(Step::End(RuleEnd::Verdict(v.clone()))),
+            Expr::Immediate { dreg, data: ImmediateData::Value(bytes) } => st.regs.store(*dreg, bytes)?,
+            Expr::Lookup { set, sreg, dreg, invert } => return self.lookup(&set.name, *sreg, *dreg, *invert, st),
+            Expr::Numgen { dreg, modulus, offset, .. } => {
                 let cuts = self.interval_cuts(i, *modulus, *offset);
                 return self.numgen(*dreg, *modulus, *offset, cuts, st);
             }
             Expr::Other { name, data } if name == "byteorder" => {
-                let (sreg, dreg) =
-                    byteorder_hton_4(data).ok_or_else(|| self.unmodelled("byteorder", expr))?;
+                let (sreg, dreg) = byteorder_hton_4(data).ok_or_else(|| self.unmodelled("byteorder", expr))?;
                 let have = st.regs.load(sreg, 4)?;
                 let n = u32::from_ne_bytes([have[0], have[1], have[2], have[3]]);
                 st.regs.store(dreg, &n.to_be_bytes())?;
             }
-            Expr::Nat {
-                kind,
-                addr_min,
-                proto_min,
-                ..
-            } => {
+            Expr::Nat { kind, addr_min, proto_min, .. } => {
                 self.nat(*kind, *addr_min, *proto_min, st)?;
                 return Ok(Step::End(RuleEnd::Nat));
             }
@@ -205,46 +140,24 @@ impl Eval<'_> {
                 return Ok(Step::End(RuleEnd::Nat));
             }
             Expr::Reject { .. } => return Ok(Step::End(RuleEnd::Reject)),
-            Expr::Dynset { set, .. } => st.notes.push(format!(
-                "remember the client in @{} (session affinity)",
-                set.name
-            )),
+            Expr::Dynset { set, .. } => st.notes.push(format!("remember the client in @{} (session affinity)", set.name)),
             Expr::Counter { .. } | Expr::Limit { .. } | Expr::Notrack => {}
-            Expr::Meta { .. } | Expr::Fib { .. } | Expr::Other { .. } => {
-                return Err(self.unmodelled("expression", expr));
-            }
+            Expr::Meta { .. } | Expr::Fib { .. } | Expr::Other { .. } => return Err(self.unmodelled("expression", expr)),
         }
         Ok(Step::Go)
     }
 
-    fn lookup(
-        &self,
-        name: &str,
-        sreg: Register,
-        dreg: Option<Register>,
-        invert: bool,
-        st: &mut State,
-    ) -> Result<Step, ExplainError> {
-        let (set, elements) = sets::named(self.table, name).ok_or_else(|| {
-            ExplainError::Nftables(format!(
-                "chain {}: lookup in set {name}, which the table lacks",
-                self.rule.chain
-            ))
-        })?;
-        let key = st
-            .regs
-            .load(sreg, nftables::DataType::concat_len(&set.key) as usize)?
-            .to_vec();
+    fn lookup(&self, name: &str, sreg: Register, dreg: Option<Register>, invert: bool, st: &mut State) -> Result<Step, ExplainError> {
+        let (set, elements) = sets::named(self.table, name)
+            .ok_or_else(|| ExplainError::Nftables(format!("chain {}: lookup in set {name}, which the table lacks", self.rule.chain)))?;
+        let key = st.regs.load(sreg, nftables::DataType::concat_len(&set.key) as usize)?.to_vec();
         let shown = key_text(&set.key, &key);
         if sets::is_dynamic(set) && dreg.is_none() {
             let mut hit = st.clone();
             hit.flight.sticky = true;
-            hit.notes.push(format!(
-                "{shown} in @{name}: a returning client (session affinity)"
-            ));
+            hit.notes.push(format!("{shown} in @{name}: a returning client (session affinity)"));
             let mut miss = st.clone();
-            miss.notes
-                .push(format!("{shown} not in @{name}: a new client"));
+            miss.notes.push(format!("{shown} not in @{name}: a new client"));
             let (go, stop) = if invert { (miss, hit) } else { (hit, miss) };
             return Ok(Step::Fork(vec![(go, None), (stop, Some(RuleEnd::Missed))]));
         }
@@ -254,30 +167,19 @@ impl Eval<'_> {
             (None, _) | (Some(_), None) => Ok(Step::End(RuleEnd::Missed)),
             (Some(Register::VERDICT), Some(element)) => {
                 let Some(ElementData::Verdict(verdict)) = &element.data else {
-                    return Err(ExplainError::Nftables(format!(
-                        "map {name}: element {shown} has no verdict"
-                    )));
+                    return Err(ExplainError::Nftables(format!("map {name}: element {shown} has no verdict")));
                 };
-                let comment = element
-                    .comment()
-                    .map(|c| format!(" (comment \"{c}\")"))
-                    .unwrap_or_default();
-                st.notes.push(format!(
-                    "{}: {shown}{comment} -> {verdict}",
-                    shown_set(name)
-                ));
+                let comment = element.comment().map(|c| format!(" (comment \"{c}\")")).unwrap_or_default();
+                st.notes.push(format!("{}: {shown}{comment} -> {verdict}", shown_set(name)));
                 Ok(Step::End(RuleEnd::Verdict(verdict.clone())))
             }
             (Some(dreg), Some(element)) => {
                 let Some(ElementData::Values(values)) = &element.data else {
-                    return Err(ExplainError::Nftables(format!(
-                        "map {name}: element {shown} has no data"
-                    )));
+                    return Err(ExplainError::Nftables(format!("map {name}: element {shown} has no data")));
                 };
                 st.regs.store(dreg, &Value::concat_bytes(values))?;
                 let data: Vec<String> = values.iter().map(Value::to_string).collect();
-                st.notes
-                    .push(format!("map: {shown} -> {}", data.join(" . ")));
+                st.notes.push(format!("map: {shown} -> {}", data.join(" . ")));
                 Ok(Step::Go)
             }
         }
@@ -287,14 +189,7 @@ impl Eval<'_> {
     /// number, or, where the number is looked up in an interval map
     /// (`cuts`: where its ranges begin and end inside the numbers), one
     /// branch per range with its share of the numbers.
-    fn numgen(
-        &self,
-        dreg: Register,
-        modulus: u32,
-        offset: u32,
-        cuts: Option<Vec<u32>>,
-        st: &State,
-    ) -> Result<Step, ExplainError> {
+    fn numgen(&self, dreg: Register, modulus: u32, offset: u32, cuts: Option<Vec<u32>>, st: &State) -> Result<Step, ExplainError> {
         let modulus = modulus.max(1);
         let last = offset.saturating_add(modulus);
         let mut points = cuts.unwrap_or_else(|| (offset..last).collect());
@@ -313,14 +208,8 @@ impl Eval<'_> {
                 1 => format!("{first}"),
                 _ => format!("{first}-{}", end - 1),
             };
-            let offset_text = if offset == 0 {
-                String::new()
-            } else {
-                format!(" offset {offset}")
-            };
-            branch.notes.push(format!(
-                "numgen random mod {modulus}{offset_text} = {shown}"
-            ));
+            let offset_text = if offset == 0 { String::new() } else { format!(" offset {offset}") };
+            branch.notes.push(format!("numgen random mod {modulus}{offset_text} = {shown}"));
             branches.push((branch, None));
         }
         Ok(Step::Fork(branches))
@@ -330,9 +219,7 @@ impl Eval<'_> {
     /// looked up in an interval map (the shared endpoint maps): the keys
     /// at which the map's ranges begin or end. `None` otherwise.
     fn interval_cuts(&self, i: usize, modulus: u32, offset: u32) -> Option<Vec<u32>> {
-        let (Some(Expr::Other { name, .. }), Some(Expr::Lookup { set, .. })) =
-            (self.rule.exprs.get(i + 1), self.rule.exprs.get(i + 2))
-        else {
+        let (Some(Expr::Other { name, .. }), Some(Expr::Lookup { set, .. })) = (self.rule.exprs.get(i + 1), self.rule.exprs.get(i + 2)) else {
             return None;
         };
         let (set, elements) = sets::named(self.table, &set.name)?;
@@ -352,18 +239,8 @@ impl Eval<'_> {
         )
     }
 
-    fn nat(
-        &self,
-        kind: NatType,
-        addr: Option<Register>,
-        port: Option<Register>,
-        st: &mut State,
-    ) -> Result<(), ExplainError> {
-        let width = if st.flight.destination.is_ipv4() {
-            4
-        } else {
-            16
-        };
+    fn nat(&self, kind: NatType, addr: Option<Register>, port: Option<Register>, st: &mut State) -> Result<(), ExplainError> {
+        let width = if st.flight.destination.is_ipv4() { 4 } else { 16 };
         let ip = match addr {
             Some(reg) => Some(ip_of(st.regs.load(reg, width)?)),
             None => None,
@@ -390,10 +267,7 @@ impl Eval<'_> {
     }
 
     fn unmodelled(&self, what: &str, expr: &Expr) -> ExplainError {
-        ExplainError::Nftables(format!(
-            "chain {}: {what} not modelled: {expr:?}",
-            self.rule.chain
-        ))
+        ExplainError::Nftables(format!("chain {}: {what} not modelled: {expr:?}", self.rule.chain))
     }
 }
 
@@ -427,11 +301,7 @@ fn byteorder_hton_4(data: &[u8]) -> Option<(Register, Register)> {
 
 /// `@name`, or `map` for an anonymous one (its name is nobody's).
 fn shown_set(name: &str) -> String {
-    if name.starts_with("__") {
-        "map".to_string()
-    } else {
-        format!("@{name}")
-    }
+    if name.starts_with("__") { "map".to_string() } else { format!("@{name}") }
 }
 
 fn ip_of(bytes: &[u8]) -> IpAddr {

@@ -15,18 +15,9 @@ use nftables::{BaseChain, ChainType, Family, Hook, TableContents};
 use std::cell::Cell;
 
 /// Traces `packet` through the base chains of `tables`.
-pub(super) fn trace_tables(
-    tables: &[TableContents],
-    ctx: &TraceContext,
-    packet: &Packet,
-) -> Result<Verdict, ExplainError> {
+pub(super) fn trace_tables(tables: &[TableContents], ctx: &TraceContext, packet: &Packet) -> Result<Verdict, ExplainError> {
     let forks = Cell::new(0);
-    let mut run = Run {
-        tables,
-        walker: Walker { ctx, forks: &forks },
-        ctx,
-        ended: Vec::new(),
-    };
+    let mut run = Run { tables, walker: Walker { ctx, forks: &forks }, ctx, ended: Vec::new() };
     let start = vec![Flight::start(packet)];
     match packet.origin {
         crate::tracer::Origin::Local => run.local(start)?,
@@ -83,53 +74,26 @@ impl Run<'_> {
         let (mut local, mut away) = (Vec::new(), Vec::new());
         for mut flight in flights {
             let is_local = self.ctx.is_local(flight.destination);
-            flight.steps.push(Step::Route {
-                destination: flight.destination,
-                local: is_local,
-            });
-            if is_local {
-                local.push(flight)
-            } else {
-                away.push(flight)
-            }
+            flight.steps.push(Step::Route { destination: flight.destination, local: is_local });
+            if is_local { local.push(flight) } else { away.push(flight) }
         }
         (local, away)
     }
 
     /// The base chains at `hook` for IPv4 (or IPv6) packets, by priority.
-    fn chains_at(
-        tables: &[TableContents],
-        hook: Hook,
-        ipv4: bool,
-    ) -> Vec<(&TableContents, &str, BaseChain)> {
+    fn chains_at(tables: &[TableContents], hook: Hook, ipv4: bool) -> Vec<(&TableContents, &str, BaseChain)> {
         let mut chains: Vec<_> = tables
             .iter()
-            .filter(|t| {
-                matches!(
-                    (t.table.family, ipv4),
-                    (Family::Ip, true) | (Family::Ip6, false) | (Family::Inet, _)
-                )
-            })
-            .flat_map(|t| {
-                t.chains
-                    .iter()
-                    .filter_map(move |c| Some((t, c.name.as_str(), c.base?)))
-            })
+            .filter(|t| matches!((t.table.family, ipv4), (Family::Ip, true) | (Family::Ip6, false) | (Family::Inet, _)))
+            .flat_map(|t| t.chains.iter().filter_map(move |c| Some((t, c.name.as_str(), c.base?))))
             .filter(|(_, _, base)| base.hook == hook)
             .collect();
         chains.sort_by_key(|(_, _, base)| base.priority);
         chains
     }
 
-    fn stage(
-        &mut self,
-        hook: Hook,
-        nat: Nat,
-        mut live: Vec<Flight>,
-    ) -> Result<Vec<Flight>, ExplainError> {
-        let Some(first) = live.first() else {
-            return Ok(live);
-        };
+    fn stage(&mut self, hook: Hook, nat: Nat, mut live: Vec<Flight>) -> Result<Vec<Flight>, ExplainError> {
+        let Some(first) = live.first() else { return Ok(live) };
         let ipv4 = first.source.is_ipv4();
         for flight in &mut live {
             flight.hook = flight_hook(hook);
@@ -158,13 +122,7 @@ impl Run<'_> {
         Ok(live)
     }
 
-    fn policy(
-        &self,
-        table: &TableContents,
-        chain: &str,
-        base: BaseChain,
-        flight: &mut Flight,
-    ) -> Exit {
+    fn policy(&self, table: &TableContents, chain: &str, base: BaseChain, flight: &mut Flight) -> Exit {
         if base.policy == nftables::Policy::Accept {
             return Exit::Accept;
         }

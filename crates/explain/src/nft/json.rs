@@ -10,38 +10,27 @@ mod values;
 use crate::error::ExplainError;
 use nftables::stmt::{self, Field};
 use nftables::{
-    BaseChain, Chain, ChainType, CmpOp, DataType, Element, ElementData, Expr, Family, Hook,
-    MetaDir, MetaKey, Policy, Register, Rule, Set, SetFlags, SetRef, Table, TableContents, Value,
-    Verdict,
+    BaseChain, Chain, ChainType, CmpOp, DataType, Element, ElementData, Expr, Family, Hook, MetaDir, MetaKey, Policy, Register,
+    Rule, Set, SetFlags, SetRef, Table, TableContents, Value, Verdict,
 };
 use serde_json::Value as Json;
 use values::{element_keys, field_type, parse_value};
 
 /// The tables of an `nft -j list ruleset` dump.
 pub fn tables(text: &str) -> Result<Vec<TableContents>, ExplainError> {
-    let dump: Json =
-        serde_json::from_str(text).map_err(|e| ExplainError::NftJson(format!("not JSON: {e}")))?;
-    let objects = dump
-        .get("nftables")
-        .and_then(Json::as_array)
-        .ok_or_else(|| bad("no `nftables` list at the top"))?;
+    let dump: Json = serde_json::from_str(text).map_err(|e| ExplainError::NftJson(format!("not JSON: {e}")))?;
+    let objects = dump.get("nftables").and_then(Json::as_array).ok_or_else(|| bad("no `nftables` list at the top"))?;
     let mut tables: Vec<TableContents> = Vec::new();
     let mut anonymous = 0u32;
     for object in objects {
-        let Some((kind, body)) = object.as_object().and_then(|o| o.iter().next()) else {
-            continue;
-        };
+        let Some((kind, body)) = object.as_object().and_then(|o| o.iter().next()) else { continue };
         match kind.as_str() {
             "table" => tables.push(empty_table(body)?),
             "chain" => table_of(&mut tables, body)?.chains.push(chain(body)?),
             "set" | "map" => add_set(table_of(&mut tables, body)?, body)?,
             "rule" => {
                 let table = table_of(&mut tables, body)?;
-                let rule = Compiler {
-                    table,
-                    anonymous: &mut anonymous,
-                }
-                .rule(body)?;
+                let rule = Compiler { table, anonymous: &mut anonymous }.rule(body)?;
                 table.rules.push(rule);
             }
             _ => {}
@@ -55,9 +44,7 @@ fn bad(what: impl Into<String>) -> ExplainError {
 }
 
 fn text<'a>(body: &'a Json, key: &str) -> Result<&'a str, ExplainError> {
-    body.get(key)
-        .and_then(Json::as_str)
-        .ok_or_else(|| bad(format!("no `{key}` in {body}")))
+    body.get(key).and_then(Json::as_str).ok_or_else(|| bad(format!("no `{key}` in {body}")))
 }
 
 fn family(body: &Json) -> Result<Family, ExplainError> {
@@ -80,27 +67,17 @@ fn empty_table(body: &Json) -> Result<TableContents, ExplainError> {
 }
 
 /// The table (declared before) that `body` names.
-fn table_of<'a>(
-    tables: &'a mut [TableContents],
-    body: &Json,
-) -> Result<&'a mut TableContents, ExplainError> {
+fn table_of<'a>(tables: &'a mut [TableContents], body: &Json) -> Result<&'a mut TableContents, ExplainError> {
     let (family, name) = (family(body)?, text(body, "table")?);
     tables
         .iter_mut()
         .find(|t| t.table.family == family && t.table.name == name)
-        .ok_or_else(|| {
-            bad(format!(
-                "an object of table {} {name}, which was not declared before it",
-                family.name()
-            ))
-        })
+        .ok_or_else(|| bad(format!("an object of table {} {name}, which was not declared before it", family.name())))
 }
 
 fn chain(body: &Json) -> Result<Chain, ExplainError> {
     let name = text(body, "name")?;
-    let Some(hook) = body.get("hook").and_then(Json::as_str) else {
-        return Ok(Chain::regular(name));
-    };
+    let Some(hook) = body.get("hook").and_then(Json::as_str) else { return Ok(Chain::regular(name)) };
     let hook = match hook {
         "prerouting" => Hook::Prerouting,
         "input" => Hook::Input,
@@ -109,26 +86,10 @@ fn chain(body: &Json) -> Result<Chain, ExplainError> {
         "postrouting" => Hook::Postrouting,
         other => return Err(bad(format!("chain {name}: hook `{other}`"))),
     };
-    let kind = ChainType::from_name(text(body, "type")?)
-        .ok_or_else(|| bad(format!("chain {name}: unknown type")))?;
-    let priority = body
-        .get("prio")
-        .and_then(Json::as_i64)
-        .ok_or_else(|| bad(format!("chain {name}: no numeric `prio`")))?;
-    let policy = if body.get("policy").and_then(Json::as_str) == Some("drop") {
-        Policy::Drop
-    } else {
-        Policy::Accept
-    };
-    Ok(Chain::base(
-        name,
-        BaseChain {
-            kind,
-            hook,
-            priority: priority as i32,
-            policy,
-        },
-    ))
+    let kind = ChainType::from_name(text(body, "type")?).ok_or_else(|| bad(format!("chain {name}: unknown type")))?;
+    let priority = body.get("prio").and_then(Json::as_i64).ok_or_else(|| bad(format!("chain {name}: no numeric `prio`")))?;
+    let policy = if body.get("policy").and_then(Json::as_str) == Some("drop") { Policy::Drop } else { Policy::Accept };
+    Ok(Chain::base(name, BaseChain { kind, hook, priority: priority as i32, policy }))
 }
 
 fn type_list(value: Option<&Json>) -> Result<Vec<DataType>, ExplainError> {
@@ -159,13 +120,7 @@ fn add_set(table: &mut TableContents, body: &Json) -> Result<(), ExplainError> {
         Some(data) => Set::map(name, key.clone(), type_list(Some(data))?),
         None => Set::new(name, key.clone()),
     };
-    for flag in body
-        .get("flags")
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Json::as_str)
-    {
+    for flag in body.get("flags").and_then(Json::as_array).into_iter().flatten().filter_map(Json::as_str) {
         set.flags = set.flags
             | match flag {
                 "interval" => SetFlags::INTERVAL,
@@ -176,25 +131,15 @@ fn add_set(table: &mut TableContents, body: &Json) -> Result<(), ExplainError> {
             };
     }
     set.timeout_ms = body.get("timeout").and_then(Json::as_u64).map(|s| s * 1000);
-    set.comment = body
-        .get("comment")
-        .and_then(Json::as_str)
-        .map(str::to_string);
+    set.comment = body.get("comment").and_then(Json::as_str).map(str::to_string);
     let mut elements = Vec::new();
-    for item in body
-        .get("elem")
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for item in body.get("elem").and_then(Json::as_array).into_iter().flatten() {
         elements.extend(element(&set, item).map_err(|e| bad(format!("set {name}: {e}")))?);
     }
     if elements.iter().any(Element::is_interval_end) {
         set.flags = set.flags | SetFlags::INTERVAL;
     }
-    table
-        .elements
-        .insert(TableContents::set_key(&set), elements);
+    table.elements.insert(TableContents::set_key(&set), elements);
     table.sets.push(set);
     Ok(())
 }
@@ -207,16 +152,11 @@ fn element(set: &Set, item: &Json) -> Result<Vec<Element>, String> {
         _ => (item, None),
     };
     let (key, comment) = match key.get("elem") {
-        Some(inner) => (
-            inner.get("val").ok_or("an `elem` without `val`")?,
-            inner.get("comment").and_then(Json::as_str),
-        ),
+        Some(inner) => (inner.get("val").ok_or("an `elem` without `val`")?, inner.get("comment").and_then(Json::as_str)),
         None => (key, None),
     };
     let data = match (data, set.data.as_deref()) {
-        (Some(d), Some([DataType::Verdict])) => {
-            Some(ElementData::Verdict(verdict(d).map_err(|e| e.to_string())?))
-        }
+        (Some(d), Some([DataType::Verdict])) => Some(ElementData::Verdict(verdict(d).map_err(|e| e.to_string())?)),
         (Some(d), Some(types)) => Some(ElementData::Values(parse_values(types, d)?)),
         _ => None,
     };
@@ -230,27 +170,15 @@ fn element(set: &Set, item: &Json) -> Result<Vec<Element>, String> {
 
 fn parse_values(types: &[DataType], value: &Json) -> Result<Vec<Value>, String> {
     match (types, value.get("concat").and_then(Json::as_array)) {
-        (_, Some(parts)) => types
-            .iter()
-            .zip(parts)
-            .map(|(ty, part)| parse_value(*ty, part))
-            .collect(),
+        (_, Some(parts)) => types.iter().zip(parts).map(|(ty, part)| parse_value(*ty, part)).collect(),
         ([ty], None) => Ok(vec![parse_value(*ty, value)?]),
         _ => Err(format!("`{value}` does not fit {types:?}")),
     }
 }
 
 fn verdict(value: &Json) -> Result<Verdict, ExplainError> {
-    let (kind, body) = value
-        .as_object()
-        .and_then(|o| o.iter().next())
-        .ok_or_else(|| bad(format!("verdict `{value}`")))?;
-    let target = || {
-        body.get("target")
-            .and_then(Json::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| bad(format!("`{kind}` without target")))
-    };
+    let (kind, body) = value.as_object().and_then(|o| o.iter().next()).ok_or_else(|| bad(format!("verdict `{value}`")))?;
+    let target = || body.get("target").and_then(Json::as_str).map(str::to_string).ok_or_else(|| bad(format!("`{kind}` without target")));
     Ok(match kind.as_str() {
         "accept" => Verdict::Accept,
         "drop" => Verdict::Drop,
@@ -272,59 +200,32 @@ impl Compiler<'_> {
     fn rule(&mut self, body: &Json) -> Result<Rule, ExplainError> {
         let chain = text(body, "chain")?.to_string();
         let mut exprs = Vec::new();
-        for statement in body
-            .get("expr")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let compiled = self
-                .statement(statement)
-                .map_err(|e| bad(format!("chain {chain}: {e}: {statement}")))?;
+        for statement in body.get("expr").and_then(Json::as_array).into_iter().flatten() {
+            let compiled = self.statement(statement).map_err(|e| bad(format!("chain {chain}: {e}: {statement}")))?;
             exprs.extend(compiled);
         }
         let mut rule = Rule::new(chain, exprs);
-        rule.comment = body
-            .get("comment")
-            .and_then(Json::as_str)
-            .map(str::to_string);
+        rule.comment = body.get("comment").and_then(Json::as_str).map(str::to_string);
         rule.handle = body.get("handle").and_then(Json::as_u64);
         Ok(rule)
     }
 
     fn statement(&mut self, statement: &Json) -> Result<Vec<Expr>, String> {
-        let (kind, body) = statement
-            .as_object()
-            .and_then(|o| o.iter().next())
-            .ok_or("not a statement")?;
+        let (kind, body) = statement.as_object().and_then(|o| o.iter().next()).ok_or("not a statement")?;
         Ok(match kind.as_str() {
             "match" => self.matching(body)?,
             "vmap" => self.vmap(body)?,
             "mangle" => mangle(body)?,
-            "masquerade" => vec![Expr::Masq {
-                flags: if body.get("flags").is_some() {
-                    stmt::NAT_FULLY_RANDOM
-                } else {
-                    0
-                },
-            }],
+            "masquerade" => vec![Expr::Masq { flags: if body.get("flags").is_some() { stmt::NAT_FULLY_RANDOM } else { 0 } }],
             "reject" => stmt::reject(),
             "dnat" => self.dnat(body)?,
             "set" => {
-                let set = body
-                    .get("set")
-                    .and_then(Json::as_str)
-                    .ok_or("`set` without a set")?;
+                let set = body.get("set").and_then(Json::as_str).ok_or("`set` without a set")?;
                 let field = fields(body.get("elem").ok_or("`set` without elem")?)?;
-                stmt::update_set(
-                    *field.first().ok_or("no field")?,
-                    SetRef::named(set.trim_start_matches('@')),
-                )
+                stmt::update_set(*field.first().ok_or("no field")?, SetRef::named(set.trim_start_matches('@')))
             }
             "counter" => stmt::counter(),
-            "accept" | "drop" | "continue" | "return" | "jump" | "goto" => {
-                stmt::verdict(verdict(statement).map_err(|e| e.to_string())?)
-            }
+            "accept" | "drop" | "continue" | "return" | "jump" | "goto" => stmt::verdict(verdict(statement).map_err(|e| e.to_string())?),
             other => return Err(format!("statement `{other}` is not modelled")),
         })
     }
@@ -333,18 +234,11 @@ impl Compiler<'_> {
         let op = body.get("op").and_then(Json::as_str).unwrap_or("==");
         let left = body.get("left").ok_or("match without left")?;
         let right = body.get("right").ok_or("match without right")?;
-        if let Some(key) = left
-            .get("ct")
-            .and_then(|c| c.get("key"))
-            .and_then(Json::as_str)
-        {
+        if let Some(key) = left.get("ct").and_then(|c| c.get("key")).and_then(Json::as_str) {
             return ct_match(key, right);
         }
         if let Some(fib) = left.get("fib") {
-            let saddr = fib
-                .get("flags")
-                .and_then(Json::as_array)
-                .is_some_and(|f| f.iter().any(|x| x == "saddr"));
+            let saddr = fib.get("flags").and_then(Json::as_array).is_some_and(|f| f.iter().any(|x| x == "saddr"));
             if right != "local" {
                 return Err("only `fib … type local` is modelled".to_string());
             }
@@ -355,10 +249,7 @@ impl Compiler<'_> {
             return Ok(exprs);
         }
         if let Some([inner, mask]) = left.get("&").and_then(Json::as_array).map(Vec::as_slice) {
-            let (field, mask) = (
-                single(inner)?,
-                mask.as_u64().ok_or("non-numeric mask")? as u32,
-            );
+            let (field, mask) = (single(inner)?, mask.as_u64().ok_or("non-numeric mask")? as u32);
             let want = right.as_u64().ok_or("non-numeric value")? as u32;
             return Ok(masked(field, mask, want, cmp_op(op)?));
         }
@@ -372,24 +263,11 @@ impl Compiler<'_> {
             return Ok(stmt::in_set(&fields, SetRef::named(name), invert));
         }
         if let Some(prefix) = right.get("prefix") {
-            let addr = prefix
-                .get("addr")
-                .and_then(Json::as_str)
-                .ok_or("prefix without addr")?;
-            let len = prefix
-                .get("len")
-                .and_then(Json::as_u64)
-                .ok_or("prefix without len")?;
-            return Ok(stmt::prefix(
-                *fields.first().ok_or("no field")?,
-                cmp_op(op)?,
-                addr.parse().map_err(|_| "bad address")?,
-                len as u8,
-            ));
+            let addr = prefix.get("addr").and_then(Json::as_str).ok_or("prefix without addr")?;
+            let len = prefix.get("len").and_then(Json::as_u64).ok_or("prefix without len")?;
+            return Ok(stmt::prefix(*fields.first().ok_or("no field")?, cmp_op(op)?, addr.parse().map_err(|_| "bad address")?, len as u8));
         }
-        let [field] = fields.as_slice() else {
-            return Err("a concatenation compared with a value".to_string());
-        };
+        let [field] = fields.as_slice() else { return Err("a concatenation compared with a value".to_string()) };
         let value = parse_value(field_type(*field), right)?;
         Ok(stmt::compare(*field, cmp_op(op)?, &value.to_bytes()))
     }
@@ -398,15 +276,8 @@ impl Compiler<'_> {
         let key = body.get("key").ok_or("vmap without key")?;
         let data = body.get("data").ok_or("vmap without data")?;
         if let Some(numgen) = key.get("numgen") {
-            let modulus = numgen
-                .get("mod")
-                .and_then(Json::as_u64)
-                .ok_or("numgen without mod")? as u32;
-            let name = self.anonymous_map(
-                &[DataType::Integer],
-                vec![DataType::Verdict],
-                data.get("set").ok_or("inline map")?,
-            )?;
+            let modulus = numgen.get("mod").and_then(Json::as_u64).ok_or("numgen without mod")? as u32;
+            let name = self.anonymous_map(&[DataType::Integer], vec![DataType::Verdict], data.get("set").ok_or("inline map")?)?;
             return Ok(stmt::numgen_vmap(modulus, SetRef::named(name)));
         }
         let fields = fields(key)?;
@@ -414,75 +285,34 @@ impl Compiler<'_> {
             return Ok(stmt::vmap(&fields, SetRef::named(name)));
         }
         let types: Vec<DataType> = fields.iter().map(|f| field_type(*f)).collect();
-        let name = self.anonymous_map(
-            &types,
-            vec![DataType::Verdict],
-            data.get("set").ok_or("inline map")?,
-        )?;
+        let name = self.anonymous_map(&types, vec![DataType::Verdict], data.get("set").ok_or("inline map")?)?;
         Ok(stmt::vmap(&fields, SetRef::named(name)))
     }
 
     fn dnat(&mut self, body: &Json) -> Result<Vec<Expr>, String> {
         let addr = body.get("addr").ok_or("dnat without addr")?;
         if let Some(ip) = addr.as_str() {
-            let port = body
-                .get("port")
-                .and_then(Json::as_u64)
-                .ok_or("dnat without port")? as u16;
-            return Ok(stmt::dnat_to(
-                ip.parse().map_err(|_| "bad dnat address")?,
-                port,
-            ));
+            let port = body.get("port").and_then(Json::as_u64).ok_or("dnat without port")? as u16;
+            return Ok(stmt::dnat_to(ip.parse().map_err(|_| "bad dnat address")?, port));
         }
-        let map = addr
-            .get("map")
-            .ok_or("dnat to something other than an address or a map")?;
-        let numgen = map
-            .get("key")
-            .and_then(|k| k.get("numgen"))
-            .ok_or("dnat map keyed by something other than numgen")?;
-        let modulus = numgen
-            .get("mod")
-            .and_then(Json::as_u64)
-            .ok_or("numgen without mod")? as u32;
+        let map = addr.get("map").ok_or("dnat to something other than an address or a map")?;
+        let numgen = map.get("key").and_then(|k| k.get("numgen")).ok_or("dnat map keyed by something other than numgen")?;
+        let modulus = numgen.get("mod").and_then(Json::as_u64).ok_or("numgen without mod")? as u32;
         let ipv6 = body.get("family").and_then(Json::as_str) == Some("ip6");
-        let (addr_type, family, len) = if ipv6 {
-            (DataType::Ipv6Addr, 10, 16)
-        } else {
-            (DataType::Ipv4Addr, 2, 4)
-        };
-        let data = map
-            .get("data")
-            .and_then(|d| d.get("set"))
-            .ok_or("inline map")?;
-        let name = self.anonymous_map(
-            &[DataType::Integer],
-            vec![addr_type, DataType::InetService],
-            data,
-        )?;
-        Ok(stmt::dnat_numgen_map(
-            family,
-            modulus,
-            SetRef::named(name),
-            len,
-        ))
+        let (addr_type, family, len) = if ipv6 { (DataType::Ipv6Addr, 10, 16) } else { (DataType::Ipv4Addr, 2, 4) };
+        let data = map.get("data").and_then(|d| d.get("set")).ok_or("inline map")?;
+        let name = self.anonymous_map(&[DataType::Integer], vec![addr_type, DataType::InetService], data)?;
+        Ok(stmt::dnat_numgen_map(family, modulus, SetRef::named(name), len))
     }
 
     fn anonymous_set(&mut self, fields: &[Field], items: &Json) -> Result<String, String> {
         let types: Vec<DataType> = fields.iter().map(|f| field_type(*f)).collect();
-        let set =
-            Set::new(self.next_name(), types).with_flags(SetFlags::ANONYMOUS | SetFlags::CONSTANT);
+        let set = Set::new(self.next_name(), types).with_flags(SetFlags::ANONYMOUS | SetFlags::CONSTANT);
         self.add_anonymous(set, items)
     }
 
-    fn anonymous_map(
-        &mut self,
-        key: &[DataType],
-        data: Vec<DataType>,
-        items: &Json,
-    ) -> Result<String, String> {
-        let set = Set::map(self.next_name(), key.to_vec(), data)
-            .with_flags(SetFlags::ANONYMOUS | SetFlags::CONSTANT);
+    fn anonymous_map(&mut self, key: &[DataType], data: Vec<DataType>, items: &Json) -> Result<String, String> {
+        let set = Set::map(self.next_name(), key.to_vec(), data).with_flags(SetFlags::ANONYMOUS | SetFlags::CONSTANT);
         self.add_anonymous(set, items)
     }
 
@@ -521,10 +351,7 @@ fn fields(left: &Json) -> Result<Vec<Field>, String> {
 fn single(expr: &Json) -> Result<Field, String> {
     if let Some(payload) = expr.get("payload") {
         let protocol = payload.get("protocol").and_then(Json::as_str).unwrap_or("");
-        return match (
-            protocol,
-            payload.get("field").and_then(Json::as_str).unwrap_or(""),
-        ) {
+        return match (protocol, payload.get("field").and_then(Json::as_str).unwrap_or("")) {
             ("ip", "saddr") => Ok(Field::IpSaddr),
             ("ip", "daddr") => Ok(Field::IpDaddr),
             ("ip6", "saddr") => Ok(Field::Ip6Saddr),
@@ -533,11 +360,7 @@ fn single(expr: &Json) -> Result<Field, String> {
             (p, f) => Err(format!("payload {p} {f} is not modelled")),
         };
     }
-    match expr
-        .get("meta")
-        .and_then(|m| m.get("key"))
-        .and_then(Json::as_str)
-    {
+    match expr.get("meta").and_then(|m| m.get("key")).and_then(Json::as_str) {
         Some("l4proto") => Ok(Field::L4proto),
         Some("mark") => Ok(Field::Mark),
         _ => Err(format!("`{expr}` is not a field this walker loads")),
@@ -589,67 +412,35 @@ fn ct_match(key: &str, right: &Json) -> Result<Vec<Expr>, String> {
 fn masked(field: Field, mask: u32, want: u32, op: CmpOp) -> Vec<Expr> {
     vec![
         field.load(Register::R1),
-        Expr::Bitwise {
-            sreg: Register::R1,
-            dreg: Register::R1,
-            len: 4,
-            mask: mask.to_ne_bytes().to_vec(),
-            xor: vec![0; 4],
-        },
-        Expr::Cmp {
-            sreg: Register::R1,
-            op,
-            data: want.to_ne_bytes().to_vec(),
-        },
+        Expr::Bitwise { sreg: Register::R1, dreg: Register::R1, len: 4, mask: mask.to_ne_bytes().to_vec(), xor: vec![0; 4] },
+        Expr::Cmp { sreg: Register::R1, op, data: want.to_ne_bytes().to_vec() },
     ]
 }
 
 /// `meta mark set meta mark | bits` / `^ bits`.
 fn mangle(body: &Json) -> Result<Vec<Expr>, String> {
-    let key = body
-        .get("key")
-        .and_then(|k| k.get("meta"))
-        .and_then(|m| m.get("key"))
-        .and_then(Json::as_str);
+    let key = body.get("key").and_then(|k| k.get("meta")).and_then(|m| m.get("key")).and_then(Json::as_str);
     if key != Some("mark") {
         return Err("only `meta mark set` is modelled".to_string());
     }
     let value = body.get("value").ok_or("mangle without value")?;
-    let operand = |op: &str| {
-        value
-            .get(op)
-            .and_then(Json::as_array)
-            .and_then(|a| a.get(1))
-            .and_then(Json::as_u64)
-    };
+    let operand = |op: &str| value.get(op).and_then(Json::as_array).and_then(|a| a.get(1)).and_then(Json::as_u64);
     if let Some(bits) = operand("|") {
         return Ok(stmt::mark_or(bits as u32));
     }
     if let Some(bits) = operand("^") {
         return Ok(stmt::mark_xor(bits as u32));
     }
-    let constant = value
-        .as_u64()
-        .ok_or("mark set to something other than mark | bits, mark ^ bits or a constant")?;
+    let constant = value.as_u64().ok_or("mark set to something other than mark | bits, mark ^ bits or a constant")?;
     Ok(vec![
-        Expr::Immediate {
-            dreg: Register::R1,
-            data: nftables::ImmediateData::Value((constant as u32).to_ne_bytes().to_vec()),
-        },
-        Expr::Meta {
-            key: MetaKey::Mark,
-            dir: MetaDir::Set(Register::R1),
-        },
+        Expr::Immediate { dreg: Register::R1, data: nftables::ImmediateData::Value((constant as u32).to_ne_bytes().to_vec()) },
+        Expr::Meta { key: MetaKey::Mark, dir: MetaDir::Set(Register::R1) },
     ])
 }
 
 fn flip_last_cmp(exprs: &mut [Expr]) {
     if let Some(Expr::Cmp { op, .. }) = exprs.last_mut() {
-        *op = if *op == CmpOp::Eq {
-            CmpOp::Neq
-        } else {
-            CmpOp::Eq
-        };
+        *op = if *op == CmpOp::Eq { CmpOp::Neq } else { CmpOp::Eq };
     }
 }
 
@@ -679,11 +470,7 @@ mod tests {
 
     fn outcomes(source: &str, destination: &str) -> Vec<Outcome> {
         let tables = tables(DUMP).unwrap();
-        let packet = Packet::inbound(
-            model::Protocol::Tcp,
-            source.parse().unwrap(),
-            destination.parse().unwrap(),
-        );
+        let packet = Packet::inbound(model::Protocol::Tcp, source.parse().unwrap(), destination.parse().unwrap());
         let verdict = crate::nft::trace(&tables, &TraceContext::new([]), &packet).unwrap();
         assert!(verdict.paths.iter().all(|p| p.probability > 0.0));
         verdict.outcomes.into_iter().collect()
@@ -691,44 +478,17 @@ mod tests {
 
     #[test]
     fn a_dump_compiles_to_what_the_walker_runs() {
-        let ep = |s: &str| Outcome::Dnat {
-            to: s.parse().unwrap(),
-            masquerade: false,
-        };
-        assert_eq!(
-            outcomes("172.20.0.5", "10.96.0.10:80"),
-            [ep("10.244.1.1:8080"), ep("10.244.2.1:8080")]
-        );
-        assert_eq!(
-            outcomes("172.20.0.66", "10.96.0.10:80"),
-            [Outcome::Drop],
-            "outside the anonymous interval set"
-        );
-        assert_eq!(
-            outcomes("172.20.0.5", "10.96.0.10:81"),
-            [Outcome::Accept { masquerade: false }],
-            "no map element"
-        );
+        let ep = |s: &str| Outcome::Dnat { to: s.parse().unwrap(), masquerade: false };
+        assert_eq!(outcomes("172.20.0.5", "10.96.0.10:80"), [ep("10.244.1.1:8080"), ep("10.244.2.1:8080")]);
+        assert_eq!(outcomes("172.20.0.66", "10.96.0.10:80"), [Outcome::Drop], "outside the anonymous interval set");
+        assert_eq!(outcomes("172.20.0.5", "10.96.0.10:81"), [Outcome::Accept { masquerade: false }], "no map element");
     }
 
     #[test]
     fn what_is_not_modelled_is_an_error_naming_it() {
-        let err =
-            tables(&DUMP.replace(r#"{"drop": null}"#, r#"{"queue": {"num": 1}}"#)).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("chain pre: statement `queue` is not modelled"),
-            "{err}"
-        );
-        assert!(
-            tables("not json")
-                .unwrap_err()
-                .to_string()
-                .contains("not JSON")
-        );
-        assert!(
-            tables(r#"{"nftables": [{"chain": {"family": "ip", "table": "nope", "name": "c"}}]}"#)
-                .is_err()
-        );
+        let err = tables(&DUMP.replace(r#"{"drop": null}"#, r#"{"queue": {"num": 1}}"#)).unwrap_err();
+        assert!(err.to_string().contains("chain pre: statement `queue` is not modelled"), "{err}");
+        assert!(tables("not json").unwrap_err().to_string().contains("not JSON"));
+        assert!(tables(r#"{"nftables": [{"chain": {"family": "ip", "table": "nope", "name": "c"}}]}"#).is_err());
     }
 }

@@ -22,9 +22,7 @@ fn offset(reg: Register) -> Result<usize, ExplainError> {
     match reg.0 {
         n @ 1..=4 => Ok((n as usize - 1) * 16),
         n @ 8..=23 => Ok((n as usize - 8) * 4),
-        n => Err(ExplainError::Nftables(format!(
-            "register {n} is not a data register"
-        ))),
+        n => Err(ExplainError::Nftables(format!("register {n} is not a data register"))),
     }
 }
 
@@ -34,13 +32,10 @@ impl Registers {
     pub fn store(&mut self, reg: Register, data: &[u8]) -> Result<(), ExplainError> {
         let at = offset(reg)?;
         let padded = data.len().div_ceil(4) * 4;
-        let slot = self.bytes.get_mut(at..at + padded).ok_or_else(|| {
-            ExplainError::Nftables(format!(
-                "{} bytes do not fit at register {}",
-                data.len(),
-                reg.0
-            ))
-        })?;
+        let slot = self
+            .bytes
+            .get_mut(at..at + padded)
+            .ok_or_else(|| ExplainError::Nftables(format!("{} bytes do not fit at register {}", data.len(), reg.0)))?;
         slot.fill(0);
         slot[..data.len()].copy_from_slice(data);
         Ok(())
@@ -49,12 +44,9 @@ impl Registers {
     /// `len` bytes from `reg`.
     pub fn load(&self, reg: Register, len: usize) -> Result<&[u8], ExplainError> {
         let at = offset(reg)?;
-        self.bytes.get(at..at + len).ok_or_else(|| {
-            ExplainError::Nftables(format!(
-                "{len} bytes from register {} run past the registers",
-                reg.0
-            ))
-        })
+        self.bytes
+            .get(at..at + len)
+            .ok_or_else(|| ExplainError::Nftables(format!("{len} bytes from register {} run past the registers", reg.0)))
     }
 }
 
@@ -68,10 +60,7 @@ mod tests {
         let mut regs = Registers::default();
         regs.store(Register(1), &[10, 96, 0, 1]).unwrap();
         regs.store(Register(9), &[6]).unwrap();
-        assert_eq!(
-            regs.load(Register(1), 8).unwrap(),
-            &[10, 96, 0, 1, 6, 0, 0, 0]
-        );
+        assert_eq!(regs.load(Register(1), 8).unwrap(), &[10, 96, 0, 1, 6, 0, 0, 0]);
         assert_eq!(regs.load(Register(8), 4).unwrap(), &[10, 96, 0, 1]);
         assert!(regs.load(Register(0), 4).is_err());
         assert!(regs.load(Register(23), 8).is_err());

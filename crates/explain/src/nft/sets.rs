@@ -21,28 +21,19 @@ pub(super) fn find<'a>(set: &Set, elements: &'a [Element], key: &[u8]) -> Option
 /// above it, unless that is an end (a start and an end at one key: the
 /// start, which begins the range holding that key).
 fn interval<'a>(elements: &'a [Element], key: &[u8]) -> Option<&'a Element> {
-    let below = elements
-        .iter()
-        .filter(|e| Value::concat_bytes(&e.key).as_slice() <= key);
+    let below = elements.iter().filter(|e| Value::concat_bytes(&e.key).as_slice() <= key);
     let last = below.max_by_key(|e| (Value::concat_bytes(&e.key), !e.is_interval_end()))?;
     (!last.is_interval_end()).then_some(last)
 }
 
 /// Each field of `key` between the element's start and end.
 fn within_ranges(types: &[DataType], element: &Element, key: &[u8]) -> bool {
-    let Some(end) = element.key_end() else {
-        return Value::concat_bytes(&element.key) == key;
-    };
+    let Some(end) = element.key_end() else { return Value::concat_bytes(&element.key) == key };
     let mut at = 0;
     for ((ty, low), high) in types.iter().zip(&element.key).zip(end) {
         let width = (ty.byte_len().div_ceil(4) * 4) as usize;
-        let Some(field) = key.get(at..at + width) else {
-            return false;
-        };
-        let (low, high) = (
-            Value::concat_bytes(std::slice::from_ref(low)),
-            Value::concat_bytes(std::slice::from_ref(high)),
-        );
+        let Some(field) = key.get(at..at + width) else { return false };
+        let (low, high) = (Value::concat_bytes(std::slice::from_ref(low)), Value::concat_bytes(std::slice::from_ref(high)));
         if field < low.as_slice() || field > high.as_slice() {
             return false;
         }
@@ -54,11 +45,7 @@ fn within_ranges(types: &[DataType], element: &Element, key: &[u8]) -> bool {
 /// The set named `name` in `table` and its elements.
 pub(super) fn named<'a>(table: &'a TableContents, name: &str) -> Option<(&'a Set, &'a [Element])> {
     let set = table.sets.iter().find(|s| s.name == name)?;
-    let elements = table
-        .elements
-        .get(&TableContents::set_key(set))
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let elements = table.elements.get(&TableContents::set_key(set)).map(Vec::as_slice).unwrap_or_default();
     Some((set, elements))
 }
 
@@ -93,34 +80,9 @@ mod tests {
 
     #[test]
     fn hash_sets_hold_exact_keys() {
-        let set = Set::new(
-            "s",
-            vec![
-                DataType::Ipv4Addr,
-                DataType::InetProto,
-                DataType::InetService,
-            ],
-        );
-        let elements = vec![Element::new(vec![
-            v4("10.96.0.1"),
-            Value::Proto(6),
-            Value::Port(443),
-        ])];
-        assert!(
-            find(
-                &set,
-                &elements,
-                &Value::concat_bytes(&[v4("10.96.0.1"), Value::Proto(6), Value::Port(443)])
-            )
-            .is_some()
-        );
-        assert!(
-            find(
-                &set,
-                &elements,
-                &Value::concat_bytes(&[v4("10.96.0.1"), Value::Proto(17), Value::Port(443)])
-            )
-            .is_none()
-        );
+        let set = Set::new("s", vec![DataType::Ipv4Addr, DataType::InetProto, DataType::InetService]);
+        let elements = vec![Element::new(vec![v4("10.96.0.1"), Value::Proto(6), Value::Port(443)])];
+        assert!(find(&set, &elements, &Value::concat_bytes(&[v4("10.96.0.1"), Value::Proto(6), Value::Port(443)])).is_some());
+        assert!(find(&set, &elements, &Value::concat_bytes(&[v4("10.96.0.1"), Value::Proto(17), Value::Port(443)])).is_none());
     }
 }

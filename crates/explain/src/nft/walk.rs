@@ -24,22 +24,12 @@ pub(super) struct Walker<'a> {
 
 impl Walker<'_> {
     /// Runs chain `name` of `table` for `flight`.
-    pub fn run(
-        &self,
-        table: &TableContents,
-        name: &str,
-        flight: Flight,
-        depth: usize,
-    ) -> Result<Vec<(Flight, Exit)>, ExplainError> {
+    pub fn run(&self, table: &TableContents, name: &str, flight: Flight, depth: usize) -> Result<Vec<(Flight, Exit)>, ExplainError> {
         if depth > MAX_DEPTH {
-            return Err(ExplainError::Nftables(format!(
-                "chain {name}: jumps nest deeper than {MAX_DEPTH}"
-            )));
+            return Err(ExplainError::Nftables(format!("chain {name}: jumps nest deeper than {MAX_DEPTH}")));
         }
         if !table.chains.iter().any(|c| c.name == name) {
-            return Err(ExplainError::Nftables(format!(
-                "a jump or goto to chain {name}, which the table lacks"
-            )));
+            return Err(ExplainError::Nftables(format!("a jump or goto to chain {name}, which the table lacks")));
         }
         let rules: Vec<_> = table.rules_of(name).collect();
         let mut done = Vec::new();
@@ -53,26 +43,17 @@ impl Walker<'_> {
             if results.len() > 1 {
                 self.forks.set(self.forks.get() + results.len() - 1);
                 if self.forks.get() > MAX_PATHS {
-                    return Err(ExplainError::Nftables(format!(
-                        "more than {MAX_PATHS} paths"
-                    )));
+                    return Err(ExplainError::Nftables(format!("more than {MAX_PATHS} paths")));
                 }
             }
             for (mut flight, notes, end) in results {
                 if end != RuleEnd::Missed {
-                    flight.steps.push(Step::Rule {
-                        rule: rule_ref(table, name, index, rule),
-                        assumed: Vec::new(),
-                    });
+                    flight.steps.push(Step::Rule { rule: rule_ref(table, name, index, rule), assumed: Vec::new() });
                     flight.steps.extend(notes.into_iter().map(Step::Note));
                 }
                 match end {
-                    RuleEnd::Missed | RuleEnd::Matched | RuleEnd::Verdict(Verdict::Continue) => {
-                        pending.push((index + 1, flight))
-                    }
-                    RuleEnd::Nat | RuleEnd::Verdict(Verdict::Accept) => {
-                        done.push((flight, Exit::Accept))
-                    }
+                    RuleEnd::Missed | RuleEnd::Matched | RuleEnd::Verdict(Verdict::Continue) => pending.push((index + 1, flight)),
+                    RuleEnd::Nat | RuleEnd::Verdict(Verdict::Accept) => done.push((flight, Exit::Accept)),
                     RuleEnd::Verdict(Verdict::Drop) => done.push((flight, Exit::Drop)),
                     RuleEnd::Reject => done.push((flight, Exit::Reject)),
                     RuleEnd::Verdict(Verdict::Return) => done.push((flight, Exit::Return)),
@@ -84,9 +65,7 @@ impl Walker<'_> {
                             }
                         }
                     }
-                    RuleEnd::Verdict(Verdict::Goto(callee)) => {
-                        done.extend(self.run(table, &callee, flight, depth + 1)?)
-                    }
+                    RuleEnd::Verdict(Verdict::Goto(callee)) => done.extend(self.run(table, &callee, flight, depth + 1)?),
                 }
             }
         }

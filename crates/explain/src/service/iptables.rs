@@ -8,13 +8,7 @@ use crate::tracer::words::split_words;
 use std::collections::BTreeSet;
 
 /// Chains that belong to one Service port.
-const SERVICE_CHAINS: [&str; 5] = [
-    "KUBE-SVC-",
-    "KUBE-SEP-",
-    "KUBE-EXT-",
-    "KUBE-FW-",
-    "KUBE-SVL-",
-];
+const SERVICE_CHAINS: [&str; 5] = ["KUBE-SVC-", "KUBE-SEP-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SVL-"];
 
 /// One `-A` line: its table, chain and the rest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,28 +24,19 @@ impl Line {
     }
 
     fn words(&self) -> Vec<String> {
-        split_words(&self.spec)
-            .map(|w| w.into_iter().map(|w| w.text).collect())
-            .unwrap_or_default()
+        split_words(&self.spec).map(|w| w.into_iter().map(|w| w.text).collect()).unwrap_or_default()
     }
 
     fn option(&self, name: &str) -> Option<String> {
         let words = self.words();
-        words
-            .iter()
-            .position(|w| w == name)
-            .and_then(|at| words.get(at + 1))
-            .cloned()
+        words.iter().position(|w| w == name).and_then(|at| words.get(at + 1)).cloned()
     }
 }
 
 /// What `save` (iptables-save output) holds for `service` (`ns/name`).
 pub fn programmed(save: &str, service: &str) -> Programmed {
     let lines = service_lines(save, service);
-    let mut out = Programmed {
-        rules: lines.iter().map(Line::text).collect(),
-        ..Programmed::default()
-    };
+    let mut out = Programmed { rules: lines.iter().map(Line::text).collect(), ..Programmed::default() };
     for line in &lines {
         read_line(line, service, &mut out);
     }
@@ -69,9 +54,7 @@ fn service_lines(save: &str, service: &str) -> Vec<Line> {
             frontier.extend(all.iter().filter(|l| l.chain == chain).filter_map(target));
         }
     }
-    all.into_iter()
-        .filter(|l| named(l) || chains.contains(&l.chain))
-        .collect()
+    all.into_iter().filter(|l| named(l) || chains.contains(&l.chain)).collect()
 }
 
 fn target(line: &Line) -> Option<String> {
@@ -92,11 +75,7 @@ fn lines(save: &str) -> Vec<Line> {
             table = name.to_string();
         } else if let Some(rest) = text.strip_prefix("-A ") {
             let (chain, spec) = rest.split_once(' ').unwrap_or((rest, ""));
-            out.push(Line {
-                table: table.clone(),
-                chain: chain.to_string(),
-                spec: spec.to_string(),
-            });
+            out.push(Line { table: table.clone(), chain: chain.to_string(), spec: spec.to_string() });
         }
     }
     out
@@ -104,9 +83,7 @@ fn lines(save: &str) -> Vec<Line> {
 
 /// What one rule says about its port.
 fn read_line(line: &Line, service: &str, out: &mut Programmed) {
-    let Some(comment) = comment_of(&line.spec) else {
-        return;
-    };
+    let Some(comment) = comment_of(&line.spec) else { return };
     let port_name = port_in(comment, service).unwrap_or_default();
     let port = out.ports.entry(port_name).or_default();
     let dport = line.option("--dport").and_then(|p| p.parse::<u16>().ok());
@@ -118,10 +95,7 @@ fn read_line(line: &Line, service: &str, out: &mut Programmed) {
         }
         (_, "KUBE-SERVICES" | "KUBE-EXTERNAL-SERVICES", Some(dest), Some(dport)) => {
             let kind = comment.split_once(' ').map(|(_, kind)| kind).unwrap_or("");
-            port.addresses.insert(format!(
-                "{} {proto}/{dport} ({kind})",
-                dest.trim_end_matches("/32")
-            ));
+            port.addresses.insert(format!("{} {proto}/{dport} ({kind})", dest.trim_end_matches("/32")));
         }
         (_, "KUBE-NODEPORTS" | "KUBE-EXTERNAL-SERVICES", None, Some(dport)) => {
             port.node_ports.insert(dport);
@@ -139,8 +113,5 @@ fn read_line(line: &Line, service: &str, out: &mut Programmed) {
 /// The Service's rules in `save`, one per line, for comparing with
 /// another rendering.
 pub fn rule_lines(save: &str, service: &str) -> Vec<String> {
-    service_lines(save, service)
-        .iter()
-        .map(Line::text)
-        .collect()
+    service_lines(save, service).iter().map(Line::text).collect()
 }

@@ -40,27 +40,14 @@ impl Footprint {
     /// The footprint of `service` (`ns/name`) in `snapshot` (one family's).
     pub fn of(snapshot: &Snapshot, service: &str) -> Self {
         let mut out = Footprint::default();
-        for (name, port) in snapshot
-            .services
-            .iter()
-            .filter(|(name, _)| name.service.to_string() == service)
-        {
-            out.ports.insert(
-                name.port.clone(),
-                (name.protocol, port.port, port.node_port),
-            );
+        for (name, port) in snapshot.services.iter().filter(|(name, _)| name.service.to_string() == service) {
+            out.ports.insert(name.port.clone(), (name.protocol, port.port, port.node_port));
             out.addresses.insert(port.cluster_ip, "cluster IP");
-            out.addresses
-                .extend(port.external_ips.iter().map(|ip| (*ip, "external IP")));
-            out.addresses.extend(
-                port.load_balancer_ips
-                    .iter()
-                    .map(|ip| (*ip, "load-balancer IP")),
-            );
+            out.addresses.extend(port.external_ips.iter().map(|ip| (*ip, "external IP")));
+            out.addresses.extend(port.load_balancer_ips.iter().map(|ip| (*ip, "load-balancer IP")));
             out.health_check_node_port = out.health_check_node_port.or(port.health_check_node_port);
             for endpoint in snapshot.endpoints_of(name) {
-                out.endpoints
-                    .insert((endpoint.ip, name.protocol, endpoint.port));
+                out.endpoints.insert((endpoint.ip, name.protocol, endpoint.port));
             }
         }
         out
@@ -76,14 +63,10 @@ impl Footprint {
     fn port_of(&self, vs: &VirtualService, bound: &[IpAddr]) -> Option<(String, String)> {
         let (ip, port) = (vs.address.ip(), vs.address.port());
         let named = |want: &dyn Fn(&PortKey) -> bool| {
-            self.ports
-                .iter()
-                .find(|(_, p)| p.0 == vs.protocol && want(p))
-                .map(|(name, _)| name.clone())
+            self.ports.iter().find(|(_, p)| p.0 == vs.protocol && want(p)).map(|(name, _)| name.clone())
         };
         if let Some(kind) = self.addresses.get(&ip) {
-            let name = named(&|p| p.1 == port)
-                .unwrap_or_else(|| format!("{}/{port} (not the Service's)", vs.protocol));
+            let name = named(&|p| p.1 == port).unwrap_or_else(|| format!("{}/{port} (not the Service's)", vs.protocol));
             return Some((name, kind.to_string()));
         }
         if bound.contains(&ip) {
@@ -96,41 +79,26 @@ impl Footprint {
     /// the Service's.
     fn owns_entry(&self, set: &str, entry: &str) -> bool {
         let fields: Vec<&str> = entry.split(',').collect();
-        let node_port = |proto: Protocol, port: u16| {
-            self.ports
-                .values()
-                .any(|p| p.0 == proto && p.2 == Some(port))
-        };
+        let node_port = |proto: Protocol, port: u16| self.ports.values().any(|p| p.0 == proto && p.2 == Some(port));
         match fields.as_slice() {
             [port] => {
-                let Ok(port) = port.parse::<u16>() else {
-                    return false;
-                };
+                let Ok(port) = port.parse::<u16>() else { return false };
                 if set.contains("HEALTH-CHECK") {
                     return self.health_check_node_port == Some(port);
                 }
                 [Protocol::Tcp, Protocol::Udp, Protocol::Sctp]
                     .into_iter()
-                    .any(|proto| {
-                        set.contains(&proto.to_string().to_uppercase()) && node_port(proto, port)
-                    })
+                    .any(|proto| set.contains(&proto.to_string().to_uppercase()) && node_port(proto, port))
             }
             [ip, proto_port, rest @ ..] => {
-                let Ok(ip) = ip.parse::<IpAddr>() else {
-                    return false;
-                };
-                let Some((proto, port)) = proto_port_of(proto_port) else {
-                    return false;
-                };
+                let Ok(ip) = ip.parse::<IpAddr>() else { return false };
+                let Some((proto, port)) = proto_port_of(proto_port) else { return false };
                 if self.addresses.contains_key(&ip) {
                     return true;
                 }
                 match rest {
                     [] => set.contains("NODE-PORT") && node_port(proto, port),
-                    [other] => {
-                        other.parse::<IpAddr>() == Ok(ip)
-                            && self.endpoints.contains(&(ip, proto, port))
-                    }
+                    [other] => other.parse::<IpAddr>() == Ok(ip) && self.endpoints.contains(&(ip, proto, port)),
                     _ => false,
                 }
             }
@@ -142,19 +110,11 @@ impl Footprint {
 /// `tcp:80` → (TCP, 80).
 fn proto_port_of(text: &str) -> Option<(Protocol, u16)> {
     let (proto, port) = text.split_once(':')?;
-    Some((
-        Protocol::from_api(&proto.to_uppercase())?,
-        port.parse().ok()?,
-    ))
+    Some((Protocol::from_api(&proto.to_uppercase())?, port.parse().ok()?))
 }
 
 fn virtual_server_text(vs: &VirtualService) -> String {
-    let mut text = format!(
-        "{} {} {}",
-        vs.protocol.to_string().to_uppercase(),
-        vs.address,
-        vs.scheduler
-    );
+    let mut text = format!("{} {} {}", vs.protocol.to_string().to_uppercase(), vs.address, vs.scheduler);
     if let Some(seconds) = vs.persistent {
         text.push_str(&format!(" persistent {seconds}"));
     }
@@ -162,18 +122,11 @@ fn virtual_server_text(vs: &VirtualService) -> String {
 }
 
 /// The Service's virtual servers in `dump`, with their port name and kind.
-fn virtual_servers<'a>(
-    dump: &'a IpvsDump,
-    footprint: &Footprint,
-) -> Vec<(&'a VirtualService, String, String)> {
+fn virtual_servers<'a>(dump: &'a IpvsDump, footprint: &Footprint) -> Vec<(&'a VirtualService, String, String)> {
     let mut out: Vec<_> = dump
         .virtual_servers
         .iter()
-        .filter_map(|vs| {
-            footprint
-                .port_of(vs, &dump.bound)
-                .map(|(name, kind)| (vs, name, kind))
-        })
+        .filter_map(|vs| footprint.port_of(vs, &dump.bound).map(|(name, kind)| (vs, name, kind)))
         .collect();
     out.sort_by_key(|(vs, _, _)| (vs.address, vs.protocol.to_string()));
     out
@@ -188,9 +141,7 @@ fn ipset_entries(dump: &IpvsDump, footprint: &Footprint) -> Vec<String> {
             let mut words = line.split_whitespace();
             (words.next()? == "add").then_some(())?;
             let (set, entry) = (words.next()?, words.next()?);
-            footprint
-                .owns_entry(set, entry)
-                .then(|| format!("{set} {entry}"))
+            footprint.owns_entry(set, entry).then(|| format!("{set} {entry}"))
         })
         .collect();
     out.sort();
@@ -211,18 +162,10 @@ pub fn rule_lines(dump: &IpvsDump, service: &str, footprint: &Footprint) -> Vec<
             lines.push(format!("real server {text} -> {real} weight {weight}"));
         }
     }
-    let mut bound: Vec<&IpAddr> = dump
-        .bound
-        .iter()
-        .filter(|a| footprint.addresses.contains_key(a))
-        .collect();
+    let mut bound: Vec<&IpAddr> = dump.bound.iter().filter(|a| footprint.addresses.contains_key(a)).collect();
     bound.sort();
     lines.extend(bound.into_iter().map(|a| format!("kube-ipvs0 address {a}")));
-    lines.extend(
-        ipset_entries(dump, footprint)
-            .into_iter()
-            .map(|e| format!("ipset {e}")),
-    );
+    lines.extend(ipset_entries(dump, footprint).into_iter().map(|e| format!("ipset {e}")));
     lines.extend(super::iptables::rule_lines(&dump.iptables, service));
     lines
 }
@@ -230,10 +173,7 @@ pub fn rule_lines(dump: &IpvsDump, service: &str, footprint: &Footprint) -> Vec<
 /// What `dump` holds for `service` (`ns/name`), whose `footprint` the
 /// cluster state gives.
 pub fn programmed(dump: &IpvsDump, service: &str, footprint: &Footprint) -> Programmed {
-    let mut out = Programmed {
-        rules: rule_lines(dump, service, footprint),
-        ..Programmed::default()
-    };
+    let mut out = Programmed { rules: rule_lines(dump, service, footprint), ..Programmed::default() };
     for (vs, name, kind) in virtual_servers(dump, footprint) {
         let port = out.ports.entry(name).or_default();
         match kind.as_str() {
@@ -241,22 +181,14 @@ pub fn programmed(dump: &IpvsDump, service: &str, footprint: &Footprint) -> Prog
                 port.node_ports.insert(vs.address.port());
             }
             _ => {
-                port.addresses.insert(format!(
-                    "{} {}/{} ({kind})",
-                    vs.address.ip(),
-                    vs.protocol,
-                    vs.address.port()
-                ));
+                port.addresses.insert(format!("{} {}/{} ({kind})", vs.address.ip(), vs.protocol, vs.address.port()));
             }
         }
-        port.endpoints
-            .extend(vs.real_servers.iter().map(|(real, _)| real.to_string()));
+        port.endpoints.extend(vs.real_servers.iter().map(|(real, _)| real.to_string()));
         port.affinity_seconds = vs.persistent.map(u64::from).or(port.affinity_seconds);
         port.virtual_servers.push(virtual_server_view(vs, &kind));
     }
-    let health_check = ipset_entries(dump, footprint)
-        .iter()
-        .any(|e| e.contains("HEALTH-CHECK"));
+    let health_check = ipset_entries(dump, footprint).iter().any(|e| e.contains("HEALTH-CHECK"));
     if health_check {
         for port in out.ports.values_mut() {
             port.health_check_node_port = footprint.health_check_node_port;
@@ -269,15 +201,8 @@ pub fn programmed(dump: &IpvsDump, service: &str, footprint: &Footprint) -> Prog
 fn virtual_server_view(vs: &VirtualService, kind: &str) -> String {
     let mut reals = vs.real_servers.clone();
     reals.sort();
-    let reals: Vec<String> = reals
-        .iter()
-        .map(|(real, weight)| format!("{real} weight {weight}"))
-        .collect();
-    let reals = if reals.is_empty() {
-        "no real server".to_string()
-    } else {
-        reals.join(", ")
-    };
+    let reals: Vec<String> = reals.iter().map(|(real, weight)| format!("{real} weight {weight}")).collect();
+    let reals = if reals.is_empty() { "no real server".to_string() } else { reals.join(", ") };
     format!("{} ({kind}) -> {reals}", virtual_server_text(vs))
 }
 
@@ -306,14 +231,7 @@ mod tests {
         ];
         snapshot.endpoints.insert(web, Arc::new(endpoints));
         let db = ServicePortName::new("shop", "db", "pg", Protocol::Tcp);
-        snapshot.services.insert(
-            db.clone(),
-            Arc::new(ServicePort::cluster_ip(
-                db,
-                "10.96.0.20".parse().unwrap(),
-                5432,
-            )),
-        );
+        snapshot.services.insert(db.clone(), Arc::new(ServicePort::cluster_ip(db, "10.96.0.20".parse().unwrap(), 5432)));
         snapshot
     }
 
@@ -382,19 +300,12 @@ COMMIT
         assert_eq!(http.affinity_seconds, Some(600));
         assert_eq!(http.health_check_node_port, Some(32000));
         assert_eq!(http.node_ports, [30080].into());
-        assert_eq!(
-            http.endpoints,
-            ["10.244.0.5:8080".to_string(), "10.244.1.5:8080".to_string()].into()
-        );
+        assert_eq!(http.endpoints, ["10.244.0.5:8080".to_string(), "10.244.1.5:8080".to_string()].into());
         assert_eq!(
             http.virtual_servers[0],
             "TCP 10.96.0.10:80 rr persistent 600 (cluster IP) -> 10.244.0.5:8080 weight 1, 10.244.1.5:8080 weight 2"
         );
-        assert!(
-            programmed.ports.contains_key("tcp/81 (not the Service's)"),
-            "{:?}",
-            programmed.ports.keys()
-        );
+        assert!(programmed.ports.contains_key("tcp/81 (not the Service's)"), "{:?}", programmed.ports.keys());
     }
 
     #[test]
@@ -402,9 +313,6 @@ COMMIT
         let dump = IpvsDump::parse(DUMP).unwrap();
         let footprint = Footprint::of(&snapshot(), "shop/gone");
         assert!(footprint.is_empty());
-        assert_eq!(
-            rule_lines(&dump, "shop/gone", &footprint),
-            Vec::<String>::new()
-        );
+        assert_eq!(rule_lines(&dump, "shop/gone", &footprint), Vec::<String>::new());
     }
 }

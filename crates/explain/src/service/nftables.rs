@@ -10,10 +10,7 @@ use nftables::{Element, ElementData, Expr, Rule, TableContents, Value, Verdict};
 
 /// What `table` holds for `service` (`ns/name`).
 pub fn programmed(table: &TableContents, service: &str) -> Programmed {
-    let mut out = Programmed {
-        rules: rule_lines(table, service),
-        ..Programmed::default()
-    };
+    let mut out = Programmed { rules: rule_lines(table, service), ..Programmed::default() };
     read_chains(table, service, &mut out);
     read_map_elements(table, service, &mut out);
     out
@@ -21,20 +18,13 @@ pub fn programmed(table: &TableContents, service: &str) -> Programmed {
 
 /// The Service's port named by chain `name`, if the chain is one of its.
 fn port_of_chain(name: &str, service: &str) -> Option<String> {
-    service_of_chain(name)?
-        .strip_prefix(service)?
-        .strip_prefix(':')
-        .map(str::to_string)
+    service_of_chain(name)?.strip_prefix(service)?.strip_prefix(':').map(str::to_string)
 }
 
 /// The Service's rules and map elements, one per line.
 pub fn rule_lines(table: &TableContents, service: &str) -> Vec<String> {
     let mut lines = Vec::new();
-    for chain in table
-        .chains
-        .iter()
-        .filter(|c| port_of_chain(&c.name, service).is_some())
-    {
+    for chain in table.chains.iter().filter(|c| port_of_chain(&c.name, service).is_some()) {
         lines.push(format!("chain {}", chain.name));
         for rule in table.rules_of(&chain.name) {
             lines.push(format!("chain {}: {}", chain.name, rule_line(table, rule)));
@@ -42,11 +32,7 @@ pub fn rule_lines(table: &TableContents, service: &str) -> Vec<String> {
     }
     for set in &table.sets {
         if set.name.starts_with("affinity-") && port_of_chain(&set.name, service).is_some() {
-            lines.push(format!(
-                "set {} timeout {}s",
-                set.name,
-                set.timeout_ms.unwrap_or(0) / 1000
-            ));
+            lines.push(format!("set {} timeout {}s", set.name, set.timeout_ms.unwrap_or(0) / 1000));
         }
     }
     for (map, element) in map_elements(table, service) {
@@ -61,27 +47,11 @@ pub fn rule_lines(table: &TableContents, service: &str) -> Vec<String> {
 fn rule_line(table: &TableContents, rule: &Rule) -> String {
     match balancing_pick(table, &rule.exprs) {
         Some((numgen, picked)) => {
-            let before = Rule {
-                exprs: rule.exprs[..numgen].to_vec(),
-                ..rule.clone()
-            };
-            let picked: Vec<String> = picked
-                .iter()
-                .filter_map(|e| data_of(e))
-                .map(|d| values(d))
-                .collect();
-            format!(
-                "{} dnat to one of {{ {} }}",
-                rule_text(&before),
-                picked.join(", ")
-            )
-            .replace(":  dnat", ": dnat")
+            let before = Rule { exprs: rule.exprs[..numgen].to_vec(), ..rule.clone() };
+            let picked: Vec<String> = picked.iter().filter_map(|e| data_of(e)).map(values).collect();
+            format!("{} dnat to one of {{ {} }}", rule_text(&before), picked.join(", "))
         }
-        None => format!(
-            "{}{}",
-            rule_text(rule),
-            anonymous_elements(table, &rule.exprs)
-        ),
+        None => format!("{}{}", rule_text(rule), anonymous_elements(table, &rule.exprs)),
     }
 }
 
@@ -89,42 +59,21 @@ fn rule_line(table: &TableContents, rule: &Rule) -> String {
 /// target): where the `numgen` is, and the elements picked from, in
 /// order — an anonymous map's elements, or the start elements of the
 /// numbers `numgen` gives (`mod M offset K`) in an interval map.
-pub(crate) fn balancing_pick<'a>(
-    table: &'a TableContents,
-    exprs: &[Expr],
-) -> Option<(usize, Vec<&'a Element>)> {
-    let at = exprs
-        .iter()
-        .position(|e| matches!(e, Expr::Numgen { .. }))?;
-    let Expr::Numgen {
-        modulus, offset, ..
-    } = exprs[at]
-    else {
-        return None;
-    };
+fn balancing_pick<'a>(table: &'a TableContents, exprs: &[Expr]) -> Option<(usize, Vec<&'a Element>)> {
+    let at = exprs.iter().position(|e| matches!(e, Expr::Numgen { .. }))?;
+    let Expr::Numgen { modulus, offset, .. } = exprs[at] else { return None };
     let set = exprs[at..].iter().find_map(|e| match e {
-        Expr::Lookup {
-            set,
-            dreg: Some(reg),
-            ..
-        } if *reg != nftables::Register::VERDICT => Some(&set.name),
+        Expr::Lookup { set, dreg: Some(reg), .. } if *reg != nftables::Register::VERDICT => Some(&set.name),
         _ => None,
     })?;
     let declared = table.sets.iter().find(|s| &s.name == set);
     let key = declared.map_or_else(|| set.clone(), TableContents::set_key);
-    let mut elements: Vec<&Element> = table
-        .elements
-        .get(&key)
-        .into_iter()
-        .flatten()
-        .filter(|e| !e.is_interval_end())
-        .collect();
+    let mut elements: Vec<&Element> =
+        table.elements.get(&key).into_iter().flatten().filter(|e| !e.is_interval_end()).collect();
     if declared.is_some_and(|s| s.flags.contains(nftables::SetFlags::INTERVAL)) {
         let window = u64::from(offset)..u64::from(offset) + u64::from(modulus);
         elements.retain(|e| match e.key.first() {
-            Some(Value::Integer(n)) => {
-                window.contains(&u64::from(u32::from_be_bytes(n.to_ne_bytes())))
-            }
+            Some(Value::Integer(n)) => window.contains(&u64::from(u32::from_be_bytes(n.to_ne_bytes()))),
             _ => false,
         });
     }
@@ -143,18 +92,11 @@ fn data_of(element: &Element) -> Option<&[Value]> {
 fn anonymous_elements(table: &TableContents, exprs: &[Expr]) -> String {
     let mut out = String::new();
     for expr in exprs {
-        let Expr::Lookup { set, .. } = expr else {
-            continue;
-        };
+        let Expr::Lookup { set, .. } = expr else { continue };
         if !set.name.starts_with("__") {
             continue;
         }
-        let mut elements: Vec<&Element> = table
-            .elements
-            .get(&set.name)
-            .into_iter()
-            .flatten()
-            .collect();
+        let mut elements: Vec<&Element> = table.elements.get(&set.name).into_iter().flatten().collect();
         elements.sort_by_key(|e| Value::concat_bytes(&e.key));
         let texts: Vec<String> = elements.into_iter().map(element_text).collect();
         out.push_str(&format!(" {{ {} }}", texts.join(", ")));
@@ -164,10 +106,7 @@ fn anonymous_elements(table: &TableContents, exprs: &[Expr]) -> String {
 
 fn element_text(element: &Element) -> String {
     let key = values(&element.key);
-    let comment = element
-        .comment()
-        .map(|c| format!(" comment \"{c}\""))
-        .unwrap_or_default();
+    let comment = element.comment().map(|c| format!(" comment \"{c}\"")).unwrap_or_default();
     match &element.data {
         Some(ElementData::Verdict(v)) => format!("{key}{comment} : {v}"),
         Some(ElementData::Values(data)) => format!("{key}{comment} : {}", values(data)),
@@ -177,11 +116,7 @@ fn element_text(element: &Element) -> String {
 }
 
 fn values(values: &[Value]) -> String {
-    values
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join(" . ")
+    values.iter().map(Value::to_string).collect::<Vec<_>>().join(" . ")
 }
 
 /// Elements of named maps that lead to one of the Service's chains or
@@ -189,16 +124,9 @@ fn values(values: &[Value]) -> String {
 fn map_elements<'a>(table: &'a TableContents, service: &str) -> Vec<(&'a str, &'a Element)> {
     let mut out = Vec::new();
     for set in table.sets.iter().filter(|s| !s.name.starts_with("__")) {
-        for element in table
-            .elements
-            .get(&TableContents::set_key(set))
-            .into_iter()
-            .flatten()
-        {
+        for element in table.elements.get(&TableContents::set_key(set)).into_iter().flatten() {
             let leads_here = match &element.data {
-                Some(ElementData::Verdict(Verdict::Goto(c) | Verdict::Jump(c))) => {
-                    port_of_chain(c, service).is_some()
-                }
+                Some(ElementData::Verdict(Verdict::Goto(c) | Verdict::Jump(c))) => port_of_chain(c, service).is_some(),
                 _ => false,
             };
             if leads_here || element.comment().is_some_and(|c| names_service(c, service)) {
@@ -212,30 +140,21 @@ fn map_elements<'a>(table: &'a TableContents, service: &str) -> Vec<(&'a str, &'
 /// Endpoints (DNAT map data, `endpoint-…__ip/port` chains) and affinity.
 fn read_chains(table: &TableContents, service: &str, out: &mut Programmed) {
     for chain in &table.chains {
-        let Some(port_name) = port_of_chain(&chain.name, service) else {
-            continue;
-        };
+        let Some(port_name) = port_of_chain(&chain.name, service) else { continue };
         let port = out.ports.entry(port_name).or_default();
         if let Some((_, endpoint)) = chain.name.split_once("__") {
             port.endpoints.insert(endpoint.replace('/', ":"));
         }
         for rule in table.rules_of(&chain.name) {
-            let picked = balancing_pick(table, &rule.exprs)
-                .map(|(_, p)| p)
-                .unwrap_or_default();
+            let picked = balancing_pick(table, &rule.exprs).map(|(_, p)| p).unwrap_or_default();
             for data in picked.into_iter().filter_map(data_of) {
                 port.endpoints.insert(endpoint_text(data));
             }
         }
     }
-    for set in table
-        .sets
-        .iter()
-        .filter(|s| s.name.starts_with("affinity-"))
-    {
+    for set in table.sets.iter().filter(|s| s.name.starts_with("affinity-")) {
         if let Some(port_name) = port_of_chain(&set.name, service) {
-            out.ports.entry(port_name).or_default().affinity_seconds =
-                set.timeout_ms.map(|ms| ms / 1000);
+            out.ports.entry(port_name).or_default().affinity_seconds = set.timeout_ms.map(|ms| ms / 1000);
         }
     }
 }
@@ -256,19 +175,12 @@ fn read_map_elements(table: &TableContents, service: &str, out: &mut Programmed)
             Some(ElementData::Verdict(Verdict::Goto(c) | Verdict::Jump(c))) => c.as_str(),
             _ => "",
         };
-        let Some(port_name) = port_of_chain(chain, service) else {
-            continue;
-        };
+        let Some(port_name) = port_of_chain(chain, service) else { continue };
         let port = out.ports.entry(port_name).or_default();
         match (map, element.key.as_slice()) {
             ("service-ips", [addr, Value::Proto(p), Value::Port(n)]) => {
-                let kind = if chain.starts_with("service-") {
-                    "cluster IP"
-                } else {
-                    "external or load-balancer IP"
-                };
-                port.addresses
-                    .insert(format!("{addr} {}/{n} ({kind})", Value::Proto(*p)));
+                let kind = if chain.starts_with("service-") { "cluster IP" } else { "external or load-balancer IP" };
+                port.addresses.insert(format!("{addr} {}/{n} ({kind})", Value::Proto(*p)));
             }
             ("service-nodeports", [_, Value::Port(n)]) => {
                 port.node_ports.insert(*n);

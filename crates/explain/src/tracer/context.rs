@@ -47,10 +47,7 @@ impl TraceContext {
                 local.push(net);
             }
         }
-        Self {
-            local,
-            ..Self::default()
-        }
+        Self { local, ..Self::default() }
     }
 
     /// Adds a pod range.
@@ -61,10 +58,7 @@ impl TraceContext {
 
     /// Adds a route for `-o` matches.
     pub fn with_route(mut self, destination: IpNet, interface: &str) -> Self {
-        self.routes.push(Route {
-            destination,
-            interface: interface.to_string(),
-        });
+        self.routes.push(Route { destination, interface: interface.to_string() });
         self
     }
 
@@ -81,14 +75,8 @@ impl TraceContext {
     }
 
     /// The virtual server a packet to `destination` over `protocol` hits.
-    pub fn virtual_server(
-        &self,
-        protocol: super::Protocol,
-        destination: std::net::SocketAddr,
-    ) -> Option<&VirtualService> {
-        self.virtual_servers
-            .iter()
-            .find(|vs| vs.protocol == protocol && vs.address == destination)
+    pub fn virtual_server(&self, protocol: super::Protocol, destination: std::net::SocketAddr) -> Option<&VirtualService> {
+        self.virtual_servers.iter().find(|vs| vs.protocol == protocol && vs.address == destination)
     }
 
     /// Is `ip` one of the node's own addresses (`addrtype LOCAL`)?

@@ -28,9 +28,7 @@ pub enum TraceError {
     },
     /// A rule jumps to something that is neither a target the tracer knows
     /// nor a user chain of the same table.
-    #[error(
-        "line {line}: unknown target `{target}` (neither a target the tracer knows nor a user chain of table {table}) in rule: {rule}"
-    )]
+    #[error("line {line}: unknown target `{target}` (neither a target the tracer knows nor a user chain of table {table}) in rule: {rule}")]
     UnknownTarget {
         /// Line of the rule.
         line: usize,
@@ -89,9 +87,7 @@ pub enum TraceError {
         set: String,
     },
     /// A `-m set` rule's direction flags do not fit the set's type.
-    #[error(
-        "line {line}: ipset `{set}` of type {kind} cannot be matched with flags `{flags}` (rule: {rule})"
-    )]
+    #[error("line {line}: ipset `{set}` of type {kind} cannot be matched with flags `{flags}` (rule: {rule})")]
     IpsetFlags {
         /// Line of the rule.
         line: usize,

@@ -71,36 +71,24 @@ impl Flight {
     /// How this path ends once it made it through every hook.
     pub fn through_every_hook(&self, delivered_locally: bool) -> Outcome {
         if self.dnat {
-            Outcome::Dnat {
-                to: self.destination(),
-                masquerade: self.snat,
-            }
+            Outcome::Dnat { to: self.destination(), masquerade: self.snat }
         } else if delivered_locally {
             Outcome::Local
         } else {
-            Outcome::Accept {
-                masquerade: self.snat,
-            }
+            Outcome::Accept { masquerade: self.snat }
         }
     }
 
     /// This path, ended with `outcome`.
     pub fn ended(self, outcome: Outcome) -> Path {
-        Path {
-            outcome,
-            probability: self.probability,
-            sticky: self.sticky,
-            steps: self.steps,
-        }
+        Path { outcome, probability: self.probability, sticky: self.sticky, steps: self.steps }
     }
 
     /// The packet as it enters its first hook.
     pub fn start(packet: &Packet) -> Self {
         let (hook, input) = match &packet.origin {
             Origin::Local => (Hook::Output, Iface::Absent),
-            Origin::Inbound {
-                interface: Some(name),
-            } => (Hook::Prerouting, Iface::Known(name.clone())),
+            Origin::Inbound { interface: Some(name) } => (Hook::Prerouting, Iface::Known(name.clone())),
             Origin::Inbound { interface: None } => (Hook::Prerouting, Iface::Unknown),
         };
         Self {
@@ -138,12 +126,10 @@ impl Flight {
     pub fn output_interface(&self, ctx: &TraceContext) -> Iface {
         match self.hook {
             Hook::Prerouting | Hook::Input => Iface::Absent,
-            Hook::Forward | Hook::Output | Hook::Postrouting => {
-                match ctx.output_interface(self.destination) {
-                    Some(name) => Iface::Known(name.to_string()),
-                    None => Iface::Unknown,
-                }
-            }
+            Hook::Forward | Hook::Output | Hook::Postrouting => match ctx.output_interface(self.destination) {
+                Some(name) => Iface::Known(name.to_string()),
+                None => Iface::Unknown,
+            },
         }
     }
 }

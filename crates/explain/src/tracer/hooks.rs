@@ -21,18 +21,9 @@ use super::walk::{Exit, Walker};
 use std::cell::Cell;
 
 /// Traces `packet` through `rules`.
-pub(crate) fn trace_rules(
-    rules: &Rules,
-    ctx: &TraceContext,
-    packet: &Packet,
-) -> Result<Verdict, TraceError> {
+pub(crate) fn trace_rules(rules: &Rules, ctx: &TraceContext, packet: &Packet) -> Result<Verdict, TraceError> {
     let forks = Cell::new(0);
-    let mut run = Run {
-        rules,
-        ctx,
-        walker: Walker { ctx, forks: &forks },
-        ended: Vec::new(),
-    };
+    let mut run = Run { rules, ctx, walker: Walker { ctx, forks: &forks }, ended: Vec::new() };
     let start = vec![Flight::start(packet)];
     match packet.origin {
         Origin::Local => run.local(start)?,
@@ -50,11 +41,7 @@ struct Run<'a> {
 
 impl Run<'_> {
     fn local(&mut self, start: Vec<Flight>) -> Result<(), TraceError> {
-        let sent = self.stage(
-            Hook::Output,
-            &["raw", "mangle", "nat", "filter", "security"],
-            start,
-        )?;
+        let sent = self.stage(Hook::Output, &["raw", "mangle", "nat", "filter", "security"], start)?;
         let (balanced, sent) = self.ipvs(sent);
         let balanced = self.stage(Hook::Postrouting, &["mangle", "nat"], balanced)?;
         self.finish(balanced, false);
@@ -94,27 +81,19 @@ impl Run<'_> {
     fn ipvs(&mut self, flights: Vec<Flight>) -> (Vec<Flight>, Vec<Flight>) {
         let (mut balanced, mut untouched) = (Vec::new(), Vec::new());
         for mut flight in flights {
-            let Some(vs) = self
-                .ctx
-                .virtual_server(flight.protocol, flight.destination())
-            else {
+            let Some(vs) = self.ctx.virtual_server(flight.protocol, flight.destination()) else {
                 untouched.push(flight);
                 continue;
             };
             let shares = vs.shares();
             if shares.is_empty() {
-                flight.steps.push(Step::Note(format!(
-                    "{vs}: no real server (ICMP port unreachable)"
-                )));
+                flight.steps.push(Step::Note(format!("{vs}: no real server (ICMP port unreachable)")));
                 self.end(flight, Outcome::Reject);
                 continue;
             }
             for (real, share) in shares {
                 let mut to = flight.clone();
-                to.steps.push(Step::Note(format!(
-                    "{vs}: real server {real} ({:.1}% of new connections)",
-                    share * 100.0
-                )));
+                to.steps.push(Step::Note(format!("{vs}: real server {real} ({:.1}% of new connections)", share * 100.0)));
                 to.destination = real.ip();
                 to.destination_port = real.port();
                 to.dnat = true;
@@ -131,37 +110,21 @@ impl Run<'_> {
         let (mut local, mut away) = (Vec::new(), Vec::new());
         for mut flight in flights {
             let is_local = self.ctx.is_local(flight.destination);
-            flight.steps.push(Step::Route {
-                destination: flight.destination,
-                local: is_local,
-            });
-            if is_local {
-                local.push(flight)
-            } else {
-                away.push(flight)
-            }
+            flight.steps.push(Step::Route { destination: flight.destination, local: is_local });
+            if is_local { local.push(flight) } else { away.push(flight) }
         }
         (local, away)
     }
 
     /// Runs the built-in chain of `hook` in each table, in order; dropped
     /// and rejected packets end their path here.
-    fn stage(
-        &mut self,
-        hook: Hook,
-        tables: &[&str],
-        mut live: Vec<Flight>,
-    ) -> Result<Vec<Flight>, TraceError> {
+    fn stage(&mut self, hook: Hook, tables: &[&str], mut live: Vec<Flight>) -> Result<Vec<Flight>, TraceError> {
         for flight in &mut live {
             flight.hook = hook;
         }
         for name in tables {
-            let Some(table) = self.rules.table(name) else {
-                continue;
-            };
-            let Some(chain) = table.chain(hook.chain()) else {
-                continue;
-            };
+            let Some(table) = self.rules.table(name) else { continue };
+            let Some(chain) = table.chain(hook.chain()) else { continue };
             let mut next = Vec::new();
             for flight in live {
                 for (mut flight, exit) in self.walker.run(table, chain, flight, 0)? {
@@ -169,17 +132,9 @@ impl Run<'_> {
                         Exit::Return => {
                             let policy = chain.policy.unwrap_or(Policy::Accept);
                             if !chain.rules.is_empty() || policy != Policy::Accept {
-                                flight.steps.push(Step::Policy {
-                                    table: table.name.clone(),
-                                    chain: chain.name.clone(),
-                                    policy,
-                                });
+                                flight.steps.push(Step::Policy { table: table.name.clone(), chain: chain.name.clone(), policy });
                             }
-                            if policy == Policy::Drop {
-                                Exit::Drop
-                            } else {
-                                Exit::Accept
-                            }
+                            if policy == Policy::Drop { Exit::Drop } else { Exit::Accept }
                         }
                         exit => exit,
                     };

@@ -86,11 +86,7 @@ impl fmt::Display for IpSetKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Element {
     Net(IpNet),
-    Ports {
-        protocol: Option<Protocol>,
-        first: u16,
-        last: u16,
-    },
+    Ports { protocol: Option<Protocol>, first: u16, last: u16 },
 }
 
 /// What a packet offers to one dimension of a lookup.
@@ -115,11 +111,7 @@ pub struct IpSet {
 impl IpSet {
     /// An empty set.
     pub fn new(name: &str, kind: IpSetKind) -> Self {
-        Self {
-            name: name.to_string(),
-            kind,
-            members: Vec::new(),
-        }
+        Self { name: name.to_string(), kind, members: Vec::new() }
     }
 
     /// Adds a member written as `ipset add` takes it: `10.0.0.1`,
@@ -129,11 +121,7 @@ impl IpSet {
         let parts: Vec<&str> = entry.split(',').collect();
         let dims = self.kind.dims();
         if parts.len() != dims.len() {
-            return Err(format!(
-                "{} needs {} comma-separated parts",
-                self.kind,
-                dims.len()
-            ));
+            return Err(format!("{} needs {} comma-separated parts", self.kind, dims.len()));
         }
         let bitmap = self.kind == IpSetKind::BitmapPort;
         let member = parts
@@ -166,26 +154,16 @@ impl IpSet {
 
     /// Does a member match `keys` (one per dimension, in order)?
     pub(crate) fn contains(&self, keys: &[Key]) -> bool {
-        self.members.iter().any(|member| {
-            member
-                .iter()
-                .zip(keys)
-                .all(|(element, key)| element_matches(element, key))
-        })
+        self.members.iter().any(|member| member.iter().zip(keys).all(|(element, key)| element_matches(element, key)))
     }
 }
 
 fn element_matches(element: &Element, key: &Key) -> bool {
     match (element, key) {
         (Element::Net(net), Key::Addr(ip)) => net.contains(ip),
-        (
-            Element::Ports {
-                protocol,
-                first,
-                last,
-            },
-            Key::Port(proto, port),
-        ) => protocol.is_none_or(|p| p == *proto) && (*first..=*last).contains(port),
+        (Element::Ports { protocol, first, last }, Key::Port(proto, port)) => {
+            protocol.is_none_or(|p| p == *proto) && (*first..=*last).contains(port)
+        }
         _ => false,
     }
 }
@@ -209,11 +187,7 @@ fn parse_ports(text: &str, bitmap: bool) -> Result<Element, String> {
         Some((a, b)) => (parse_port(a)?, parse_port(b)?),
         None => (parse_port(range)?, parse_port(range)?),
     };
-    Ok(Element::Ports {
-        protocol,
-        first,
-        last,
-    })
+    Ok(Element::Ports { protocol, first, last })
 }
 
 fn parse_protocol(text: &str) -> Result<Protocol, String> {
@@ -261,12 +235,11 @@ impl IpSets {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            sets.apply_save_line(line)
-                .map_err(|reason| TraceError::IpsetSyntax {
-                    line: index + 1,
-                    text: raw.to_string(),
-                    reason,
-                })?;
+            sets.apply_save_line(line).map_err(|reason| TraceError::IpsetSyntax {
+                line: index + 1,
+                text: raw.to_string(),
+                reason,
+            })?;
         }
         Ok(sets)
     }
@@ -275,16 +248,12 @@ impl IpSets {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["create", name, kind, ..] => {
-                let kind = IpSetKind::parse(kind)
-                    .ok_or_else(|| format!("unsupported set type `{kind}`"))?;
+                let kind = IpSetKind::parse(kind).ok_or_else(|| format!("unsupported set type `{kind}`"))?;
                 self.insert(IpSet::new(name, kind));
                 Ok(())
             }
             ["add", name, entry, ..] => {
-                let set = self
-                    .sets
-                    .get_mut(*name)
-                    .ok_or_else(|| format!("set `{name}` is not created"))?;
+                let set = self.sets.get_mut(*name).ok_or_else(|| format!("set `{name}` is not created"))?;
                 set.add(entry)
             }
             _ => Err("expected `create NAME TYPE` or `add NAME ENTRY`".to_string()),

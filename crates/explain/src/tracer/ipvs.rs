@@ -38,13 +38,7 @@ impl VirtualService {
 
 impl fmt::Display for VirtualService {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "IPVS {} {} {}",
-            self.protocol.to_string().to_uppercase(),
-            self.address,
-            self.scheduler
-        )?;
+        write!(f, "IPVS {} {} {}", self.protocol.to_string().to_uppercase(), self.address, self.scheduler)?;
         if let Some(timeout) = self.persistent {
             write!(f, " persistent {timeout}")?;
         }

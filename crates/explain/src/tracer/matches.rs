@@ -31,8 +31,9 @@ impl ProtoSpec {
             "tcp" | "6" => Self::Known(Protocol::Tcp),
             "udp" | "17" => Self::Known(Protocol::Udp),
             "sctp" | "132" => Self::Known(Protocol::Sctp),
-            other @ ("icmp" | "1" | "icmpv6" | "ipv6-icmp" | "58" | "esp" | "ah" | "gre"
-            | "udplite") => Self::Other(other.to_string()),
+            other @ ("icmp" | "1" | "icmpv6" | "ipv6-icmp" | "58" | "esp" | "ah" | "gre" | "udplite") => {
+                Self::Other(other.to_string())
+            }
             _ => return None,
         })
     }
@@ -271,29 +272,14 @@ impl Tri {
 /// Parses the options of `-m module`.
 pub(crate) fn parse_module(module: &str, opts: &[Opt]) -> Result<Vec<Match>, Problem> {
     let owner = format!("match {module}");
-    let unsupported = |opt: &Opt| Problem::Unsupported {
-        owner: owner.clone(),
-        option: opt.name.clone(),
-    };
+    let unsupported = |opt: &Opt| Problem::Unsupported { owner: owner.clone(), option: opt.name.clone() };
     match module {
         "comment" => parse_comment(opts, unsupported),
         "tcp" | "udp" | "sctp" => parse_l4(module, opts, unsupported),
-        "multiport" => opts
-            .iter()
-            .map(|opt| parse_multiport(opt, unsupported))
-            .collect(),
-        "addrtype" => opts
-            .iter()
-            .map(|opt| parse_addrtype(opt, unsupported))
-            .collect(),
-        "conntrack" | "state" => opts
-            .iter()
-            .map(|opt| parse_ctstate(module, opt, unsupported))
-            .collect(),
-        "mark" => opts
-            .iter()
-            .map(|opt| parse_mark(opt, unsupported))
-            .collect(),
+        "multiport" => opts.iter().map(|opt| parse_multiport(opt, unsupported)).collect(),
+        "addrtype" => opts.iter().map(|opt| parse_addrtype(opt, unsupported)).collect(),
+        "conntrack" | "state" => opts.iter().map(|opt| parse_ctstate(module, opt, unsupported)).collect(),
+        "mark" => opts.iter().map(|opt| parse_mark(opt, unsupported)).collect(),
         "statistic" => parse_statistic(opts, unsupported).map(|m| vec![m]),
         "recent" => parse_recent(opts, unsupported).map(|m| vec![m]),
         "nfacct" => parse_nfacct(opts, unsupported),
@@ -301,10 +287,7 @@ pub(crate) fn parse_module(module: &str, opts: &[Opt]) -> Result<Vec<Match>, Pro
             .iter()
             .map(|opt| match opt.name.as_str() {
                 "--physdev-is-in" | "--physdev-is-out" | "--physdev-is-bridged" => {
-                    Ok(Match::Physdev {
-                        option: opt.name.clone(),
-                        negated: opt.negated,
-                    })
+                    Ok(Match::Physdev { option: opt.name.clone(), negated: opt.negated })
                 }
                 _ => Err(unsupported(opt)),
             })
@@ -314,10 +297,7 @@ pub(crate) fn parse_module(module: &str, opts: &[Opt]) -> Result<Vec<Match>, Pro
     }
 }
 
-fn parse_comment(
-    opts: &[Opt],
-    unsupported: impl Fn(&Opt) -> Problem,
-) -> Result<Vec<Match>, Problem> {
+fn parse_comment(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<Vec<Match>, Problem> {
     opts.iter()
         .map(|opt| match opt.name.as_str() {
             "--comment" => {
@@ -329,11 +309,7 @@ fn parse_comment(
         .collect()
 }
 
-fn parse_l4(
-    module: &str,
-    opts: &[Opt],
-    unsupported: impl Fn(&Opt) -> Problem,
-) -> Result<Vec<Match>, Problem> {
+fn parse_l4(module: &str, opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<Vec<Match>, Problem> {
     let protocol = match module {
         "tcp" => Protocol::Tcp,
         "udp" => Protocol::Udp,
@@ -346,21 +322,13 @@ fn parse_l4(
             "--sport" | "--source-port" => Side::Src,
             "--syn" if protocol == Protocol::Tcp => {
                 opt.flag()?;
-                matches.push(Match::Syn {
-                    negated: opt.negated,
-                });
+                matches.push(Match::Syn { negated: opt.negated });
                 continue;
             }
             _ => return Err(unsupported(opt)),
         };
         let (first, last) = parse_port_range(&opt.name, opt.value()?)?;
-        matches.push(Match::Port {
-            protocol,
-            side,
-            first,
-            last,
-            negated: opt.negated,
-        });
+        matches.push(Match::Port { protocol, side, first, last, negated: opt.negated });
     }
     Ok(matches)
 }
@@ -370,8 +338,7 @@ fn parse_port_range(option: &str, text: &str) -> Result<(u16, u16), Problem> {
         if s.is_empty() {
             return Ok(default);
         }
-        s.parse()
-            .map_err(|_| Problem::bad(option, format!("`{s}` is not a port")))
+        s.parse().map_err(|_| Problem::bad(option, format!("`{s}` is not a port")))
     };
     match text.split_once(':') {
         Some((a, b)) => Ok((port(a, 0)?, port(b, u16::MAX)?)),
@@ -389,16 +356,8 @@ fn parse_multiport(opt: &Opt, unsupported: impl Fn(&Opt) -> Problem) -> Result<M
         "--ports" => None,
         _ => return Err(unsupported(opt)),
     };
-    let ranges = opt
-        .value()?
-        .split(',')
-        .map(|r| parse_port_range(&opt.name, r))
-        .collect::<Result<_, _>>()?;
-    Ok(Match::Multiport {
-        side,
-        ranges,
-        negated: opt.negated,
-    })
+    let ranges = opt.value()?.split(',').map(|r| parse_port_range(&opt.name, r)).collect::<Result<_, _>>()?;
+    Ok(Match::Multiport { side, ranges, negated: opt.negated })
 }
 
 fn parse_addrtype(opt: &Opt, unsupported: impl Fn(&Opt) -> Problem) -> Result<Match, Problem> {
@@ -415,29 +374,14 @@ fn parse_addrtype(opt: &Opt, unsupported: impl Fn(&Opt) -> Problem) -> Result<Ma
             "UNICAST" => Ok(AddrType::Unicast),
             "BROADCAST" => Ok(AddrType::Broadcast),
             "MULTICAST" => Ok(AddrType::Multicast),
-            other => Err(Problem::bad(
-                &opt.name,
-                format!("address type {other} is not modelled"),
-            )),
+            other => Err(Problem::bad(&opt.name, format!("address type {other} is not modelled"))),
         })
         .collect::<Result<_, _>>()?;
-    Ok(Match::AddrType {
-        side,
-        types,
-        negated: opt.negated,
-    })
+    Ok(Match::AddrType { side, types, negated: opt.negated })
 }
 
-fn parse_ctstate(
-    module: &str,
-    opt: &Opt,
-    unsupported: impl Fn(&Opt) -> Problem,
-) -> Result<Match, Problem> {
-    let expected = if module == "state" {
-        "--state"
-    } else {
-        "--ctstate"
-    };
+fn parse_ctstate(module: &str, opt: &Opt, unsupported: impl Fn(&Opt) -> Problem) -> Result<Match, Problem> {
+    let expected = if module == "state" { "--state" } else { "--ctstate" };
     if opt.name != expected {
         return Err(unsupported(opt));
     }
@@ -455,10 +399,7 @@ fn parse_ctstate(
             other => Err(Problem::bad(&opt.name, format!("unknown state {other}"))),
         })
         .collect::<Result<_, _>>()?;
-    Ok(Match::CtState {
-        states,
-        negated: opt.negated,
-    })
+    Ok(Match::CtState { states, negated: opt.negated })
 }
 
 /// Parses `value[/mask]` (hex `0x...` or decimal); the mask defaults to
@@ -483,11 +424,7 @@ fn parse_mark(opt: &Opt, unsupported: impl Fn(&Opt) -> Problem) -> Result<Match,
         return Err(unsupported(opt));
     }
     let (value, mask) = parse_value_mask(&opt.name, opt.value()?)?;
-    Ok(Match::Mark {
-        value,
-        mask,
-        negated: opt.negated,
-    })
+    Ok(Match::Mark { value, mask, negated: opt.negated })
 }
 
 fn parse_statistic(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<Match, Problem> {
@@ -497,10 +434,7 @@ fn parse_statistic(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Resul
             "--mode" => mode = Some(opt.value()?.to_string()),
             "--probability" => {
                 let text = opt.value()?;
-                probability =
-                    Some(text.parse::<f64>().map_err(|_| {
-                        Problem::bad(&opt.name, format!("`{text}` is not a number"))
-                    })?);
+                probability = Some(text.parse::<f64>().map_err(|_| Problem::bad(&opt.name, format!("`{text}` is not a number")))?);
                 negated |= opt.negated;
             }
             "--every" => {
@@ -516,12 +450,7 @@ fn parse_statistic(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Resul
     let mode = match (mode.as_deref(), probability, every) {
         (Some("random"), Some(p), None) => Statistic::Random(p),
         (Some("nth"), None, Some(n)) => Statistic::Nth(n),
-        _ => {
-            return Err(Problem::bad(
-                "--mode",
-                "need `random --probability p` or `nth --every n`",
-            ));
-        }
+        _ => return Err(Problem::bad("--mode", "need `random --probability p` or `nth --every n`")),
     };
     Ok(Match::Statistic { mode, negated })
 }
@@ -550,26 +479,15 @@ fn parse_recent(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<M
         };
         opt.flag()?;
         if action.replace(this).is_some() {
-            return Err(Problem::bad(
-                &opt.name,
-                "more than one of --set/--rcheck/--update/--remove",
-            ));
+            return Err(Problem::bad(&opt.name, "more than one of --set/--rcheck/--update/--remove"));
         }
         negated = opt.negated;
     }
-    let action = action
-        .ok_or_else(|| Problem::bad("--name", "needs one of --set/--rcheck/--update/--remove"))?;
-    Ok(Match::Recent {
-        action,
-        name,
-        negated,
-    })
+    let action = action.ok_or_else(|| Problem::bad("--name", "needs one of --set/--rcheck/--update/--remove"))?;
+    Ok(Match::Recent { action, name, negated })
 }
 
-fn parse_nfacct(
-    opts: &[Opt],
-    unsupported: impl Fn(&Opt) -> Problem,
-) -> Result<Vec<Match>, Problem> {
+fn parse_nfacct(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<Vec<Match>, Problem> {
     opts.iter()
         .map(|opt| match opt.name.as_str() {
             "--nfacct-name" => Ok(Match::Nfacct(opt.value()?.to_string())),
@@ -590,17 +508,10 @@ fn parse_set(opt: &Opt, unsupported: impl Fn(&Opt) -> Problem) -> Result<Match, 
         .map(|f| match f {
             "src" => Ok(Side::Src),
             "dst" => Ok(Side::Dst),
-            other => Err(Problem::bad(
-                &opt.name,
-                format!("flag `{other}` is neither src nor dst"),
-            )),
+            other => Err(Problem::bad(&opt.name, format!("flag `{other}` is neither src nor dst"))),
         })
         .collect::<Result<_, _>>()?;
-    Ok(Match::Set {
-        name: name.clone(),
-        flags,
-        negated: opt.negated,
-    })
+    Ok(Match::Set { name: name.clone(), flags, negated: opt.negated })
 }
 
 /// The rule a match is evaluated for, for error messages.
@@ -611,43 +522,20 @@ pub(crate) struct RuleSite<'a> {
 
 impl Match {
     /// Does the match hold for `flight`?
-    pub(crate) fn eval(
-        &self,
-        flight: &Flight,
-        ctx: &TraceContext,
-        site: &RuleSite<'_>,
-    ) -> Result<Tri, TraceError> {
+    pub(crate) fn eval(&self, flight: &Flight, ctx: &TraceContext, site: &RuleSite<'_>) -> Result<Tri, TraceError> {
         Ok(match self {
             Match::Source { net, negated } => Tri::of(net.contains(&flight.source) != *negated),
-            Match::Destination { net, negated } => {
-                Tri::of(net.contains(&flight.destination) != *negated)
-            }
+            Match::Destination { net, negated } => Tri::of(net.contains(&flight.destination) != *negated),
             Match::Protocol { spec, negated } => Tri::of(spec.matches(flight.protocol) != *negated),
-            Match::InInterface { name, negated } => {
-                interface(name, *negated, flight.input_interface(), "-i")
-            }
-            Match::OutInterface { name, negated } => {
-                interface(name, *negated, flight.output_interface(ctx), "-o")
-            }
+            Match::InInterface { name, negated } => interface(name, *negated, flight.input_interface(), "-i"),
+            Match::OutInterface { name, negated } => interface(name, *negated, flight.output_interface(ctx), "-o"),
             Match::L4(protocol) => Tri::of(flight.protocol == *protocol),
-            Match::Port {
-                protocol,
-                side,
-                first,
-                last,
-                negated,
-            } => {
+            Match::Port { protocol, side, first, last, negated } => {
                 let port = port_of(flight, *side);
-                Tri::of(
-                    flight.protocol == *protocol && ((*first..=*last).contains(&port) != *negated),
-                )
+                Tri::of(flight.protocol == *protocol && ((*first..=*last).contains(&port) != *negated))
             }
             Match::Syn { negated } => Tri::of(flight.protocol == Protocol::Tcp && !*negated),
-            Match::Multiport {
-                side,
-                ranges,
-                negated,
-            } => {
+            Match::Multiport { side, ranges, negated } => {
                 let hit = |port: u16| ranges.iter().any(|(a, b)| (*a..=*b).contains(&port));
                 let any = match side {
                     Some(side) => hit(port_of(flight, *side)),
@@ -657,40 +545,16 @@ impl Match {
             }
             Match::Comment(_) | Match::Nfacct(_) => Tri::Yes,
             Match::Physdev { negated, .. } => Tri::of(*negated),
-            Match::AddrType {
-                side,
-                types,
-                negated,
-            } => {
-                let ip = if *side == Side::Src {
-                    flight.source
-                } else {
-                    flight.destination
-                };
+            Match::AddrType { side, types, negated } => {
+                let ip = if *side == Side::Src { flight.source } else { flight.destination };
                 Tri::of(types.contains(&address_type(ctx, ip)) != *negated)
             }
-            Match::CtState { states, negated } => {
-                Tri::of(states.iter().any(|s| has_state(flight, *s)) != *negated)
-            }
-            Match::Mark {
-                value,
-                mask,
-                negated,
-            } => Tri::of((flight.mark & mask == *value) != *negated),
+            Match::CtState { states, negated } => Tri::of(states.iter().any(|s| has_state(flight, *s)) != *negated),
+            Match::Mark { value, mask, negated } => Tri::of((flight.mark & mask == *value) != *negated),
             Match::Statistic { mode, negated } => statistic(*mode, *negated),
-            Match::Recent {
-                action: RecentAction::Set,
-                negated,
-                ..
-            } => Tri::of(!*negated),
-            Match::Recent { name, negated, .. } => {
-                Tri::branch(*negated, format!("recent {name} hit (affinity)"))
-            }
-            Match::Set {
-                name,
-                flags,
-                negated,
-            } => set(flight, ctx, site, name, flags, *negated)?,
+            Match::Recent { action: RecentAction::Set, negated, .. } => Tri::of(!*negated),
+            Match::Recent { name, negated, .. } => Tri::branch(*negated, format!("recent {name} hit (affinity)")),
+            Match::Set { name, flags, negated } => set(flight, ctx, site, name, flags, *negated)?,
         })
     }
 }
@@ -701,14 +565,8 @@ impl Match {
     /// that is not random (an unknown interface, an affinity check).
     pub fn chance(&self) -> Option<f64> {
         let p = match self {
-            Match::Statistic {
-                mode: Statistic::Random(p),
-                ..
-            } => p.clamp(0.0, 1.0),
-            Match::Statistic {
-                mode: Statistic::Nth(n),
-                ..
-            } => 1.0 / f64::from((*n).max(1)),
+            Match::Statistic { mode: Statistic::Random(p), .. } => p.clamp(0.0, 1.0),
+            Match::Statistic { mode: Statistic::Nth(n), .. } => 1.0 / f64::from((*n).max(1)),
             _ => return None,
         };
         match self {
@@ -775,28 +633,15 @@ fn statistic(mode: Statistic, negated: bool) -> Tri {
     }
 }
 
-fn set(
-    flight: &Flight,
-    ctx: &TraceContext,
-    site: &RuleSite<'_>,
-    name: &str,
-    flags: &[Side],
-    negated: bool,
-) -> Result<Tri, TraceError> {
-    let set = ctx
-        .ipsets
-        .get(name)
-        .ok_or_else(|| TraceError::UnknownIpset {
-            line: site.line,
-            rule: site.text.to_string(),
-            set: name.to_string(),
-        })?;
+fn set(flight: &Flight, ctx: &TraceContext, site: &RuleSite<'_>, name: &str, flags: &[Side], negated: bool) -> Result<Tri, TraceError> {
+    let set = ctx.ipsets.get(name).ok_or_else(|| TraceError::UnknownIpset {
+        line: site.line,
+        rule: site.text.to_string(),
+        set: name.to_string(),
+    })?;
     let dims = set.kind.dims();
     if dims.len() != flags.len() {
-        let flags: Vec<&str> = flags
-            .iter()
-            .map(|f| if *f == Side::Src { "src" } else { "dst" })
-            .collect();
+        let flags: Vec<&str> = flags.iter().map(|f| if *f == Side::Src { "src" } else { "dst" }).collect();
         return Err(TraceError::IpsetFlags {
             line: site.line,
             rule: site.text.to_string(),

@@ -45,13 +45,7 @@ pub struct Packet {
 impl Packet {
     /// A packet from a process on the node itself.
     pub fn local(protocol: Protocol, source: IpAddr, destination: SocketAddr) -> Self {
-        Self {
-            origin: Origin::Local,
-            protocol,
-            source,
-            source_port: DEFAULT_SOURCE_PORT,
-            destination,
-        }
+        Self { origin: Origin::Local, protocol, source, source_port: DEFAULT_SOURCE_PORT, destination }
     }
 
     /// A packet arriving on an interface (from a pod or an outside client);

@@ -28,35 +28,21 @@ struct Reader {
 
 impl Reader {
     fn line(&mut self, line: usize, raw: &str) -> Result<(), TraceError> {
-        let syntax = |reason: &str| TraceError::Syntax {
-            line,
-            text: raw.to_string(),
-            reason: reason.to_string(),
-        };
+        let syntax = |reason: &str| TraceError::Syntax { line, text: raw.to_string(), reason: reason.to_string() };
         let text = strip_counters(raw.trim());
         if text.is_empty() || text.starts_with('#') {
             return Ok(());
         }
         if let Some(name) = text.strip_prefix('*') {
             let builtins = builtin_chains(name).ok_or_else(|| syntax("unknown table"))?;
-            self.rules
-                .tables
-                .entry(name.to_string())
-                .or_insert_with(|| Table::with_builtins(name, builtins));
+            self.rules.tables.entry(name.to_string()).or_insert_with(|| Table::with_builtins(name, builtins));
             self.table = Some(name.to_string());
             return Ok(());
         }
         if text == "COMMIT" {
-            return self
-                .table
-                .take()
-                .map(|_| ())
-                .ok_or_else(|| syntax("COMMIT outside a table"));
+            return self.table.take().map(|_| ()).ok_or_else(|| syntax("COMMIT outside a table"));
         }
-        let table_name = self
-            .table
-            .clone()
-            .ok_or_else(|| syntax("outside a `*table` block"))?;
+        let table_name = self.table.clone().ok_or_else(|| syntax("outside a `*table` block"))?;
         let Some(table) = self.rules.tables.get_mut(&table_name) else {
             return Err(syntax("outside a `*table` block"));
         };
@@ -82,21 +68,12 @@ fn strip_counters(text: &str) -> &str {
 fn declare(table: &mut Table, declaration: &str) -> Result<(), String> {
     let mut words = declaration.split_whitespace();
     let name = words.next().ok_or("chain declaration without a name")?;
-    let policy = words
-        .next()
-        .ok_or("chain declaration without a policy (`-` for user chains)")?;
+    let policy = words.next().ok_or("chain declaration without a policy (`-` for user chains)")?;
     let builtin = table.chains.get(name).is_some_and(|c| c.policy.is_some());
     match (policy, builtin) {
         ("-", true) => Err(format!("built-in chain {name} needs a policy")),
         ("-", false) => {
-            table.chains.insert(
-                name.to_string(),
-                Chain {
-                    name: name.to_string(),
-                    policy: None,
-                    rules: Vec::new(),
-                },
-            );
+            table.chains.insert(name.to_string(), Chain { name: name.to_string(), policy: None, rules: Vec::new() });
             Ok(())
         }
         (policy, true) => set_policy(table, name, policy),
@@ -111,10 +88,7 @@ fn set_policy(table: &mut Table, chain: &str, policy: &str) -> Result<(), String
         other => return Err(format!("unknown policy {other}")),
     };
     match table.chains.get_mut(chain) {
-        Some(Chain {
-            policy: slot @ Some(_),
-            ..
-        }) => {
+        Some(Chain { policy: slot @ Some(_), .. }) => {
             *slot = Some(policy);
             Ok(())
         }
@@ -152,28 +126,15 @@ fn command(table: &mut Table, line: usize, raw: &str, text: &str) -> Result<(), 
             Ok(())
         }
         "-N" | "--new-chain" if !chain.is_empty() => {
-            table.chains.insert(
-                chain.to_string(),
-                Chain {
-                    name: chain.to_string(),
-                    policy: None,
-                    rules: Vec::new(),
-                },
-            );
+            table.chains.insert(chain.to_string(), Chain { name: chain.to_string(), policy: None, rules: Vec::new() });
             Ok(())
         }
         "-X" | "--delete-chain" => {
-            table
-                .chains
-                .retain(|name, c| c.policy.is_some() || !(chain.is_empty() || name == chain));
+            table.chains.retain(|name, c| c.policy.is_some() || !(chain.is_empty() || name == chain));
             Ok(())
         }
         "-F" | "--flush" => {
-            table
-                .chains
-                .values_mut()
-                .filter(|c| chain.is_empty() || c.name == chain)
-                .for_each(|c| c.rules.clear());
+            table.chains.values_mut().filter(|c| chain.is_empty() || c.name == chain).for_each(|c| c.rules.clear());
             Ok(())
         }
         "-P" | "--policy" => Ok(set_policy(table, chain, rest.trim())?),
@@ -202,28 +163,15 @@ fn insert_position<'a>(cmd: &str, rest: &'a str) -> (Option<usize>, &'a str) {
     (None, rest)
 }
 
-fn parse_rule(
-    table: &Table,
-    line: usize,
-    raw: &str,
-    chain: &str,
-    spec: &str,
-) -> Result<Rule, Failure> {
+fn parse_rule(table: &Table, line: usize, raw: &str, chain: &str, spec: &str) -> Result<Rule, Failure> {
     if chain.is_empty() {
         return Err(Failure::Syntax("missing chain name".to_string()));
     }
     let (matches, target) = parse_spec(spec).map_err(|p| Failure::Error(p.at(line, raw)))?;
     if target.is_nat() && table.name != "nat" {
-        return Err(Failure::Syntax(
-            "DNAT/SNAT/MASQUERADE are only valid in the nat table".to_string(),
-        ));
+        return Err(Failure::Syntax("DNAT/SNAT/MASQUERADE are only valid in the nat table".to_string()));
     }
-    Ok(Rule {
-        line,
-        spec: spec.to_string(),
-        matches,
-        target,
-    })
+    Ok(Rule { line, spec: spec.to_string(), matches, target })
 }
 
 fn split_word(text: &str) -> (&str, &str) {
@@ -239,9 +187,7 @@ fn validate(rules: &Rules) -> Result<(), TraceError> {
     for table in rules.tables.values() {
         for chain in table.chains.values() {
             for rule in &chain.rules {
-                let Some(target) = rule.target.chain() else {
-                    continue;
-                };
+                let Some(target) = rule.target.chain() else { continue };
                 let is_user_chain = table.chain(target).is_some_and(|c| c.policy.is_none());
                 if !is_user_chain {
                     return Err(TraceError::UnknownTarget {

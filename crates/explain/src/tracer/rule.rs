@@ -21,34 +21,17 @@ pub(crate) enum Problem {
 impl Problem {
     /// A bad value of `option`.
     pub fn bad(option: &str, reason: impl Into<String>) -> Self {
-        Problem::BadValue {
-            option: option.to_string(),
-            reason: reason.into(),
-        }
+        Problem::BadValue { option: option.to_string(), reason: reason.into() }
     }
 
     /// The error for this problem in `rule` (at line `line`).
     pub fn at(self, line: usize, rule: &str) -> TraceError {
         let rule = rule.to_string();
         match self {
-            Problem::Syntax(reason) => TraceError::Syntax {
-                line,
-                text: rule,
-                reason,
-            },
+            Problem::Syntax(reason) => TraceError::Syntax { line, text: rule, reason },
             Problem::UnknownMatch(module) => TraceError::UnknownMatch { line, rule, module },
-            Problem::Unsupported { owner, option } => TraceError::UnsupportedOption {
-                line,
-                rule,
-                owner,
-                option,
-            },
-            Problem::BadValue { option, reason } => TraceError::BadValue {
-                line,
-                rule,
-                option,
-                reason,
-            },
+            Problem::Unsupported { owner, option } => TraceError::UnsupportedOption { line, rule, owner, option },
+            Problem::BadValue { option, reason } => TraceError::BadValue { line, rule, option, reason },
         }
     }
 }
@@ -66,10 +49,7 @@ impl Opt {
     pub fn value(&self) -> Result<&str, Problem> {
         match self.values.as_slice() {
             [value] => Ok(value),
-            _ => Err(Problem::bad(
-                &self.name,
-                format!("expected one value, got {}", self.values.len()),
-            )),
+            _ => Err(Problem::bad(&self.name, format!("expected one value, got {}", self.values.len()))),
         }
     }
 
@@ -148,11 +128,7 @@ fn group_words(words: &[Word]) -> Result<Groups, Problem> {
         } else if is_base_option(text) {
             return Err(Problem::bad(text, "missing value"));
         } else if matches!(text, "-m" | "--match" | "-j" | "--jump" | "-g" | "--goto") {
-            let name = words
-                .get(i + 1)
-                .ok_or_else(|| Problem::bad(text, "missing name"))?
-                .text
-                .clone();
+            let name = words.get(i + 1).ok_or_else(|| Problem::bad(text, "missing name"))?.text.clone();
             if negated {
                 return Err(Problem::Syntax(format!("`!` before {text}")));
             }
@@ -161,21 +137,11 @@ fn group_words(words: &[Word]) -> Result<Groups, Problem> {
         } else if text.starts_with("--") {
             let mut values = Vec::new();
             let mut j = i + 1;
-            while let Some(next) = words
-                .get(j)
-                .filter(|w| w.quoted || !is_option_like(&w.text))
-            {
+            while let Some(next) = words.get(j).filter(|w| w.quoted || !is_option_like(&w.text)) {
                 values.push(next.text.clone());
                 j += 1;
             }
-            groups.add_opt(
-                &owner,
-                Opt {
-                    negated,
-                    name: text.to_string(),
-                    values,
-                },
-            )?;
+            groups.add_opt(&owner, Opt { negated, name: text.to_string(), values })?;
             i = j;
         } else {
             return Err(Problem::Syntax(format!("unexpected word `{text}`")));
@@ -206,37 +172,21 @@ fn is_base_option(text: &str) -> bool {
 }
 
 fn is_option_like(text: &str) -> bool {
-    text == "!"
-        || (text.len() > 1
-            && text.starts_with('-')
-            && !text[1..].starts_with(|c: char| c.is_ascii_digit()))
+    text == "!" || (text.len() > 1 && text.starts_with('-') && !text[1..].starts_with(|c: char| c.is_ascii_digit()))
 }
 
 impl Groups {
     fn add_base(&mut self, option: &str, value: &str, negated: bool) -> Result<(), Problem> {
         let m = match option {
-            "-s" | "--source" | "--src" => Match::Source {
-                net: parse_net(option, value)?,
-                negated,
-            },
-            "-d" | "--destination" | "--dst" => Match::Destination {
-                net: parse_net(option, value)?,
-                negated,
-            },
+            "-s" | "--source" | "--src" => Match::Source { net: parse_net(option, value)?, negated },
+            "-d" | "--destination" | "--dst" => Match::Destination { net: parse_net(option, value)?, negated },
             "-p" | "--protocol" => {
-                let spec = ProtoSpec::parse(value)
-                    .ok_or_else(|| Problem::bad(option, format!("unknown protocol `{value}`")))?;
+                let spec = ProtoSpec::parse(value).ok_or_else(|| Problem::bad(option, format!("unknown protocol `{value}`")))?;
                 self.protocol = Some(spec.clone());
                 Match::Protocol { spec, negated }
             }
-            "-i" | "--in-interface" => Match::InInterface {
-                name: value.to_string(),
-                negated,
-            },
-            _ => Match::OutInterface {
-                name: value.to_string(),
-                negated,
-            },
+            "-i" | "--in-interface" => Match::InInterface { name: value.to_string(), negated },
+            _ => Match::OutInterface { name: value.to_string(), negated },
         };
         self.base.push(m);
         Ok(())
@@ -269,12 +219,8 @@ impl Groups {
                 }
             }
             Owner::Base => {
-                let Some(module) = self.protocol.as_ref().and_then(ProtoSpec::implicit_module)
-                else {
-                    return Err(Problem::Unsupported {
-                        owner: "rule (outside any -m)".to_string(),
-                        option: opt.name,
-                    });
+                let Some(module) = self.protocol.as_ref().and_then(ProtoSpec::implicit_module) else {
+                    return Err(Problem::Unsupported { owner: "rule (outside any -m)".to_string(), option: opt.name });
                 };
                 match self.modules.iter_mut().find(|(name, _)| name == module) {
                     Some((_, opts)) => opts.push(opt),
@@ -290,12 +236,10 @@ fn parse_net(option: &str, value: &str) -> Result<IpNet, Problem> {
     if let Ok(net) = value.parse::<IpNet>() {
         return Ok(net);
     }
-    value.parse::<IpAddr>().map(IpNet::from).map_err(|_| {
-        Problem::bad(
-            option,
-            format!("`{value}` is not an address or prefix (lists and names are not supported)"),
-        )
-    })
+    value
+        .parse::<IpAddr>()
+        .map(IpNet::from)
+        .map_err(|_| Problem::bad(option, format!("`{value}` is not an address or prefix (lists and names are not supported)")))
 }
 
 #[cfg(test)]
@@ -311,55 +255,28 @@ mod tests {
         .unwrap();
         assert_eq!(target, Target::Jump("KUBE-MARK-MASQ".to_string()));
         assert!(matches!(matches[0], Match::Source { negated: true, .. }));
-        assert!(matches!(
-            matches[1],
-            Match::Destination { negated: false, .. }
-        ));
-        assert!(
-            matches
-                .iter()
-                .any(|m| matches!(m, Match::Comment(c) if c == "a b"))
-        );
-        assert!(matches.iter().any(|m| matches!(
-            m,
-            Match::Port {
-                first: 443,
-                last: 443,
-                ..
-            }
-        )));
+        assert!(matches!(matches[1], Match::Destination { negated: false, .. }));
+        assert!(matches.iter().any(|m| matches!(m, Match::Comment(c) if c == "a b")));
+        assert!(matches.iter().any(|m| matches!(m, Match::Port { first: 443, last: 443, .. })));
     }
 
     #[test]
     fn options_after_protocol_belong_to_its_implicit_module() {
         let (matches, _) = parse_spec("-p udp --dport 53 -j ACCEPT").unwrap();
-        assert!(
-            matches
-                .iter()
-                .any(|m| matches!(m, Match::Port { first: 53, .. }))
-        );
+        assert!(matches.iter().any(|m| matches!(m, Match::Port { first: 53, .. })));
     }
 
     #[test]
     fn option_outside_any_module_is_an_error() {
-        assert!(matches!(
-            parse_spec("--dport 53 -j ACCEPT"),
-            Err(Problem::Unsupported { .. })
-        ));
+        assert!(matches!(parse_spec("--dport 53 -j ACCEPT"), Err(Problem::Unsupported { .. })));
     }
 
     #[test]
     fn malformed_rules_are_errors() {
         assert!(matches!(parse_spec("-s"), Err(Problem::BadValue { .. })));
-        assert!(matches!(
-            parse_spec("-s 10.0.0.0/8 !"),
-            Err(Problem::Syntax(_))
-        ));
+        assert!(matches!(parse_spec("-s 10.0.0.0/8 !"), Err(Problem::Syntax(_))));
         assert!(matches!(parse_spec("-j A -j B"), Err(Problem::Syntax(_))));
-        assert!(matches!(
-            parse_spec("-s host.example -j ACCEPT"),
-            Err(Problem::BadValue { .. })
-        ));
+        assert!(matches!(parse_spec("-s host.example -j ACCEPT"), Err(Problem::BadValue { .. })));
         assert!(matches!(parse_spec("bogus"), Err(Problem::Syntax(_))));
     }
 }

@@ -9,10 +9,7 @@ use std::collections::BTreeMap;
 /// Tables the tracer knows, with their built-in chains.
 pub(crate) const BUILTIN_CHAINS: [(&str, &[&str]); 5] = [
     ("raw", &["PREROUTING", "OUTPUT"]),
-    (
-        "mangle",
-        &["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
-    ),
+    ("mangle", &["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"]),
     ("nat", &["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"]),
     ("filter", &["INPUT", "FORWARD", "OUTPUT"]),
     ("security", &["INPUT", "FORWARD", "OUTPUT"]),
@@ -21,10 +18,7 @@ pub(crate) const BUILTIN_CHAINS: [(&str, &[&str]); 5] = [
 /// The built-in chains of `table`, or `None` for a table the tracer does
 /// not know.
 pub(crate) fn builtin_chains(table: &str) -> Option<&'static [&'static str]> {
-    BUILTIN_CHAINS
-        .iter()
-        .find(|(name, _)| *name == table)
-        .map(|(_, chains)| *chains)
+    BUILTIN_CHAINS.iter().find(|(name, _)| *name == table).map(|(_, chains)| *chains)
 }
 
 /// One rule: what it matches and what it does.
@@ -67,18 +61,11 @@ impl Table {
         let chains = builtins
             .iter()
             .map(|chain| {
-                let chain = Chain {
-                    name: chain.to_string(),
-                    policy: Some(Policy::Accept),
-                    rules: Vec::new(),
-                };
+                let chain = Chain { name: chain.to_string(), policy: Some(Policy::Accept), rules: Vec::new() };
                 (chain.name.clone(), chain)
             })
             .collect();
-        Self {
-            name: name.to_string(),
-            chains,
-        }
+        Self { name: name.to_string(), chains }
     }
 
     /// The chain called `name`.
@@ -108,7 +95,6 @@ impl Rules {
 
     /// Number of rules in `table` (all chains).
     pub fn rule_count(&self, table: &str) -> usize {
-        self.table(table)
-            .map_or(0, |t| t.chains.values().map(|c| c.rules.len()).sum())
+        self.table(table).map_or(0, |t| t.chains.values().map(|c| c.rules.len()).sum())
     }
 }

@@ -68,26 +68,15 @@ impl Target {
     /// targets).
     pub fn apply_mark(&self, mark: u32) -> u32 {
         match self {
-            Target::Mark {
-                value,
-                mask,
-                op: MarkOp::Xor,
-            } => (mark & !mask) ^ value,
-            Target::Mark {
-                value,
-                mask,
-                op: MarkOp::Or,
-            } => (mark & !mask) | value,
+            Target::Mark { value, mask, op: MarkOp::Xor } => (mark & !mask) ^ value,
+            Target::Mark { value, mask, op: MarkOp::Or } => (mark & !mask) | value,
             _ => mark,
         }
     }
 
     /// Only valid in the nat table.
     pub(crate) fn is_nat(&self) -> bool {
-        matches!(
-            self,
-            Target::Dnat { .. } | Target::Snat { .. } | Target::Masquerade
-        )
+        matches!(self, Target::Dnat { .. } | Target::Snat { .. } | Target::Masquerade)
     }
 
     /// The user chain this target enters, if any.
@@ -103,10 +92,7 @@ impl Target {
 /// to a user chain (checked against the table later).
 pub(crate) fn parse_target(kind: TargetKind, name: &str, opts: &[Opt]) -> Result<Target, Problem> {
     let owner = format!("target {name}");
-    let unsupported = |opt: &Opt| Problem::Unsupported {
-        owner: owner.clone(),
-        option: opt.name.clone(),
-    };
+    let unsupported = |opt: &Opt| Problem::Unsupported { owner: owner.clone(), option: opt.name.clone() };
     if kind == TargetKind::Goto {
         return match opts.first() {
             Some(opt) => Err(unsupported(opt)),
@@ -166,8 +152,7 @@ fn parse_dnat(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<Tar
             _ => return Err(unsupported(opt)),
         }
     }
-    let (to, port) =
-        to.ok_or_else(|| Problem::bad("--to-destination", "DNAT needs --to-destination"))?;
+    let (to, port) = to.ok_or_else(|| Problem::bad("--to-destination", "DNAT needs --to-destination"))?;
     Ok(Target::Dnat { to, port })
 }
 
@@ -186,12 +171,7 @@ fn parse_snat(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<Tar
 
 /// `ip`, `ip:port`, `[v6]`, `[v6]:port`; ranges are not modelled.
 fn parse_address_port(option: &str, text: &str) -> Result<(IpAddr, Option<u16>), Problem> {
-    let bad = || {
-        Problem::bad(
-            option,
-            format!("`{text}` is not ip[:port] (ranges are not modelled)"),
-        )
-    };
+    let bad = || Problem::bad(option, format!("`{text}` is not ip[:port] (ranges are not modelled)"));
     let (ip, port) = if let Some(rest) = text.strip_prefix('[') {
         let (ip, after) = rest.split_once(']').ok_or_else(bad)?;
         (ip, after.strip_prefix(':'))
@@ -202,18 +182,13 @@ fn parse_address_port(option: &str, text: &str) -> Result<(IpAddr, Option<u16>),
         (text, None)
     };
     let ip = ip.parse::<IpAddr>().map_err(|_| bad())?;
-    let port = port
-        .map(|p| p.parse::<u16>().map_err(|_| bad()))
-        .transpose()?;
+    let port = port.map(|p| p.parse::<u16>().map_err(|_| bad())).transpose()?;
     Ok((ip, port))
 }
 
 fn parse_mark(opts: &[Opt], unsupported: impl Fn(&Opt) -> Problem) -> Result<Target, Problem> {
     let [opt] = opts else {
-        return Err(Problem::bad(
-            "MARK",
-            "needs exactly one of --set-xmark/--set-mark/--and-mark/--or-mark/--xor-mark",
-        ));
+        return Err(Problem::bad("MARK", "needs exactly one of --set-xmark/--set-mark/--and-mark/--or-mark/--xor-mark"));
     };
     let text = opt.value()?;
     let (value, mask, op) = match opt.name.as_str() {

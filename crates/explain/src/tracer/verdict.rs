@@ -35,14 +35,8 @@ pub enum Outcome {
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Outcome::Dnat {
-                to,
-                masquerade: false,
-            } => write!(f, "DNAT {to}"),
-            Outcome::Dnat {
-                to,
-                masquerade: true,
-            } => write!(f, "DNAT {to} +masq"),
+            Outcome::Dnat { to, masquerade: false } => write!(f, "DNAT {to}"),
+            Outcome::Dnat { to, masquerade: true } => write!(f, "DNAT {to} +masq"),
             Outcome::Accept { masquerade: false } => f.write_str("ACCEPT (no DNAT)"),
             Outcome::Accept { masquerade: true } => f.write_str("ACCEPT (no DNAT) +masq"),
             Outcome::Local => f.write_str("LOCAL (no DNAT, delivered to the node)"),
@@ -135,22 +129,14 @@ impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Step::Rule { rule, assumed } if rule.line == 0 => {
-                write!(
-                    f,
-                    "{} {} #{}: {}",
-                    rule.table, rule.chain, rule.index, rule.spec
-                )?;
+                write!(f, "{} {} #{}: {}", rule.table, rule.chain, rule.index, rule.spec)?;
                 if !assumed.is_empty() {
                     write!(f, "   [assumed matching: {}]", assumed.join(", "))?;
                 }
                 Ok(())
             }
             Step::Rule { rule, assumed } => {
-                write!(
-                    f,
-                    "{} {} #{} (line {}): {}",
-                    rule.table, rule.chain, rule.index, rule.line, rule.spec
-                )?;
+                write!(f, "{} {} #{} (line {}): {}", rule.table, rule.chain, rule.index, rule.line, rule.spec)?;
                 if !assumed.is_empty() {
                     write!(f, "   [assumed matching: {}]", assumed.join(", "))?;
                 }
@@ -165,19 +151,9 @@ impl fmt::Display for Step {
                 rule.line,
                 assumed.join(", ")
             ),
-            Step::Policy {
-                table,
-                chain,
-                policy,
-            } => write!(f, "{table} {chain}: policy {policy}"),
-            Step::Route {
-                destination,
-                local: true,
-            } => write!(f, "route {destination}: local (INPUT)"),
-            Step::Route {
-                destination,
-                local: false,
-            } => write!(f, "route {destination}: not local (FORWARD)"),
+            Step::Policy { table, chain, policy } => write!(f, "{table} {chain}: policy {policy}"),
+            Step::Route { destination, local: true } => write!(f, "route {destination}: local (INPUT)"),
+            Step::Route { destination, local: false } => write!(f, "route {destination}: not local (FORWARD)"),
             Step::Note(text) => f.write_str(text),
         }
     }
@@ -236,9 +212,7 @@ impl Verdict {
 
     /// The paths that end in `outcome`.
     pub fn paths_to<'a>(&'a self, outcome: &'a Outcome) -> impl Iterator<Item = &'a Path> + 'a {
-        self.paths
-            .iter()
-            .filter(move |path| path.outcome == *outcome)
+        self.paths.iter().filter(move |path| path.outcome == *outcome)
     }
 
     /// The DNAT destinations reachable.

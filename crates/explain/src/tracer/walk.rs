@@ -38,19 +38,9 @@ pub(crate) struct Walker<'a> {
 
 impl Walker<'_> {
     /// Runs `chain` of `table` for `flight`: every path's packet and exit.
-    pub fn run(
-        &self,
-        table: &Table,
-        chain: &Chain,
-        flight: Flight,
-        depth: usize,
-    ) -> Result<Vec<(Flight, Exit)>, TraceError> {
+    pub fn run(&self, table: &Table, chain: &Chain, flight: Flight, depth: usize) -> Result<Vec<(Flight, Exit)>, TraceError> {
         if depth > MAX_DEPTH {
-            return Err(TraceError::ChainLoop {
-                table: table.name.clone(),
-                chain: chain.name.clone(),
-                limit: MAX_DEPTH,
-            });
+            return Err(TraceError::ChainLoop { table: table.name.clone(), chain: chain.name.clone(), limit: MAX_DEPTH });
         }
         let mut done = Vec::new();
         let mut pending = vec![(0usize, flight)];
@@ -72,19 +62,9 @@ impl Walker<'_> {
 
     /// Evaluates a rule's matches: one or two (forked) packets, each with
     /// whether the rule matched on that branch.
-    fn decide(
-        &self,
-        table: &Table,
-        chain: &Chain,
-        index: usize,
-        rule: &Rule,
-        mut flight: Flight,
-    ) -> Result<Vec<(Flight, bool)>, TraceError> {
+    fn decide(&self, table: &Table, chain: &Chain, index: usize, rule: &Rule, mut flight: Flight) -> Result<Vec<(Flight, bool)>, TraceError> {
         let text = format!("-A {} {}", chain.name, rule.spec);
-        let site = RuleSite {
-            line: rule.line,
-            text: &text,
-        };
+        let site = RuleSite { line: rule.line, text: &text };
         let mut assumed = Vec::new();
         let (mut chance, mut sticky) = (1.0, false);
         for m in &rule.matches {
@@ -106,10 +86,7 @@ impl Walker<'_> {
             spec: rule.spec.clone(),
         };
         if assumed.is_empty() {
-            flight.steps.push(Step::Rule {
-                rule: rule_ref,
-                assumed,
-            });
+            flight.steps.push(Step::Rule { rule: rule_ref, assumed });
             return Ok(vec![(flight, true)]);
         }
         self.fork()?;
@@ -119,14 +96,8 @@ impl Walker<'_> {
             flight.probability *= chance;
         }
         flight.sticky |= sticky;
-        missed.steps.push(Step::NotTaken {
-            rule: rule_ref.clone(),
-            assumed: assumed.clone(),
-        });
-        flight.steps.push(Step::Rule {
-            rule: rule_ref,
-            assumed,
-        });
+        missed.steps.push(Step::NotTaken { rule: rule_ref.clone(), assumed: assumed.clone() });
+        flight.steps.push(Step::Rule { rule: rule_ref, assumed });
         Ok(vec![(missed, false), (flight, true)])
     }
 

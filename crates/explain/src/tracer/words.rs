@@ -39,11 +39,7 @@ pub(crate) fn split_words(line: &str) -> Result<Vec<Word>, String> {
     Ok(words)
 }
 
-fn read_quoted(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    quote: char,
-    text: &mut String,
-) -> Result<(), String> {
+fn read_quoted(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, quote: char, text: &mut String) -> Result<(), String> {
     while let Some(c) = chars.next() {
         match c {
             '\\' => match chars.next() {
@@ -63,11 +59,7 @@ mod tests {
     use super::*;
 
     fn texts(line: &str) -> Vec<String> {
-        split_words(line)
-            .unwrap()
-            .into_iter()
-            .map(|w| w.text)
-            .collect()
+        split_words(line).unwrap().into_iter().map(|w| w.text).collect()
     }
 
     #[test]
@@ -83,14 +75,8 @@ mod tests {
 
     #[test]
     fn escaped_quote_inside_quotes() {
-        assert_eq!(
-            texts(r#"--comment "say \"hi\"""#),
-            vec!["--comment", r#"say "hi""#]
-        );
-        assert_eq!(
-            texts("--comment 'single quoted'"),
-            vec!["--comment", "single quoted"]
-        );
+        assert_eq!(texts(r#"--comment "say \"hi\"""#), vec!["--comment", r#"say "hi""#]);
+        assert_eq!(texts("--comment 'single quoted'"), vec!["--comment", "single quoted"]);
     }
 
     #[test]

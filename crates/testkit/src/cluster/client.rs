@@ -21,23 +21,12 @@ pub struct Client {
 impl Client {
     /// Creates the client on the wire with the plan's addresses and routes.
     pub fn new(plan: &ClientPlan, wire: &Wire, nodes: &[Node]) -> Result<Self> {
-        let primary = *plan
-            .ips
-            .first()
-            .context("the client plan needs at least one address")?;
+        let primary = *plan.ips.first().context("the client plan needs at least one address")?;
         let ns = Netns::new("client")?;
         ns.skip_ipv6_dad()?;
         wire.plug(&ns)?;
-        let mut commands: Vec<String> = plan
-            .ips
-            .iter()
-            .map(|ip| format!("addr add {ip}/{} dev eth0", CLIENT_NET.prefix_len()))
-            .collect();
-        commands.extend(
-            plan.ips6
-                .iter()
-                .map(|ip| format!("addr add {ip}/{} dev eth0 nodad", CLIENT_NET6.prefix_len())),
-        );
+        let mut commands: Vec<String> = plan.ips.iter().map(|ip| format!("addr add {ip}/{} dev eth0", CLIENT_NET.prefix_len())).collect();
+        commands.extend(plan.ips6.iter().map(|ip| format!("addr add {ip}/{} dev eth0 nodad", CLIENT_NET6.prefix_len())));
         commands.push("link set eth0 up".to_string());
         commands.push(format!("route add {WIRE_NET} dev eth0 src {primary}"));
         if let Some(primary6) = plan.ips6.first() {
@@ -48,17 +37,10 @@ impl Client {
                 .iter()
                 .find(|n| n.name() == node_name)
                 .with_context(|| format!("client route {net} via unknown node {node_name}"))?;
-            commands.push(format!(
-                "route add {net} via {} dev eth0 src {primary}",
-                node.ip()
-            ));
+            commands.push(format!("route add {net} via {} dev eth0 src {primary}", node.ip()));
         }
         ns.ip_batch(&commands)?;
-        Ok(Self {
-            ips: plan.ips.clone(),
-            ips6: plan.ips6.clone(),
-            ns,
-        })
+        Ok(Self { ips: plan.ips.clone(), ips6: plan.ips6.clone(), ns })
     }
 
     /// Its addresses; the first is the default source.

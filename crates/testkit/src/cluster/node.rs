@@ -2,9 +2,7 @@
 //! IPv6), routes the other nodes' pod CIDRs via those nodes, and is where
 //! kube-proxy-rs runs.
 
-use super::plan::{
-    CLIENT_NET, CLIENT_NET6, NodePlan, WIRE_GATEWAY, WIRE_GATEWAY6, WIRE_NET, WIRE_NET6,
-};
+use super::plan::{CLIENT_NET, CLIENT_NET6, NodePlan, WIRE_GATEWAY, WIRE_GATEWAY6, WIRE_NET, WIRE_NET6};
 use super::wire::Wire;
 use crate::netns::Netns;
 use anyhow::Result;
@@ -31,33 +29,21 @@ impl Node {
         wire.plug(&ns)?;
         ns.ip_batch(&[
             format!("addr add {}/{} dev eth0", plan.ip, WIRE_NET.prefix_len()),
-            format!(
-                "addr add {}/{} dev eth0 nodad",
-                plan.ip6,
-                WIRE_NET6.prefix_len()
-            ),
+            format!("addr add {}/{} dev eth0 nodad", plan.ip6, WIRE_NET6.prefix_len()),
             "link set eth0 up".to_string(),
             format!("route add {CLIENT_NET} dev eth0"),
             format!("route add default via {WIRE_GATEWAY} dev eth0"),
             format!("route add {CLIENT_NET6} dev eth0"),
             format!("route add default via {WIRE_GATEWAY6} dev eth0"),
         ])?;
-        Ok(Self {
-            plan: plan.clone(),
-            ns,
-            veths: std::sync::atomic::AtomicUsize::new(0),
-        })
+        Ok(Self { plan: plan.clone(), ns, veths: std::sync::atomic::AtomicUsize::new(0) })
     }
 
     /// Routes `other`'s pod CIDRs via `other`'s wire IPs (no overlay).
     pub fn route_pods_of(&self, other: &Node) -> Result<()> {
         self.ns.ip_batch(&[
             format!("route add {} via {} dev eth0", other.pod_cidr(), other.ip()),
-            format!(
-                "route add {} via {} dev eth0",
-                other.pod_cidr6(),
-                other.ip6()
-            ),
+            format!("route add {} via {} dev eth0", other.pod_cidr6(), other.ip6()),
         ])
     }
 
@@ -66,15 +52,9 @@ impl Node {
     /// and a host route to each of `ips` (either family) with the gateway of
     /// its family as source.
     pub fn attach(&self, pod: &Netns, ips: &[IpAddr]) -> Result<()> {
-        let veth = format!(
-            "p{}",
-            self.veths.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        );
+        let veth = format!("p{}", self.veths.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
         let mut commands = vec![
-            format!(
-                "link add {veth} type veth peer name eth0 netns {}",
-                pod.name()
-            ),
+            format!("link add {veth} type veth peer name eth0 netns {}", pod.name()),
             format!("addr add {}/32 dev {veth}", self.gateway()),
             format!("addr add {}/128 dev {veth} nodad", self.gateway6()),
             format!("link set {veth} up"),
@@ -129,12 +109,7 @@ impl Node {
     /// Every address a packet masqueraded by this node can carry: its wire
     /// IPs and its pod gateways, IPv4 first.
     pub fn addresses(&self) -> [IpAddr; 4] {
-        [
-            IpAddr::V4(self.ip()),
-            IpAddr::V4(self.gateway()),
-            IpAddr::V6(self.ip6()),
-            IpAddr::V6(self.gateway6()),
-        ]
+        [IpAddr::V4(self.ip()), IpAddr::V4(self.gateway()), IpAddr::V6(self.ip6()), IpAddr::V6(self.gateway6())]
     }
 
     /// The node's namespace (run commands, connect from the node itself).

@@ -76,10 +76,7 @@ fn node_plan(name: &str, host: u8, pods: u8) -> NodePlan {
         ip: Ipv4Addr::new(192, 168, 86, host),
         pod_cidr: net(Ipv4Addr::new(10, 244, pods, 0), 24),
         ip6: Ipv6Addr::new(0xfd00, 0x86, 0, 0, 0, 0, 0, host.into()),
-        pod_cidr6: net6(
-            Ipv6Addr::new(0xfd00, 0x10, 0x244, pods.into(), 0, 0, 0, 0),
-            64,
-        ),
+        pod_cidr6: net6(Ipv6Addr::new(0xfd00, 0x10, 0x244, pods.into(), 0, 0, 0, 0), 64),
     }
 }
 

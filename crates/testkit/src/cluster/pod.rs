@@ -25,10 +25,7 @@ impl Pod {
     pub fn new(plan: &PodPlan, node: &Node) -> Result<Self> {
         let ns = Netns::new(&plan.name)?;
         ns.skip_ipv6_dad()?;
-        let mut ips: Vec<IpAddr> = std::iter::once(plan.ip)
-            .chain(plan.extra_ips.iter().copied())
-            .map(IpAddr::V4)
-            .collect();
+        let mut ips: Vec<IpAddr> = std::iter::once(plan.ip).chain(plan.extra_ips.iter().copied()).map(IpAddr::V4).collect();
         ips.extend(plan.ip6.map(IpAddr::V6));
         node.attach(&ns, &ips)?;
         let mut commands: Vec<String> = ips
@@ -44,27 +41,11 @@ impl Pod {
             commands.extend(routes_via(IpAddr::V6(node.gateway6()), IpAddr::V6(ip6)));
         }
         ns.ip_batch(&commands)?;
-        let mut echo = vec![EchoServer::start(
-            &ns,
-            &plan.name,
-            IpAddr::V4(plan.ip),
-            &plan.tcp_ports,
-            &plan.udp_ports,
-        )?];
+        let mut echo = vec![EchoServer::start(&ns, &plan.name, IpAddr::V4(plan.ip), &plan.tcp_ports, &plan.udp_ports)?];
         if let Some(ip6) = plan.ip6 {
-            echo.push(EchoServer::start(
-                &ns,
-                &plan.name,
-                IpAddr::V6(ip6),
-                &plan.tcp_ports,
-                &plan.udp_ports,
-            )?);
+            echo.push(EchoServer::start(&ns, &plan.name, IpAddr::V6(ip6), &plan.tcp_ports, &plan.udp_ports)?);
         }
-        Ok(Self {
-            _echo: echo,
-            plan: plan.clone(),
-            ns,
-        })
+        Ok(Self { _echo: echo, plan: plan.clone(), ns })
     }
 
     /// Pod name (what its echo servers answer with).
@@ -101,8 +82,5 @@ impl Pod {
 /// Routes the pod's `gateway` on-link and everything else of its family
 /// via it, from `src`.
 fn routes_via(gateway: IpAddr, src: IpAddr) -> [String; 2] {
-    [
-        format!("route add {gateway} dev eth0 scope link"),
-        format!("route add default via {gateway} dev eth0 src {src}"),
-    ]
+    [format!("route add {gateway} dev eth0 scope link"), format!("route add default via {gateway} dev eth0 src {src}")]
 }

@@ -20,13 +20,7 @@ impl Proxy {
     /// <args>` in `node`'s namespace, stdout and stderr to `log`. The process
     /// gets SIGKILL if the test thread that started it dies first
     /// (`setpriv --pdeathsig`), so an interrupted test leaves no proxy behind.
-    pub fn start(
-        node: &Node,
-        binary: &Path,
-        manifests: &Path,
-        args: &[String],
-        log: PathBuf,
-    ) -> Result<Self> {
+    pub fn start(node: &Node, binary: &Path, manifests: &Path, args: &[String], log: PathBuf) -> Result<Self> {
         let out = File::create(&log).with_context(|| format!("create {}", log.display()))?;
         let err = out.try_clone().context("clone log file")?;
         let mut cmd = node.ns().command("setpriv");
@@ -39,13 +33,8 @@ impl Proxy {
             .stdin(Stdio::null())
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("start {} in {}", binary.display(), node.name()))?;
-        Ok(Self {
-            node: node.name().to_string(),
-            child,
-        })
+        let child = cmd.spawn().with_context(|| format!("start {} in {}", binary.display(), node.name()))?;
+        Ok(Self { node: node.name().to_string(), child })
     }
 
     /// The node it runs on.

@@ -8,11 +8,7 @@ use crate::netns::Netns;
 /// tool that fails says so in place of its output.
 pub fn dump_rules(ns: &Netns) -> String {
     let mut text = String::new();
-    let tools = [
-        ("iptables-legacy-save", &[][..]),
-        ("ip6tables-legacy-save", &[][..]),
-        ("nft", &["list", "ruleset"][..]),
-    ];
+    let tools = [("iptables-legacy-save", &[][..]), ("ip6tables-legacy-save", &[][..]), ("nft", &["list", "ruleset"][..])];
     for (program, args) in tools {
         let out = match ns.exec(program, args) {
             Ok(out) => out,

@@ -24,44 +24,22 @@ impl Wire {
     pub fn new() -> Result<Self> {
         let ns = Netns::new("wire")?;
         ns.skip_ipv6_dad()?;
-        ns.exec(
-            "sysctl",
-            &[
-                "-qw",
-                "net.ipv4.ip_forward=0",
-                "net.ipv6.conf.all.forwarding=0",
-            ],
-        )?;
+        ns.exec("sysctl", &["-qw", "net.ipv4.ip_forward=0", "net.ipv6.conf.all.forwarding=0"])?;
         ns.ip_batch(&[
             format!("link add {BRIDGE} type bridge forward_delay 0 mcast_snooping 0"),
-            format!(
-                "addr add {WIRE_GATEWAY}/{} dev {BRIDGE}",
-                WIRE_NET.prefix_len()
-            ),
-            format!(
-                "addr add {WIRE_GATEWAY6}/{} dev {BRIDGE} nodad",
-                WIRE_NET6.prefix_len()
-            ),
+            format!("addr add {WIRE_GATEWAY}/{} dev {BRIDGE}", WIRE_NET.prefix_len()),
+            format!("addr add {WIRE_GATEWAY6}/{} dev {BRIDGE} nodad", WIRE_NET6.prefix_len()),
             format!("link set {BRIDGE} up"),
         ])?;
-        Ok(Self {
-            ns,
-            ports: std::sync::atomic::AtomicUsize::new(0),
-        })
+        Ok(Self { ns, ports: std::sync::atomic::AtomicUsize::new(0) })
     }
 
     /// Plugs `other` into the bridge: a veth whose far end is `eth0` in
     /// `other`, left down there for the caller to address and bring up.
     pub fn plug(&self, other: &Netns) -> Result<()> {
-        let port = format!(
-            "w{}",
-            self.ports.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        );
+        let port = format!("w{}", self.ports.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
         self.ns.ip_batch(&[
-            format!(
-                "link add {port} type veth peer name eth0 netns {}",
-                other.name()
-            ),
+            format!("link add {port} type veth peer name eth0 netns {}", other.name()),
             format!("link set {port} master {BRIDGE} up"),
         ])
     }

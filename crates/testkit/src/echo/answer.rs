@@ -31,11 +31,7 @@ impl Answer {
                 _ => return None,
             }
         }
-        Some(Self {
-            ep: ep?,
-            local: local?,
-            peer: peer?,
-        })
+        Some(Self { ep: ep?, local: local?, peer: peer? })
     }
 }
 

@@ -59,11 +59,7 @@ pub enum Outcome {
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Outcome::Answered(a) => write!(
-                f,
-                "answered by {} (reached {}, endpoint saw {})",
-                a.ep, a.local, a.peer
-            ),
+            Outcome::Answered(a) => write!(f, "answered by {} (reached {}, endpoint saw {})", a.ep, a.local, a.peer),
             Outcome::Refused => f.write_str("refused"),
             Outcome::TimedOut => f.write_str("timed out"),
             Outcome::Failed(why) => write!(f, "failed: {why}"),
@@ -93,10 +89,7 @@ fn attempt(probe: &Probe) -> Attempt {
         Proto::Tcp => tcp_attempt(probe),
         Proto::Udp => udp_attempt(probe),
     };
-    Attempt {
-        outcome,
-        took: start.elapsed(),
-    }
+    Attempt { outcome, took: start.elapsed() }
 }
 
 fn tcp_attempt(probe: &Probe) -> Outcome {
@@ -112,10 +105,7 @@ fn tcp_attempt(probe: &Probe) -> Outcome {
     let mut stream = std::net::TcpStream::from(socket);
     match stream.read_to_string(&mut text) {
         Ok(_) => parse(&text),
-        Err(e) if is_timeout(&e) => Outcome::Failed(format!(
-            "connected, but no answer within {:?}",
-            probe.timeout
-        )),
+        Err(e) if is_timeout(&e) => Outcome::Failed(format!("connected, but no answer within {:?}", probe.timeout)),
         Err(e) => Outcome::Failed(format!("connected, then read failed: {e}")),
     }
 }
@@ -146,13 +136,8 @@ fn udp_attempt(probe: &Probe) -> Outcome {
 /// [`next_source_port`]).
 fn new_socket(probe: &Probe, ty: Type, proto: Protocol) -> Result<Socket, Outcome> {
     let domain = Domain::for_address(probe.dst);
-    let socket = Socket::new(domain, ty, Some(proto))
-        .map_err(|e| Outcome::Failed(format!("socket: {e}")))?;
-    let ip = probe.src.unwrap_or(if probe.dst.is_ipv4() {
-        IpAddr::from([0, 0, 0, 0])
-    } else {
-        IpAddr::from([0u16; 8])
-    });
+    let socket = Socket::new(domain, ty, Some(proto)).map_err(|e| Outcome::Failed(format!("socket: {e}")))?;
+    let ip = probe.src.unwrap_or(if probe.dst.is_ipv4() { IpAddr::from([0, 0, 0, 0]) } else { IpAddr::from([0u16; 8]) });
     let mut last = None;
     for _ in 0..16 {
         match socket.bind(&SockAddr::from(SocketAddr::new(ip, next_source_port()))) {
@@ -161,9 +146,7 @@ fn new_socket(probe: &Probe, ty: Type, proto: Protocol) -> Result<Socket, Outcom
             Err(e) => return Err(Outcome::Failed(format!("bind {ip}: {e}"))),
         }
     }
-    Err(Outcome::Failed(format!(
-        "bind {ip}: no free source port ({last:?})"
-    )))
+    Err(Outcome::Failed(format!("bind {ip}: no free source port ({last:?})")))
 }
 
 /// Source ports for probes, in turn through 20000–60999, so a test's
@@ -178,9 +161,7 @@ fn next_source_port() -> u16 {
     const FIRST: u32 = 20_000;
     const COUNT: u32 = 41_000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let n = NEXT
-        .fetch_add(1, Ordering::Relaxed)
-        .wrapping_add(std::process::id());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_add(std::process::id());
     u16::try_from(FIRST + n % COUNT).unwrap_or(u16::MAX)
 }
 

@@ -32,43 +32,21 @@ impl EchoServer {
     /// Starts answering as `name` on `ip` (an address of `ns`): TCP on each
     /// of `tcp_ports`, UDP on each of `udp_ports`. Fails if a port cannot be
     /// bound in the namespace.
-    pub fn start(
-        ns: &Netns,
-        name: &str,
-        ip: IpAddr,
-        tcp_ports: &[u16],
-        udp_ports: &[u16],
-    ) -> Result<Self> {
+    pub fn start(ns: &Netns, name: &str, ip: IpAddr, tcp_ports: &[u16], udp_ports: &[u16]) -> Result<Self> {
         let (tcp, udp) = bind_in(ns, ip, tcp_ports.to_vec(), udp_ports.to_vec())
             .with_context(|| format!("echo server {name} on {ip} in {}", ns.name()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
-        let mut server = Self {
-            name: name.to_string(),
-            stop,
-            tcp: Vec::new(),
-            udp: Vec::new(),
-            threads: Vec::new(),
-        };
+        let mut server = Self { name: name.to_string(), stop, tcp: Vec::new(), udp: Vec::new(), threads: Vec::new() };
         for listener in tcp {
             let serving = listener.try_clone().context("clone TCP listener")?;
-            threads.push(spawn_tcp(
-                serving,
-                name.to_string(),
-                Arc::clone(&server.stop),
-            )?);
+            threads.push(spawn_tcp(serving, name.to_string(), Arc::clone(&server.stop))?);
             server.tcp.push(listener);
         }
         for socket in udp {
-            socket
-                .set_read_timeout(Some(UDP_POLL))
-                .context("UDP read timeout")?;
+            socket.set_read_timeout(Some(UDP_POLL)).context("UDP read timeout")?;
             let serving = socket.try_clone().context("clone UDP socket")?;
-            threads.push(spawn_udp(
-                serving,
-                name.to_string(),
-                Arc::clone(&server.stop),
-            )?);
+            threads.push(spawn_udp(serving, name.to_string(), Arc::clone(&server.stop))?);
             server.udp.push(socket);
         }
         server.threads = threads;
@@ -104,24 +82,15 @@ impl Drop for EchoServer {
 }
 
 /// Binds every socket on a thread inside `ns`, so the sockets belong to it.
-fn bind_in(
-    ns: &Netns,
-    ip: IpAddr,
-    tcp_ports: Vec<u16>,
-    udp_ports: Vec<u16>,
-) -> Result<(Vec<TcpListener>, Vec<UdpSocket>)> {
+fn bind_in(ns: &Netns, ip: IpAddr, tcp_ports: Vec<u16>, udp_ports: Vec<u16>) -> Result<(Vec<TcpListener>, Vec<UdpSocket>)> {
     ns.run(move || -> Result<(Vec<TcpListener>, Vec<UdpSocket>)> {
         let tcp = tcp_ports
             .iter()
-            .map(|&port| {
-                TcpListener::bind((ip, port)).with_context(|| format!("bind tcp {ip}:{port}"))
-            })
+            .map(|&port| TcpListener::bind((ip, port)).with_context(|| format!("bind tcp {ip}:{port}")))
             .collect::<Result<Vec<_>>>()?;
         let udp = udp_ports
             .iter()
-            .map(|&port| {
-                UdpSocket::bind((ip, port)).with_context(|| format!("bind udp {ip}:{port}"))
-            })
+            .map(|&port| UdpSocket::bind((ip, port)).with_context(|| format!("bind udp {ip}:{port}")))
             .collect::<Result<Vec<_>>>()?;
         Ok((tcp, udp))
     })?
@@ -146,20 +115,9 @@ fn spawn_udp(socket: UdpSocket, name: String, stop: Arc<AtomicBool>) -> Result<J
 /// Answers every accepted connection with one line, then closes it.
 fn serve_tcp(listener: &TcpListener, name: &str, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) {
-        let Ok((mut stream, peer)) = listener.accept() else {
-            continue;
-        };
-        let Ok(local) = stream.local_addr() else {
-            continue;
-        };
-        let line = format!(
-            "{}\n",
-            Answer {
-                ep: name.to_string(),
-                local,
-                peer
-            }
-        );
+        let Ok((mut stream, peer)) = listener.accept() else { continue };
+        let Ok(local) = stream.local_addr() else { continue };
+        let line = format!("{}\n", Answer { ep: name.to_string(), local, peer });
         let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
         let _ = stream.write_all(line.as_bytes());
     }
@@ -169,17 +127,8 @@ fn serve_tcp(listener: &TcpListener, name: &str, stop: &AtomicBool) {
 fn serve_udp(socket: &UdpSocket, local: SocketAddr, name: &str, stop: &AtomicBool) {
     let mut buf = [0u8; 2048];
     while !stop.load(Ordering::SeqCst) {
-        let Ok((_, peer)) = socket.recv_from(&mut buf) else {
-            continue;
-        };
-        let line = format!(
-            "{}\n",
-            Answer {
-                ep: name.to_string(),
-                local,
-                peer
-            }
-        );
+        let Ok((_, peer)) = socket.recv_from(&mut buf) else { continue };
+        let line = format!("{}\n", Answer { ep: name.to_string(), local, peer });
         let _ = socket.send_to(line.as_bytes(), peer);
     }
 }

@@ -127,9 +127,6 @@ impl FlowCase {
             FlowSource::External(ip) => format!("ext {ip}"),
             FlowSource::Endpoint(ip) => format!("ep {ip}"),
         };
-        format!(
-            "{} (scenario {}, {}): {from} -> {} {}",
-            self.id, self.scenario, self.service, self.protocol, self.destination
-        )
+        format!("{} (scenario {}, {}): {from} -> {} {}", self.id, self.scenario, self.service, self.protocol, self.destination)
     }
 }

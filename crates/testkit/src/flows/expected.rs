@@ -65,11 +65,7 @@ impl Expected {
     /// The tracer outcomes this verdict means for a client at `source`.
     pub fn outcomes(&self, source: IpAddr) -> BTreeSet<Outcome> {
         match self {
-            Self::Dnat {
-                endpoints,
-                masquerade,
-                ..
-            } => endpoints
+            Self::Dnat { endpoints, masquerade, .. } => endpoints
                 .iter()
                 .map(|to| Outcome::Dnat {
                     to: *to,
@@ -98,11 +94,7 @@ fn parse_dnat(text: &str) -> Result<Expected> {
     let close = text.find('}').context("no `}`")?;
     let endpoints = text[open + 1..close]
         .split(',')
-        .map(|ep| {
-            ep.trim()
-                .parse::<SocketAddr>()
-                .with_context(|| format!("endpoint `{}`", ep.trim()))
-        })
+        .map(|ep| ep.trim().parse::<SocketAddr>().with_context(|| format!("endpoint `{}`", ep.trim())))
         .collect::<Result<BTreeSet<_>>>()?;
     let masq = text[close..].split("masq ").nth(1).context("no `masq`")?;
     let masquerade = if masq.starts_with("yes") {
@@ -114,11 +106,7 @@ fn parse_dnat(text: &str) -> Result<Expected> {
     } else {
         bail!("unrecognised masquerade `{masq}`");
     };
-    Ok(Expected::Dnat {
-        endpoints,
-        masquerade,
-        sticky,
-    })
+    Ok(Expected::Dnat { endpoints, masquerade, sticky })
 }
 
 #[cfg(test)]
@@ -128,47 +116,20 @@ mod tests {
 
     #[test]
     fn parses_each_kind_of_result() {
-        let dnat = Expected::parse(
-            "DNAT {10.244.0.11:8080, 10.244.1.11:8080}, masq only for hairpin [observed]",
-        )
-        .unwrap();
-        let Expected::Dnat {
-            endpoints,
-            masquerade,
-            sticky,
-        } = &dnat
-        else {
-            panic!("{dnat:?}")
-        };
+        let dnat = Expected::parse("DNAT {10.244.0.11:8080, 10.244.1.11:8080}, masq only for hairpin [observed]").unwrap();
+        let Expected::Dnat { endpoints, masquerade, sticky } = &dnat else { panic!("{dnat:?}") };
         assert_eq!(endpoints.len(), 2);
         assert_eq!(*masquerade, Masquerade::OnlyHairpin);
         assert!(!sticky);
         let outcomes = dnat.outcomes("10.244.0.11".parse().unwrap());
-        assert!(outcomes.contains(&Outcome::Dnat {
-            to: "10.244.0.11:8080".parse().unwrap(),
-            masquerade: true
-        }));
-        assert!(outcomes.contains(&Outcome::Dnat {
-            to: "10.244.1.11:8080".parse().unwrap(),
-            masquerade: false
-        }));
+        assert!(outcomes.contains(&Outcome::Dnat { to: "10.244.0.11:8080".parse().unwrap(), masquerade: true }));
+        assert!(outcomes.contains(&Outcome::Dnat { to: "10.244.1.11:8080".parse().unwrap(), masquerade: false }));
 
         let sticky = Expected::parse("DNAT sticky to one of {10.244.0.12:7000, 10.244.1.12:7000} (this run: 10.244.0.12:7000), masq yes [observed]").unwrap();
-        assert!(
-            matches!(sticky, Expected::Dnat { sticky: true, masquerade: Masquerade::Yes, ref endpoints } if endpoints.len() == 2)
-        );
-        assert_eq!(
-            Expected::parse("DROP (no reply) [observed]").unwrap(),
-            Expected::Drop
-        );
-        assert_eq!(
-            Expected::parse("REJECT (ICMP port-unreachable) [observed]").unwrap(),
-            Expected::Reject
-        );
-        assert_eq!(
-            Expected::parse("no kube-proxy rule matched: the packet left").unwrap(),
-            Expected::NoRule
-        );
+        assert!(matches!(sticky, Expected::Dnat { sticky: true, masquerade: Masquerade::Yes, ref endpoints } if endpoints.len() == 2));
+        assert_eq!(Expected::parse("DROP (no reply) [observed]").unwrap(), Expected::Drop);
+        assert_eq!(Expected::parse("REJECT (ICMP port-unreachable) [observed]").unwrap(), Expected::Reject);
+        assert_eq!(Expected::parse("no kube-proxy rule matched: the packet left").unwrap(), Expected::NoRule);
         assert!(Expected::parse("something else").is_err());
         assert!(Expected::parse("DNAT {10.244.0.11:8080}, masq maybe").is_err());
     }

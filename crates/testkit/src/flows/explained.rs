@@ -37,49 +37,24 @@ pub fn explain_args(flow: &FlowCase) -> Vec<String> {
 
 /// The endings an `explain packet -o json` answer lists.
 pub fn explained_outcomes(json: &str) -> Result<BTreeSet<Outcome>> {
-    let answer: serde_json::Value =
-        serde_json::from_str(json).context("explain's answer is not JSON")?;
-    let outcomes = answer
-        .get("outcomes")
-        .and_then(|o| o.as_array())
-        .context("no `outcomes` list")?;
+    let answer: serde_json::Value = serde_json::from_str(json).context("explain's answer is not JSON")?;
+    let outcomes = answer.get("outcomes").and_then(|o| o.as_array()).context("no `outcomes` list")?;
     outcomes.iter().map(outcome).collect()
 }
 
 fn outcome(reach: &serde_json::Value) -> Result<Outcome> {
-    let masquerade = || {
-        reach
-            .get("masquerade")
-            .and_then(serde_json::Value::as_bool)
-            .context("no `masquerade`")
-    };
-    Ok(
-        match reach
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .context("no `kind`")?
-        {
-            "dnat" => {
-                let to = reach
-                    .get("to")
-                    .and_then(|t| t.as_str())
-                    .context("no `to`")?;
-                Outcome::Dnat {
-                    to: to
-                        .parse::<SocketAddr>()
-                        .with_context(|| format!("`to` {to}"))?,
-                    masquerade: masquerade()?,
-                }
-            }
-            "accept" => Outcome::Accept {
-                masquerade: masquerade()?,
-            },
-            "local" => Outcome::Local,
-            "drop" => Outcome::Drop,
-            "reject" => Outcome::Reject,
-            other => bail!("unknown kind `{other}`"),
-        },
-    )
+    let masquerade = || reach.get("masquerade").and_then(serde_json::Value::as_bool).context("no `masquerade`");
+    Ok(match reach.get("kind").and_then(|k| k.as_str()).context("no `kind`")? {
+        "dnat" => {
+            let to = reach.get("to").and_then(|t| t.as_str()).context("no `to`")?;
+            Outcome::Dnat { to: to.parse::<SocketAddr>().with_context(|| format!("`to` {to}"))?, masquerade: masquerade()? }
+        }
+        "accept" => Outcome::Accept { masquerade: masquerade()? },
+        "local" => Outcome::Local,
+        "drop" => Outcome::Drop,
+        "reject" => Outcome::Reject,
+        other => bail!("unknown kind `{other}`"),
+    })
 }
 
 /// `Ok` if `explained` is what the flow's verdict means: the same
@@ -93,9 +68,5 @@ pub fn check_explained(flow: &FlowCase, explained: &BTreeSet<Outcome>) -> Result
         Expected::Dnat { .. } => "DNAT set and masquerading",
         _ => "ending",
     };
-    Err(format!(
-        "explain says {}, the flow's verdict is {} ({what} differ)",
-        describe_outcomes(explained),
-        describe_outcomes(&expected)
-    ))
+    Err(format!("explain says {}, the flow's verdict is {} ({what} differ)", describe_outcomes(explained), describe_outcomes(&expected)))
 }

@@ -27,18 +27,12 @@ pub struct IpvsDifference {
 pub fn ipvs_differences() -> Vec<IpvsDifference> {
     let diff = |id, expected, why| IpvsDifference { id, expected, why };
     let unmasqueraded = |eps: &[&str]| dnat(eps, Masquerade::No);
-    const LOCAL_NODE_PORTS: &str =
-        "no virtual server on 127.0.0.1: localhost NodePorts are iptables mode's";
-    const NO_REAL_SERVERS: &str =
-        "a virtual server without real servers answers ICMP port unreachable";
+    const LOCAL_NODE_PORTS: &str = "no virtual server on 127.0.0.1: localhost NodePorts are iptables mode's";
+    const NO_REAL_SERVERS: &str = "a virtual server without real servers answers ICMP port unreachable";
     const NO_LOCAL_FALLBACK: &str = "upstream's IPVS proxier keeps the cluster endpoints when an ETP Local service has no \
         local one (syncEndpoint, kubernetes PR #97081), not masqueraded";
     vec![
-        diff(
-            "F05",
-            Expected::Reject,
-            "ClusterIPs are bound to kube-ipvs0; KUBE-IPVS-FILTER rejects their other ports",
-        ),
+        diff("F05", Expected::Reject, "ClusterIPs are bound to kube-ipvs0; KUBE-IPVS-FILTER rejects their other ports"),
         diff("F13", Expected::DeliveredLocally, LOCAL_NODE_PORTS),
         diff("F18", Expected::DeliveredLocally, LOCAL_NODE_PORTS),
         diff(
@@ -80,21 +74,9 @@ pub fn ipvs_differences() -> Vec<IpvsDifference> {
         ),
         diff("F50", Expected::Reject, NO_REAL_SERVERS),
         diff("F51", Expected::Reject, NO_REAL_SERVERS),
-        diff(
-            "F20",
-            unmasqueraded(&["10.244.1.15:8080", "10.244.2.15:8080"]),
-            NO_LOCAL_FALLBACK,
-        ),
-        diff(
-            "F24",
-            unmasqueraded(&["10.244.1.16:9200", "10.244.2.16:9200"]),
-            NO_LOCAL_FALLBACK,
-        ),
-        diff(
-            "F25",
-            unmasqueraded(&["10.244.1.16:9200", "10.244.2.16:9200"]),
-            NO_LOCAL_FALLBACK,
-        ),
+        diff("F20", unmasqueraded(&["10.244.1.15:8080", "10.244.2.15:8080"]), NO_LOCAL_FALLBACK),
+        diff("F24", unmasqueraded(&["10.244.1.16:9200", "10.244.2.16:9200"]), NO_LOCAL_FALLBACK),
+        diff("F25", unmasqueraded(&["10.244.1.16:9200", "10.244.2.16:9200"]), NO_LOCAL_FALLBACK),
     ]
 }
 
@@ -105,10 +87,7 @@ pub fn ipvs_flows() -> Result<Vec<FlowCase>> {
     let mut flows = load_flows("iptables")?;
     for difference in ipvs_differences() {
         let Some(flow) = flows.iter_mut().find(|f| f.id == difference.id) else {
-            bail!(
-                "IPVS difference {}: no such flow in the reference",
-                difference.id
-            );
+            bail!("IPVS difference {}: no such flow in the reference", difference.id);
         };
         flow.expected = difference.expected;
     }
@@ -117,22 +96,13 @@ pub fn ipvs_flows() -> Result<Vec<FlowCase>> {
 
 /// Why flow `id` differs in IPVS mode, if it does.
 pub fn ipvs_difference(id: &str) -> Option<&'static str> {
-    ipvs_differences()
-        .into_iter()
-        .find(|d| d.id == id)
-        .map(|d| d.why)
+    ipvs_differences().into_iter().find(|d| d.id == id).map(|d| d.why)
 }
 
 fn dnat(endpoints: &[&str], masquerade: Masquerade) -> Expected {
-    let endpoints: BTreeSet<SocketAddr> = endpoints
-        .iter()
-        .map(|ep| ep.parse().unwrap_or_else(|e| panic!("endpoint {ep}: {e}")))
-        .collect();
-    Expected::Dnat {
-        endpoints,
-        masquerade,
-        sticky: false,
-    }
+    let endpoints: BTreeSet<SocketAddr> =
+        endpoints.iter().map(|ep| ep.parse().unwrap_or_else(|e| panic!("endpoint {ep}: {e}"))).collect();
+    Expected::Dnat { endpoints, masquerade, sticky: false }
 }
 
 #[cfg(test)]
@@ -150,12 +120,7 @@ mod tests {
         assert_eq!(ids.len(), differences.len(), "one entry per flow");
         for (theirs, ours) in upstream.iter().zip(&ipvs) {
             assert_eq!(theirs.id, ours.id);
-            assert_eq!(
-                ids.contains(theirs.id.as_str()),
-                theirs.expected != ours.expected,
-                "{}",
-                theirs.id
-            );
+            assert_eq!(ids.contains(theirs.id.as_str()), theirs.expected != ours.expected, "{}", theirs.id);
         }
         assert!(ipvs_difference("F20").unwrap().contains("97081"));
         assert_eq!(ipvs_difference("F01"), None);

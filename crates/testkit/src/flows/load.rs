@@ -25,8 +25,7 @@ pub fn nftables_flows() -> Result<Vec<FlowCase>> {
 pub fn load_flows(mode: &str) -> Result<Vec<FlowCase>> {
     let json = read_reference(&format!("{mode}/flows.json"))?;
     let summary = read_reference(&format!("{mode}/flows.txt"))?;
-    let raw: Vec<RawFlow> =
-        serde_json::from_str(&json).with_context(|| format!("parse {mode}/flows.json"))?;
+    let raw: Vec<RawFlow> = serde_json::from_str(&json).with_context(|| format!("parse {mode}/flows.json"))?;
     let results = summary_results(&summary);
     raw.into_iter()
         .map(|flow| {
@@ -90,12 +89,7 @@ fn summary_results(summary: &str) -> BTreeMap<String, String> {
         .lines()
         .skip_while(|line| !line.starts_with("## Summary"))
         .take_while(|line| !line.starts_with("## Details"))
-        .filter_map(|line| {
-            Some((
-                line.split_whitespace().next()?.to_string(),
-                line.to_string(),
-            ))
-        })
+        .filter_map(|line| Some((line.split_whitespace().next()?.to_string(), line.to_string())))
         .collect()
 }
 
@@ -107,9 +101,7 @@ fn flow_case(flow: RawFlow, results: &BTreeMap<String, String>) -> Result<FlowCa
         other => bail!("unknown protocol {other}"),
     };
     let destination = SocketAddr::new(flow.dst, flow.port);
-    let row = results
-        .get(&flow.id)
-        .context("no row in the flows.txt summary")?;
+    let row = results.get(&flow.id).context("no row in the flows.txt summary")?;
     let result = result_column(row, &flow.proto, &destination.to_string())
         .with_context(|| format!("summary row lacks `{} {destination}`: {row}", flow.proto))?;
     let expected = Expected::parse(result)?;
@@ -119,21 +111,9 @@ fn flow_case(flow: RawFlow, results: &BTreeMap<String, String>) -> Result<FlowCa
         rule_hits: flow
             .iptables_hits
             .into_iter()
-            .map(|h| RuleHit {
-                table: h.table,
-                chain: h.chain,
-                rule: h.rule,
-                packets: h.packets,
-            })
+            .map(|h| RuleHit { table: h.table, chain: h.chain, rule: h.rule, packets: h.packets })
             .collect(),
-        nft_trace: flow
-            .nft_trace
-            .into_iter()
-            .map(|t| TracedPath {
-                count: t.count,
-                steps: t.steps,
-            })
-            .collect(),
+        nft_trace: flow.nft_trace.into_iter().map(|t| TracedPath { count: t.count, steps: t.steps }).collect(),
         id: flow.id,
         scenario: flow.scen,
         service: flow.svc,
@@ -149,8 +129,7 @@ fn result_column<'a>(row: &'a str, proto: &str, destination: &str) -> Option<&'a
     row.match_indices(destination).find_map(|(at, _)| {
         let before = row[..at].strip_suffix(char::is_whitespace)?;
         let after = &row[at + destination.len()..];
-        let is_column =
-            before.trim_end().ends_with(proto) && after.starts_with(char::is_whitespace);
+        let is_column = before.trim_end().ends_with(proto) && after.starts_with(char::is_whitespace);
         is_column.then(|| after.trim())
     })
 }
@@ -160,17 +139,13 @@ fn result_column<'a>(row: &'a str, proto: &str, destination: &str) -> Option<&'a
 fn flow_source(flow: &RawFlow) -> Result<FlowSource> {
     let bound = || -> Result<IpAddr> {
         let bind = flow.bind.as_deref().context("no bind address")?;
-        bind.parse()
-            .with_context(|| format!("bind address `{bind}`"))
+        bind.parse().with_context(|| format!("bind address `{bind}`"))
     };
     Ok(match flow.src.as_str() {
         "node" => FlowSource::Node,
         "pod" => {
             let last = flow.src_label.split_whitespace().last().unwrap_or_default();
-            FlowSource::Pod(
-                last.parse()
-                    .with_context(|| format!("pod address in `{}`", flow.src_label))?,
-            )
+            FlowSource::Pod(last.parse().with_context(|| format!("pod address in `{}`", flow.src_label))?)
         }
         "ext" | "extout" => FlowSource::External(bound()?),
         "hairpin" => FlowSource::Endpoint(bound()?),

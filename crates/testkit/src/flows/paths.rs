@@ -18,11 +18,7 @@ pub fn check_paths(flow: &FlowCase, ours: &Paths) -> Result<(), String> {
     if ours.is_empty() {
         return Err("no packet of the flow was traced through table kube-proxy".to_string());
     }
-    let upstream: BTreeSet<Vec<String>> = flow
-        .nft_trace
-        .iter()
-        .map(|p| normalized(&p.steps))
-        .collect();
+    let upstream: BTreeSet<Vec<String>> = flow.nft_trace.iter().map(|p| normalized(&p.steps)).collect();
     for path in ours {
         if !upstream.contains(&normalized(path)) {
             return Err(format!(
@@ -30,11 +26,7 @@ pub fn check_paths(flow: &FlowCase, ours: &Paths) -> Result<(), String> {
                 path.join("\n      "),
                 flow.nft_trace
                     .iter()
-                    .map(|p| format!(
-                        "      ({} packet(s))\n      {}",
-                        p.count,
-                        p.steps.join("\n      ")
-                    ))
+                    .map(|p| format!("      ({} packet(s))\n      {}", p.count, p.steps.join("\n      ")))
                     .collect::<Vec<_>>()
                     .join("\n")
             ));
@@ -55,11 +47,7 @@ fn normalized_step(step: &str) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut after_dnat_to = false;
     for word in step.split(' ') {
-        let word = if after_dnat_to && in_endpoint_chain {
-            "<endpoint>".to_string()
-        } else {
-            endpoint_blanked(word)
-        };
+        let word = if after_dnat_to && in_endpoint_chain { "<endpoint>".to_string() } else { endpoint_blanked(word) };
         after_dnat_to = out.last().is_some_and(|w| w == "dnat") && word == "to";
         out.push(word);
     }
@@ -69,8 +57,7 @@ fn normalized_step(step: &str) -> String {
 /// `… dnat ip to numgen random mod … (verdict accept)` -> `… dnat ip to
 /// <pick> (verdict accept)`.
 fn balancing_pick_blanked(step: &str) -> String {
-    let (Some(at), Some(end)) = (step.find(" to numgen random mod "), step.rfind(" (verdict"))
-    else {
+    let (Some(at), Some(end)) = (step.find(" to numgen random mod "), step.rfind(" (verdict")) else {
         return step.to_string();
     };
     if end < at {
@@ -83,18 +70,10 @@ fn balancing_pick_blanked(step: &str) -> String {
 /// the same for `affinity-` (also behind `@`); punctuation kept.
 fn endpoint_blanked(word: &str) -> String {
     for prefix in ["endpoint-", "affinity-", "@affinity-"] {
-        let Some(rest) = word.strip_prefix(prefix) else {
-            continue;
-        };
-        let Some((_hash, name)) = rest.split_once('-') else {
-            continue;
-        };
+        let Some(rest) = word.strip_prefix(prefix) else { continue };
+        let Some((_hash, name)) = rest.split_once('-') else { continue };
         let service = name.split("__").next().unwrap_or(name);
-        let tail: String = word
-            .chars()
-            .rev()
-            .take_while(|c| matches!(c, ')' | ','))
-            .collect();
+        let tail: String = word.chars().rev().take_while(|c| matches!(c, ')' | ',')).collect();
         return format!("{prefix}{service}{tail}");
     }
     word.to_string()
@@ -116,21 +95,13 @@ mod tests {
         let by_id = |id: &str| flows.iter().find(|f| f.id == id).unwrap();
         let (f01, f02, f06) = (by_id("F01"), by_id("F02"), by_id("F06"));
         assert!(check_paths(f01, &upstream_paths(f01)).is_ok());
-        assert!(
-            check_paths(f01, &upstream_paths(f02)).is_err(),
-            "F02 is masqueraded, F01 not"
-        );
+        assert!(check_paths(f01, &upstream_paths(f02)).is_err(), "F02 is masqueraded, F01 not");
         assert!(check_paths(f01, &Paths::new()).is_err(), "nothing traced");
         // A sticky flow that picked another endpoint than upstream's run.
         let other: Paths = upstream_paths(f06)
             .into_iter()
             .map(|p| {
-                p.iter()
-                    .map(|s| {
-                        s.replace("AUIQTD7L", "PGET5VWX")
-                            .replace("10.244.2.12", "10.244.1.12")
-                    })
-                    .collect()
+                p.iter().map(|s| s.replace("AUIQTD7L", "PGET5VWX").replace("10.244.2.12", "10.244.1.12")).collect()
             })
             .collect();
         assert!(check_paths(f06, &other).is_ok());
@@ -158,9 +129,6 @@ mod tests {
         let service_dnat = "kube-proxy service-Q2NDXW5G-storefront/web/tcp/http rule meta l4proto tcp dnat ip to numgen random mod 3 map { 0 : 10.244.0.11 . 8080 } (verdict accept)";
         let ours = "kube-proxy service-Q2NDXW5G-storefront/web/tcp/http rule meta l4proto tcp dnat ip to numgen random mod 65536 offset 131072 map @service-endpoints-0 (verdict accept)";
         assert_eq!(normalized_step(service_dnat), normalized_step(ours));
-        assert_ne!(
-            normalized_step(ours),
-            normalized_step(&ours.replace("service-Q2", "service-XX"))
-        );
+        assert_ne!(normalized_step(ours), normalized_step(&ours.replace("service-Q2", "service-XX")));
     }
 }

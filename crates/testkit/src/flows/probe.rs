@@ -57,11 +57,7 @@ impl fmt::Display for Seen {
             Seen::Answered { ep, peer } => write!(f, "answered by {ep} (peer {peer})"),
             Seen::Refused(None) => f.write_str("refused (TCP RST)"),
             Seen::Refused(Some(icmp)) => {
-                write!(
-                    f,
-                    "refused (ICMP type {} code {} from {})",
-                    icmp.kind, icmp.code, icmp.from
-                )
+                write!(f, "refused (ICMP type {} code {} from {})", icmp.kind, icmp.code, icmp.from)
             }
             Seen::TimedOut => f.write_str("timed out"),
             Seen::Failed(why) => write!(f, "failed: {why}"),
@@ -113,9 +109,7 @@ impl Attempt {
         let mut text = String::new();
         match TcpStream::from(socket).read_to_string(&mut text) {
             Ok(_) => parse(&text),
-            Err(e) if is_timeout(&e) => {
-                Seen::Failed(format!("connected, no answer within {:?}", self.timeout))
-            }
+            Err(e) if is_timeout(&e) => Seen::Failed(format!("connected, no answer within {:?}", self.timeout)),
             Err(e) => Seen::Failed(format!("connected, then read failed: {e}")),
         }
     }
@@ -144,8 +138,8 @@ impl Attempt {
             Protocol::Udp => Type::DGRAM,
             _ => Type::STREAM,
         };
-        let socket = Socket::new(Domain::for_address(self.destination), ty, None)
-            .map_err(|e| format!("socket: {e}"))?;
+        let socket =
+            Socket::new(Domain::for_address(self.destination), ty, None).map_err(|e| format!("socket: {e}"))?;
         let ip = self.source.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         for _ in 0..64 {
             let port = next_source_port();
@@ -165,18 +159,13 @@ fn next_source_port() -> u16 {
     const FIRST: u32 = 20_000;
     const COUNT: u32 = 41_000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let n = NEXT
-        .fetch_add(1, Ordering::Relaxed)
-        .wrapping_add(std::process::id().wrapping_mul(7919));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_add(std::process::id().wrapping_mul(7919));
     u16::try_from(FIRST + n % COUNT).unwrap_or(u16::MAX)
 }
 
 fn parse(text: &str) -> Seen {
     match Answer::parse(text) {
-        Some(answer) => Seen::Answered {
-            ep: answer.local,
-            peer: answer.peer.ip(),
-        },
+        Some(answer) => Seen::Answered { ep: answer.local, peer: answer.peer.ip() },
         None => Seen::Failed(format!("unexpected answer {text:?}")),
     }
 }
@@ -200,11 +189,7 @@ struct IcmpSniffer(Socket);
 
 impl IcmpSniffer {
     fn open() -> std::io::Result<Self> {
-        let socket = Socket::new(
-            Domain::IPV4,
-            Type::from(nix::libc::SOCK_RAW),
-            Some(socket2::Protocol::ICMPV4),
-        )?;
+        let socket = Socket::new(Domain::IPV4, Type::from(nix::libc::SOCK_RAW), Some(socket2::Protocol::ICMPV4))?;
         socket.set_nonblocking(true)?;
         Ok(Self(socket))
     }
@@ -232,12 +217,7 @@ impl IcmpSniffer {
 /// `proto` from source port `port`.
 fn quoted_error(packet: &[u8], proto: u8, port: u16) -> Option<Icmp> {
     let ihl = usize::from(packet.first()? & 0x0f) * 4;
-    let from = Ipv4Addr::new(
-        *packet.get(12)?,
-        *packet.get(13)?,
-        *packet.get(14)?,
-        *packet.get(15)?,
-    );
+    let from = Ipv4Addr::new(*packet.get(12)?, *packet.get(13)?, *packet.get(14)?, *packet.get(15)?);
     let kind = *packet.get(ihl)?;
     let code = *packet.get(ihl + 1)?;
     // Errors only: destination unreachable, source quench, redirect, time exceeded, parameter problem.
@@ -260,23 +240,12 @@ mod tests {
     #[test]
     fn finds_the_error_quoting_our_port() {
         // IPv4 header from 10.244.0.1, ICMP 3/3, quoting TCP 10.244.0.200:40001 -> 10.96.10.10:81.
-        let mut packet = vec![
-            0x45, 0, 0, 56, 0, 0, 0, 0, 64, 1, 0, 0, 10, 244, 0, 1, 10, 244, 0, 200,
-        ];
+        let mut packet = vec![0x45, 0, 0, 56, 0, 0, 0, 0, 64, 1, 0, 0, 10, 244, 0, 1, 10, 244, 0, 200];
         packet.extend([3, 3, 0, 0, 0, 0, 0, 0]);
-        packet.extend([
-            0x45, 0, 0, 60, 0, 0, 0, 0, 64, 6, 0, 0, 10, 244, 0, 200, 10, 96, 10, 10,
-        ]);
+        packet.extend([0x45, 0, 0, 60, 0, 0, 0, 0, 64, 6, 0, 0, 10, 244, 0, 200, 10, 96, 10, 10]);
         packet.extend([0x9c, 0x41, 0, 81, 0, 0, 0, 0]);
         let icmp = quoted_error(&packet, 6, 40001).unwrap();
-        assert_eq!(
-            icmp,
-            Icmp {
-                from: Ipv4Addr::new(10, 244, 0, 1),
-                kind: 3,
-                code: 3
-            }
-        );
+        assert_eq!(icmp, Icmp { from: Ipv4Addr::new(10, 244, 0, 1), kind: 3, code: 3 });
         assert!(icmp.is_port_unreachable());
         assert_eq!(quoted_error(&packet, 6, 40002), None);
         assert_eq!(quoted_error(&packet, 17, 40001), None);

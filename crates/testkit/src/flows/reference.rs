@@ -19,10 +19,6 @@ pub fn reference_dir() -> PathBuf {
 /// reference directory.
 pub fn read_reference(relative: &str) -> Result<String> {
     let path = reference_dir().join(relative);
-    std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "read reference file {} (set {REFERENCE_DIR_ENV} to move it)",
-            path.display()
-        )
-    })
+    std::fs::read_to_string(&path)
+        .with_context(|| format!("read reference file {} (set {REFERENCE_DIR_ENV} to move it)", path.display()))
 }

@@ -47,10 +47,7 @@ impl Replayed {
             flow.expected,
             summary(&self.seen),
             self.passage
-                .map(|p| format!(
-                    " [node-a: {} packet(s) entered, {} got through]",
-                    p.entered, p.through
-                ))
+                .map(|p| format!(" [node-a: {} packet(s) entered, {} got through]", p.entered, p.through))
                 .unwrap_or_default(),
             self.mismatch.as_deref().unwrap_or("nothing")
         )
@@ -61,12 +58,7 @@ impl Replayed {
 /// connection.
 pub fn replay(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Result<Replayed> {
     let (ns, source) = node.client_for(flow)?;
-    let attempt = Attempt {
-        protocol: flow.protocol,
-        source,
-        destination: flow.destination,
-        timeout,
-    };
+    let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
     let seen = ns.run(move || {
         let mut seen: Vec<Seen> = Vec::new();
         while seen.len() < TRIES {
@@ -78,12 +70,7 @@ pub fn replay(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Resul
         seen
     })?;
     let mismatch = check(flow, flow.source(), &seen).err();
-    Ok(Replayed {
-        label: flow.label(),
-        seen,
-        passage: None,
-        mismatch,
-    })
+    Ok(Replayed { label: flow.label(), seen, passage: None, mismatch })
 }
 
 /// Replays every flow, `workers` at a time, with node-a's witness
@@ -116,12 +103,7 @@ pub fn replay_all(
     Ok(replays)
 }
 
-fn replay_each(
-    node: &ReferenceNode,
-    flows: &[FlowCase],
-    timeout: Duration,
-    workers: usize,
-) -> Vec<Result<Replayed>> {
+fn replay_each(node: &ReferenceNode, flows: &[FlowCase], timeout: Duration, workers: usize) -> Vec<Result<Replayed>> {
     let next = AtomicUsize::new(0);
     let mut done: Vec<(usize, Result<Replayed>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers.max(1))
@@ -137,13 +119,7 @@ fn replay_each(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
@@ -170,12 +146,7 @@ pub fn trace_all(
 /// the first one not answered.
 fn send_answered_run(node: &ReferenceNode, flow: &FlowCase, timeout: Duration) -> Result<()> {
     let (ns, source) = node.client_for(flow)?;
-    let attempt = Attempt {
-        protocol: flow.protocol,
-        source,
-        destination: flow.destination,
-        timeout,
-    };
+    let attempt = Attempt { protocol: flow.protocol, source, destination: flow.destination, timeout };
     ns.run(move || {
         for _ in 0..TRACE_TRIES {
             if !matches!(attempt.run(), Seen::Answered { .. }) {

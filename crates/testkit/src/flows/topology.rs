@@ -10,8 +10,7 @@ pub const NODE_A_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 86, 2);
 
 /// Every address of node-a: InternalIP, the ext0 address facing the
 /// external clients, the pod-side gateway address on every veth, loopback.
-pub const NODE_A_ADDRESSES: [Ipv4Addr; 4] =
-    [NODE_A_IP, NODE_A_EXT0, POD_GATEWAY, Ipv4Addr::LOCALHOST];
+pub const NODE_A_ADDRESSES: [Ipv4Addr; 4] = [NODE_A_IP, NODE_A_EXT0, POD_GATEWAY, Ipv4Addr::LOCALHOST];
 
 /// The cluster's pod range (clusterCIDR).
 pub const POD_CIDR: Ipv4Net = Ipv4Net::new_assert(Ipv4Addr::new(10, 244, 0, 0), 16);
@@ -35,8 +34,7 @@ pub const EXTERNAL_ROUTES: [Ipv4Net; 3] = [
 ];
 
 /// The external clients: .10 inside loadBalancerSourceRanges, .66 outside.
-pub const EXTERNAL_CLIENTS: [Ipv4Addr; 2] =
-    [Ipv4Addr::new(172, 20, 0, 10), Ipv4Addr::new(172, 20, 0, 66)];
+pub const EXTERNAL_CLIENTS: [Ipv4Addr; 2] = [Ipv4Addr::new(172, 20, 0, 10), Ipv4Addr::new(172, 20, 0, 66)];
 
 /// node-a as a trace context.
 pub fn node_a() -> TraceContext {

@@ -18,27 +18,19 @@ pub fn check(flow: &FlowCase, source: IpAddr, seen: &[Seen]) -> Result<(), Strin
         return Err("nothing was sent".to_string());
     }
     match &flow.expected {
-        Expected::Dnat {
-            endpoints,
-            masquerade,
-            sticky,
-        } => check_dnat(endpoints, *masquerade, *sticky, source, seen),
+        Expected::Dnat { endpoints, masquerade, sticky } => check_dnat(endpoints, *masquerade, *sticky, source, seen),
         Expected::Drop => all(seen, "time out (DROP)", |s| matches!(s, Seen::TimedOut)),
         Expected::Reject => all(
             seen,
             "be refused by ICMP port-unreachable (REJECT)",
             |s| matches!(s, Seen::Refused(Some(icmp)) if icmp.is_port_unreachable()),
         ),
-        Expected::DeliveredLocally => all(
-            seen,
-            "be refused by the node itself (TCP RST, no ICMP)",
-            |s| matches!(s, Seen::Refused(None)),
-        ),
-        Expected::NoRule => all(
-            seen,
-            "time out (no rule matched: left node-a unanswered)",
-            |s| matches!(s, Seen::TimedOut),
-        ),
+        Expected::DeliveredLocally => {
+            all(seen, "be refused by the node itself (TCP RST, no ICMP)", |s| matches!(s, Seen::Refused(None)))
+        }
+        Expected::NoRule => {
+            all(seen, "time out (no rule matched: left node-a unanswered)", |s| matches!(s, Seen::TimedOut))
+        }
     }
 }
 
@@ -71,11 +63,7 @@ pub fn check_passed_through_node(passage: Passage) -> Result<(), String> {
 }
 
 fn all(seen: &[Seen], what: &str, ok: impl Fn(&Seen) -> bool) -> Result<(), String> {
-    if seen.iter().all(ok) {
-        Ok(())
-    } else {
-        Err(format!("every connection should {what}"))
-    }
+    if seen.iter().all(ok) { Ok(()) } else { Err(format!("every connection should {what}")) }
 }
 
 fn check_dnat(
@@ -88,9 +76,7 @@ fn check_dnat(
     let mut reached = BTreeSet::new();
     for s in seen {
         let Seen::Answered { ep, peer } = s else {
-            return Err(format!(
-                "every connection should be answered by an endpoint, one was {s}"
-            ));
+            return Err(format!("every connection should be answered by an endpoint, one was {s}"));
         };
         if !endpoints.contains(ep) {
             return Err(format!("{ep} answered, not one of the DNAT set"));
@@ -99,28 +85,18 @@ fn check_dnat(
         reached.insert(*ep);
     }
     if sticky && reached.len() != 1 {
-        return Err(format!(
-            "sticky service: every connection should reach the same endpoint, reached {reached:?}"
-        ));
+        return Err(format!("sticky service: every connection should reach the same endpoint, reached {reached:?}"));
     }
     if !sticky && &reached != endpoints {
         let missed: Vec<_> = endpoints.difference(&reached).collect();
-        return Err(format!(
-            "{} connections never reached {missed:?}",
-            seen.len()
-        ));
+        return Err(format!("{} connections never reached {missed:?}", seen.len()));
     }
     Ok(())
 }
 
 /// The endpoint sees the client's own address when not masqueraded, an
 /// address of node-a (not the client's) when masqueraded.
-fn check_peer(
-    masquerade: Masquerade,
-    source: IpAddr,
-    ep: SocketAddr,
-    peer: IpAddr,
-) -> Result<(), String> {
+fn check_peer(masquerade: Masquerade, source: IpAddr, ep: SocketAddr, peer: IpAddr) -> Result<(), String> {
     let masqueraded = match masquerade {
         Masquerade::Yes => true,
         Masquerade::No => false,
@@ -129,13 +105,9 @@ fn check_peer(
     let node_address = NODE_A_ADDRESSES.iter().any(|a| IpAddr::V4(*a) == peer);
     match (masqueraded, peer == source) {
         (true, false) if node_address => Ok(()),
-        (true, _) => Err(format!(
-            "{ep} saw {peer}: should be masqueraded to a node-a address"
-        )),
+        (true, _) => Err(format!("{ep} saw {peer}: should be masqueraded to a node-a address")),
         (false, true) => Ok(()),
-        (false, false) => Err(format!(
-            "{ep} saw {peer}: should see the client {source} (no masquerade)"
-        )),
+        (false, false) => Err(format!("{ep} saw {peer}: should see the client {source} (no masquerade)")),
     }
 }
 
@@ -180,41 +152,23 @@ mod tests {
     }
 
     fn answered(e: &str, peer: &str) -> Seen {
-        Seen::Answered {
-            ep: ep(e),
-            peer: ip(peer),
-        }
+        Seen::Answered { ep: ep(e), peer: ip(peer) }
     }
 
     #[test]
     fn dnat_needs_the_whole_set_and_the_right_peer() {
         let set = BTreeSet::from([ep("10.244.0.11:8080"), ep("10.244.1.11:8080")]);
         let client = ip("10.244.0.200");
-        let both = [
-            answered("10.244.0.11:8080", "10.244.0.200"),
-            answered("10.244.1.11:8080", "10.244.0.200"),
-        ];
+        let both = [answered("10.244.0.11:8080", "10.244.0.200"), answered("10.244.1.11:8080", "10.244.0.200")];
         assert!(check_dnat(&set, Masquerade::No, false, client, &both).is_ok());
         assert!(check_dnat(&set, Masquerade::Yes, false, client, &both).is_err());
-        assert!(
-            check_dnat(&set, Masquerade::No, true, client, &both).is_err(),
-            "sticky needs one endpoint"
-        );
-        assert!(
-            check_dnat(&set, Masquerade::No, false, client, &both[..1]).is_err(),
-            "one endpoint never reached"
-        );
+        assert!(check_dnat(&set, Masquerade::No, true, client, &both).is_err(), "sticky needs one endpoint");
+        assert!(check_dnat(&set, Masquerade::No, false, client, &both[..1]).is_err(), "one endpoint never reached");
         assert!(check_dnat(&set, Masquerade::No, true, client, &both[..1]).is_ok());
-        let masq = [
-            answered("10.244.0.11:8080", "10.244.0.1"),
-            answered("10.244.1.11:8080", "10.244.0.1"),
-        ];
+        let masq = [answered("10.244.0.11:8080", "10.244.0.1"), answered("10.244.1.11:8080", "10.244.0.1")];
         assert!(check_dnat(&set, Masquerade::Yes, false, client, &masq).is_ok());
         let foreign = [answered("10.244.0.11:8080", "172.20.0.10")];
-        assert!(
-            check_dnat(&set, Masquerade::Yes, true, client, &foreign).is_err(),
-            "not a node address"
-        );
+        assert!(check_dnat(&set, Masquerade::Yes, true, client, &foreign).is_err(), "not a node address");
         let stray = [answered("10.244.2.11:8080", "10.244.0.200")];
         assert!(check_dnat(&set, Masquerade::No, true, client, &stray).is_err());
         let refused = [Seen::Refused(None)];
@@ -225,55 +179,19 @@ mod tests {
     fn hairpin_is_masqueraded_only_back_to_the_client() {
         let set = BTreeSet::from([ep("10.244.0.11:8080"), ep("10.244.1.11:8080")]);
         let me = ip("10.244.0.11");
-        let ok = [
-            answered("10.244.0.11:8080", "10.244.0.1"),
-            answered("10.244.1.11:8080", "10.244.0.11"),
-        ];
+        let ok = [answered("10.244.0.11:8080", "10.244.0.1"), answered("10.244.1.11:8080", "10.244.0.11")];
         assert!(check_dnat(&set, Masquerade::OnlyHairpin, false, me, &ok).is_ok());
-        let unmasked = [
-            answered("10.244.0.11:8080", "10.244.0.11"),
-            answered("10.244.1.11:8080", "10.244.0.11"),
-        ];
+        let unmasked = [answered("10.244.0.11:8080", "10.244.0.11"), answered("10.244.1.11:8080", "10.244.0.11")];
         assert!(check_dnat(&set, Masquerade::OnlyHairpin, false, me, &unmasked).is_err());
     }
 
     #[test]
     fn a_drop_happens_in_node_a() {
-        assert!(
-            check_dropped_in_node(Passage {
-                entered: 3,
-                through: 0
-            })
-            .is_ok()
-        );
-        assert!(
-            check_dropped_in_node(Passage {
-                entered: 3,
-                through: 3
-            })
-            .is_err()
-        );
-        assert!(
-            check_dropped_in_node(Passage {
-                entered: 0,
-                through: 0
-            })
-            .is_err()
-        );
-        assert!(
-            check_passed_through_node(Passage {
-                entered: 3,
-                through: 3
-            })
-            .is_ok()
-        );
-        assert!(
-            check_passed_through_node(Passage {
-                entered: 3,
-                through: 0
-            })
-            .is_err()
-        );
+        assert!(check_dropped_in_node(Passage { entered: 3, through: 0 }).is_ok());
+        assert!(check_dropped_in_node(Passage { entered: 3, through: 3 }).is_err());
+        assert!(check_dropped_in_node(Passage { entered: 0, through: 0 }).is_err());
+        assert!(check_passed_through_node(Passage { entered: 3, through: 3 }).is_ok());
+        assert!(check_passed_through_node(Passage { entered: 3, through: 0 }).is_err());
     }
 
     #[test]
@@ -282,11 +200,7 @@ mod tests {
             answered("10.244.0.11:8080", "10.244.0.1"),
             answered("10.244.0.11:8080", "10.244.0.1"),
             Seen::TimedOut,
-            Seen::Refused(Some(Icmp {
-                from: "10.244.0.1".parse().unwrap(),
-                kind: 3,
-                code: 3,
-            })),
+            Seen::Refused(Some(Icmp { from: "10.244.0.1".parse().unwrap(), kind: 3, code: 3 })),
         ];
         assert_eq!(
             summary(&seen),

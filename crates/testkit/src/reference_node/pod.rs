@@ -13,10 +13,7 @@ use std::net::Ipv4Addr;
 pub(super) fn attach(node: &Netns, pod: &Netns, ip: Ipv4Addr, veth: &str) -> Result<()> {
     let gateway = POD_GATEWAY.to_string();
     node.ip_batch(&[
-        format!(
-            "link add {veth} type veth peer name eth0 netns {}",
-            pod.name()
-        ),
+        format!("link add {veth} type veth peer name eth0 netns {}", pod.name()),
         format!("addr add {gateway}/32 dev {veth}"),
         format!("link set {veth} up"),
         format!("route add {ip}/32 dev {veth} src {gateway}"),

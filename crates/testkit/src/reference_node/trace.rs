@@ -74,11 +74,7 @@ impl Tracer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        let complaints = lines
-            .iter()
-            .filter_map(|l| l.strip_prefix(STDERR_PREFIX))
-            .map(str::to_string)
-            .collect();
+        let complaints = lines.iter().filter_map(|l| l.strip_prefix(STDERR_PREFIX)).map(str::to_string).collect();
         (paths(&lines), complaints)
     }
 
@@ -98,17 +94,10 @@ impl Drop for Tracer {
 const STDERR_PREFIX: &str = "nft stderr: ";
 
 /// Appends every line of `from` to `lines`, prefixed.
-fn collect(
-    from: impl std::io::Read + Send + 'static,
-    lines: Arc<Mutex<Vec<String>>>,
-    prefix: &'static str,
-) {
+fn collect(from: impl std::io::Read + Send + 'static, lines: Arc<Mutex<Vec<String>>>, prefix: &'static str) {
     std::thread::spawn(move || {
         for line in BufReader::new(from).lines().map_while(Result::ok) {
-            lines
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(format!("{prefix}{line}"));
+            lines.lock().unwrap_or_else(|p| p.into_inner()).push(format!("{prefix}{line}"));
         }
     });
 }
@@ -117,14 +106,8 @@ fn collect(
 /// prerouting and output, after conntrack and before kube-proxy's chains.
 fn install(node: &Netns, flows: &[FlowCase]) -> Result<()> {
     let mut text = format!("table ip {TABLE} {{\n");
-    for (name, hook) in [
-        ("trace-prerouting", "prerouting"),
-        ("trace-output", "output"),
-    ] {
-        let _ = writeln!(
-            text,
-            "  chain {name} {{\n    type filter hook {hook} priority -150; policy accept;"
-        );
+    for (name, hook) in [("trace-prerouting", "prerouting"), ("trace-output", "output")] {
+        let _ = writeln!(text, "  chain {name} {{\n    type filter hook {hook} priority -150; policy accept;");
         for flow in flows {
             let _ = writeln!(
                 text,
@@ -142,8 +125,7 @@ fn install(node: &Netns, flows: &[FlowCase]) -> Result<()> {
     let dir = tempfile::tempdir().context("temporary directory")?;
     let path = dir.path().join("trace.nft");
     std::fs::write(&path, &text).with_context(|| format!("write {}", path.display()))?;
-    node.exec("nft", &["-f", &path.to_string_lossy()])
-        .context("load the trace table")?;
+    node.exec("nft", &["-f", &path.to_string_lossy()]).context("load the trace table")?;
     Ok(())
 }
 
@@ -155,28 +137,16 @@ fn paths(lines: &[String]) -> BTreeMap<String, Paths> {
     let mut steps: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for line in lines {
-        let Some(rest) = line.strip_prefix("trace id ") else {
-            continue;
-        };
-        let Some((id, event)) = rest.split_once(' ') else {
-            continue;
-        };
-        let Some(event) = event.strip_prefix("ip ") else {
-            continue;
-        };
+        let Some(rest) = line.strip_prefix("trace id ") else { continue };
+        let Some((id, event)) = rest.split_once(' ') else { continue };
+        let Some(event) = event.strip_prefix("ip ") else { continue };
         if event.starts_with(TABLE) {
-            if let Some(flow) = event
-                .split("comment \"")
-                .nth(1)
-                .and_then(|c| c.split('"').next())
-            {
+            if let Some(flow) = event.split("comment \"").nth(1).and_then(|c| c.split('"').next()) {
                 flow_of.insert(id, flow.to_string());
             }
             continue;
         }
-        let Some(step) = kube_proxy_step(event) else {
-            continue;
-        };
+        let Some(step) = kube_proxy_step(event) else { continue };
         if !steps.contains_key(id) {
             order.push(id);
         }
@@ -184,9 +154,7 @@ fn paths(lines: &[String]) -> BTreeMap<String, Paths> {
     }
     let mut by_flow: BTreeMap<String, Paths> = BTreeMap::new();
     for id in order {
-        let (Some(flow), Some(path)) = (flow_of.get(id), steps.remove(id)) else {
-            continue;
-        };
+        let (Some(flow), Some(path)) = (flow_of.get(id), steps.remove(id)) else { continue };
         by_flow.entry(flow.clone()).or_default().insert(path);
     }
     by_flow

@@ -33,17 +33,9 @@ pub(super) fn install(node: &Netns, flows: &[FlowCase]) -> Result<()> {
         ("through-in", "input priority 500", true),
     ];
     for (name, hook, after_nat) in chains {
-        let _ = writeln!(
-            text,
-            "  chain {name} {{\n    type filter hook {hook}; policy accept;"
-        );
+        let _ = writeln!(text, "  chain {name} {{\n    type filter hook {hook}; policy accept;");
         for flow in flows {
-            let _ = writeln!(
-                text,
-                "    {} counter comment \"{}\"",
-                matcher(flow, after_nat),
-                flow.id
-            );
+            let _ = writeln!(text, "    {} counter comment \"{}\"", matcher(flow, after_nat), flow.id);
         }
         text.push_str("  }\n");
     }
@@ -51,19 +43,14 @@ pub(super) fn install(node: &Netns, flows: &[FlowCase]) -> Result<()> {
     let dir = tempfile::tempdir().context("temporary directory")?;
     let path = dir.path().join("witness.nft");
     std::fs::write(&path, &text).with_context(|| format!("write {}", path.display()))?;
-    node.exec("nft", &["-f", &path.to_string_lossy()])
-        .context("load the witness table")?;
+    node.exec("nft", &["-f", &path.to_string_lossy()]).context("load the witness table")?;
     Ok(())
 }
 
 /// The flow's first packets as sent (before NAT), or its connection by
 /// its original tuple (after NAT).
 fn matcher(flow: &FlowCase, after_nat: bool) -> String {
-    let (source, destination, port) = (
-        flow.source(),
-        flow.destination.ip(),
-        flow.destination.port(),
-    );
+    let (source, destination, port) = (flow.source(), flow.destination.ip(), flow.destination.port());
     let protocol = flow.protocol;
     if after_nat {
         format!(
@@ -76,9 +63,7 @@ fn matcher(flow: &FlowCase, after_nat: bool) -> String {
 
 /// Every flow's counts.
 pub(super) fn read(node: &Netns) -> Result<BTreeMap<String, Passage>> {
-    let listing = node
-        .exec("nft", &["list", "table", "ip", TABLE])
-        .context("list the witness table")?;
+    let listing = node.exec("nft", &["list", "table", "ip", TABLE]).context("list the witness table")?;
     let mut passages: BTreeMap<String, Passage> = BTreeMap::new();
     let mut through = false;
     for line in listing.lines().map(str::trim) {
@@ -86,9 +71,7 @@ pub(super) fn read(node: &Netns) -> Result<BTreeMap<String, Passage>> {
             through = chain.starts_with("through");
             continue;
         }
-        let Some((packets, id)) = counted(line) else {
-            continue;
-        };
+        let Some((packets, id)) = counted(line) else { continue };
         let passage = passages.entry(id).or_default();
         if through {
             passage.through += packets;
@@ -101,13 +84,7 @@ pub(super) fn read(node: &Netns) -> Result<BTreeMap<String, Passage>> {
 
 /// `… counter packets N bytes M comment "ID"` -> (N, ID).
 fn counted(line: &str) -> Option<(u64, String)> {
-    let packets = line
-        .split("counter packets ")
-        .nth(1)?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
+    let packets = line.split("counter packets ").nth(1)?.split_whitespace().next()?.parse().ok()?;
     let id = line.split("comment \"").nth(1)?.strip_suffix('"')?;
     Some((packets, id.to_string()))
 }
@@ -119,11 +96,9 @@ mod tests {
 
     #[test]
     fn reads_a_counter_line() {
-        let line = r#"ip saddr 10.244.0.200 ip daddr 10.96.10.111 tcp dport 80 counter packets 3 bytes 180 comment "F50""#;
+        let line =
+            r#"ip saddr 10.244.0.200 ip daddr 10.96.10.111 tcp dport 80 counter packets 3 bytes 180 comment "F50""#;
         assert_eq!(counted(line), Some((3, "F50".to_string())));
-        assert_eq!(
-            counted("type filter hook input priority 500; policy accept;"),
-            None
-        );
+        assert_eq!(counted("type filter hook input priority 500; policy accept;"), None);
     }
 }

@@ -20,20 +20,11 @@ pub(super) fn field_type(field: Field) -> DataType {
 
 /// One value of type `ty`.
 pub(super) fn parse_value(ty: DataType, value: &Json) -> Result<Value, String> {
-    let number = || {
-        value
-            .as_u64()
-            .ok_or_else(|| format!("`{value}` is not a number"))
-    };
+    let number = || value.as_u64().ok_or_else(|| format!("`{value}` is not a number"));
     Ok(match ty {
         DataType::Ipv4Addr | DataType::Ipv6Addr => {
-            let text = value
-                .as_str()
-                .ok_or_else(|| format!("`{value}` is not an address"))?;
-            match text
-                .parse::<IpAddr>()
-                .map_err(|_| format!("`{text}` is not an address"))?
-            {
+            let text = value.as_str().ok_or_else(|| format!("`{value}` is not an address"))?;
+            match text.parse::<IpAddr>().map_err(|_| format!("`{text}` is not an address"))? {
                 IpAddr::V4(a) => Value::Ipv4(a),
                 IpAddr::V6(a) => Value::Ipv6(a),
             }
@@ -45,9 +36,7 @@ pub(super) fn parse_value(ty: DataType, value: &Json) -> Result<Value, String> {
             Some(other) => return Err(format!("protocol `{other}`")),
             None => Value::Proto(u8::try_from(number()?).map_err(|_| "protocol out of range")?),
         },
-        DataType::InetService => {
-            Value::Port(u16::try_from(number()?).map_err(|_| "port out of range")?)
-        }
+        DataType::InetService => Value::Port(u16::try_from(number()?).map_err(|_| "port out of range")?),
         DataType::Mark => Value::Mark(number()? as u32),
         DataType::Integer => Value::Integer(number()? as u32),
         DataType::Verdict => return Err("a verdict where a value was expected".to_string()),
@@ -59,26 +48,13 @@ pub(super) fn parse_value(ty: DataType, value: &Json) -> Result<Value, String> {
 /// prefix or range of a single field.
 pub(super) fn element_keys(types: &[DataType], key: &Json) -> Result<Vec<Element>, String> {
     if let Some(parts) = key.get("concat").and_then(Json::as_array) {
-        let values = types
-            .iter()
-            .zip(parts)
-            .map(|(ty, part)| parse_value(*ty, part))
-            .collect::<Result<Vec<_>, _>>()?;
+        let values = types.iter().zip(parts).map(|(ty, part)| parse_value(*ty, part)).collect::<Result<Vec<_>, _>>()?;
         return Ok(vec![Element::new(values)]);
     }
-    let [ty] = types else {
-        return Err(format!("`{key}` does not fit a concatenated key"));
-    };
+    let [ty] = types else { return Err(format!("`{key}` does not fit a concatenated key")) };
     let (low, high) = if let Some(prefix) = key.get("prefix") {
-        let addr: IpAddr = prefix
-            .get("addr")
-            .and_then(Json::as_str)
-            .and_then(|a| a.parse().ok())
-            .ok_or("prefix address")?;
-        let len = prefix
-            .get("len")
-            .and_then(Json::as_u64)
-            .ok_or("prefix length")? as u32;
+        let addr: IpAddr = prefix.get("addr").and_then(Json::as_str).and_then(|a| a.parse().ok()).ok_or("prefix address")?;
+        let len = prefix.get("len").and_then(Json::as_u64).ok_or("prefix length")? as u32;
         prefix_bounds(addr, len)
     } else if let Some([low, high]) = key.get("range").and_then(Json::as_array).map(Vec::as_slice) {
         (parse_value(*ty, low)?, parse_value(*ty, high)?)
@@ -97,20 +73,12 @@ pub(super) fn element_keys(types: &[DataType], key: &Json) -> Result<Vec<Element
 fn prefix_bounds(addr: IpAddr, len: u32) -> (Value, Value) {
     match addr {
         IpAddr::V4(a) => {
-            let mask = if len == 0 {
-                0
-            } else {
-                u32::MAX << (32 - len.min(32))
-            };
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len.min(32)) };
             let low = u32::from(a) & mask;
             (Value::Ipv4(low.into()), Value::Ipv4((low | !mask).into()))
         }
         IpAddr::V6(a) => {
-            let mask = if len == 0 {
-                0
-            } else {
-                u128::MAX << (128 - len.min(128))
-            };
+            let mask = if len == 0 { 0 } else { u128::MAX << (128 - len.min(128)) };
             let low = u128::from(a) & mask;
             (Value::Ipv6(low.into()), Value::Ipv6((low | !mask).into()))
         }
