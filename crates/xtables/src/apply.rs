@@ -43,7 +43,8 @@
 //!
 //! [`Syncer`] adds partial syncs on top: only the chains whose rules
 //! changed since the last sync (hashes kept between syncs, [`chains`]),
-//! without `iptables-save`.
+//! without `iptables-save` and without a second walk (the one walk keeps
+//! the changed chains' rules).
 //!
 //! Everything runs the tools as child processes of the calling thread
 //! (`tokio::process`), and the netlink and sysctl calls act on it too, so

@@ -64,8 +64,9 @@ impl TableInput<'_> {
 /// jumps, our chains declared and their rules, the missing built-in
 /// jumps (`-I CHAIN 1` or `-A`), stale chains flushed and `-X`ed; tables
 /// with nothing to do are left out. The rules of the written chains
-/// (those flagged [`WRITE`] in `hashed`) come from the small tables
-/// `hashed` kept, or from a new walk of `rendering` (nat). With
+/// (those flagged [`WRITE`] in `hashed`) come from the rules `hashed`
+/// kept (filter and mangle whole; in a partial sync, nat's changed
+/// chains), or from a new walk of `rendering` (a full sync's nat). With
 /// [`Layout::Blocks`], a big table is split into several `COMMIT`s
 /// ([`split_blocks`]; its rules are collected in memory for that), the
 /// jumps and removals in its last one.
