@@ -23,7 +23,8 @@
 //!    ([`jumps`]), and the flush + `-X` of chains of ours no longer
 //!    rendered ([`stale`]). One `COMMIT` per table with the legacy
 //!    backend (each legacy `COMMIT` copies the whole table), chains
-//!    declared in name order (cheapest for the tool); with nft, a
+//!    declared in the order cheapest for the tool (descending names,
+//!    `KUBE-MARK-MASQ` last: `restore::declaration_order`); with nft, a
 //!    big table is split into several ([`blocks`]: top chains last, each
 //!    service switching at once; its rules are collected for that).
 //!
@@ -356,8 +357,8 @@ impl Iptables {
     }
 
     /// How a full sync's restore is laid out: blocks of services when
-    /// asked (nft), else one `COMMIT` per table, chains in name order for
-    /// legacy.
+    /// asked (nft), else one `COMMIT` per table, chains in the order
+    /// cheapest for the legacy tool.
     fn layout(&self) -> Layout {
         match (self.services_per_commit, self.backend) {
             (Some(per), _) => Layout::Blocks(per),
