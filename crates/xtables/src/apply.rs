@@ -23,7 +23,8 @@
 //!    ([`jumps`]), and the flush + `-X` of chains of ours no longer
 //!    rendered ([`stale`]). One `COMMIT` per table with the legacy
 //!    backend (each legacy `COMMIT` copies the whole table), chains
-//!    declared in name order (cheapest for the tool); with nft, a
+//!    declared in the order cheapest for the tool (descending names,
+//!    `KUBE-MARK-MASQ` last: `restore::declaration_order`); with nft, a
 //!    big table is split into several ([`blocks`]: top chains last, each
 //!    service switching at once; its rules are collected for that).
 //!
@@ -43,7 +44,8 @@
 //!
 //! [`Syncer`] adds partial syncs on top: only the chains whose rules
 //! changed since the last sync (hashes kept between syncs, [`chains`]),
-//! without `iptables-save`.
+//! without `iptables-save` and without a second walk (the one walk keeps
+//! the changed chains' rules).
 //!
 //! Everything runs the tools as child processes of the calling thread
 //! (`tokio::process`), and the netlink and sysctl calls act on it too, so
@@ -355,8 +357,8 @@ impl Iptables {
     }
 
     /// How a full sync's restore is laid out: blocks of services when
-    /// asked (nft), else one `COMMIT` per table, chains in name order for
-    /// legacy.
+    /// asked (nft), else one `COMMIT` per table, chains in the order
+    /// cheapest for the legacy tool.
     fn layout(&self) -> Layout {
         match (self.services_per_commit, self.backend) {
             (Some(per), _) => Layout::Blocks(per),

@@ -28,6 +28,11 @@ impl AppliedChains {
         tables.values_mut().for_each(ChainTable::clear_flags);
         Self { tables }
     }
+
+    /// The chains of `table` the last sync left.
+    pub(crate) fn table(&self, table: Table) -> Option<&ChainTable> {
+        self.tables.get(&table)
+    }
 }
 
 /// Flags [`WRITE`] the chains of `now` that are new or whose rules changed

@@ -1,12 +1,17 @@
 //! The first walk of a sync over a [`Rendering`]: every chain of every
 //! table with the hash of its rules ([`ChainTable`]), the rule counts, and
 //! the rules of the small tables (filter, mangle), kept so the restore can
-//! write them before the nat table, which the second walk streams. Pure.
+//! write them before the nat table, which a full sync's second walk
+//! streams. A partial sync has no second walk ([`hash_rendering_since`]):
+//! its one walk also keeps the nat rules of the chains that changed since
+//! the last sync (a few, and the shared chains until their hash is known).
+//! Pure.
 
-use super::chain_table::{ChainTable, ContentHasher, content_hasher, hash_rule};
+use super::chain_table::{ChainTable, ContentHasher, WRITE, content_hasher, hash_rule};
+use super::chains::AppliedChains;
 use crate::rendering::{Rendering, RuleCounts};
 use crate::{BuiltinJump, Table, TableRules};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// The tables kept whole in memory by the first walk: small (a few
@@ -33,13 +38,39 @@ impl Hashed {
     pub(crate) fn table(&self, table: Table) -> Option<&ChainTable> {
         self.tables.get(&table)
     }
+
+    /// Drops the kept rules of the chains not flagged [`WRITE`] in the
+    /// tables a partial walk kept in part (the open chains that did not
+    /// change).
+    pub(crate) fn keep_written(&mut self) {
+        for (table, kept) in self.kept.iter_mut().filter(|(t, _)| !KEPT_TABLES.contains(t)) {
+            let Some(chains) = self.tables.get(table) else { continue };
+            kept.rules.retain(|r| chains.find(r.chain()).is_some_and(|i| chains.has(i, WRITE)));
+            kept.rules.shrink_to_fit();
+        }
+    }
 }
 
 /// Walks `rendering` once (see the module doc).
 pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
+    walk(rendering, None)
+}
+
+/// Walks `rendering` once as [`hash_rendering`] does, and keeps the rules
+/// of the big table (nat) a partial sync since `last` may write: those of
+/// the chains whose hash differs from `last`'s (known at the end of the
+/// piece declaring them) and of the open chains (known only at the end;
+/// [`Hashed::keep_written`] drops them if unchanged). The restore then
+/// writes these instead of rendering every service again.
+pub(crate) fn hash_rendering_since<R: Rendering + ?Sized>(rendering: &R, last: &AppliedChains) -> Hashed {
+    walk(rendering, Some(last))
+}
+
+fn walk<R: Rendering + ?Sized>(rendering: &R, last: Option<&AppliedChains>) -> Hashed {
     let started = Instant::now();
     let mut out = Hashed { jumps: rendering.builtin_jumps().into_owned(), ..Hashed::default() };
     let mut pending: BTreeMap<Table, HashMap<u32, ContentHasher>> = BTreeMap::new();
+    let empty = ChainTable::default();
     for piece in rendering.pieces() {
         out.counts.add(&piece);
         for (table, rules) in piece.rules.tables() {
@@ -50,6 +81,9 @@ pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
                 let kept = out.kept.entry(table).or_default();
                 kept.chains.extend_from_slice(&rules.chains);
                 kept.rules.extend(rules.rules.iter().cloned());
+            } else if let Some(last) = last {
+                let was = last.table(table).unwrap_or(&empty);
+                keep_changed(out.kept.entry(table).or_default(), chains, open, rules, was);
             }
         }
     }
@@ -62,6 +96,35 @@ pub(crate) fn hash_rendering<R: Rendering + ?Sized>(rendering: &R) -> Hashed {
     }
     out.took = started.elapsed();
     out
+}
+
+/// Keeps the rules of one piece's table that a partial sync may write:
+/// those of the chains still open (in `pending`: their hash is not known
+/// yet) and of the chains this piece declared whose hash differs from
+/// `was` (or that `was` lacks).
+fn keep_changed(kept: &mut TableRules, chains: &ChainTable, pending: &HashMap<u32, ContentHasher>, rules: &TableRules, was: &ChainTable) {
+    let changed: HashSet<u32> = rules
+        .chains
+        .iter()
+        .filter_map(|c| chains.find(c))
+        .filter(|i| !pending.contains_key(i))
+        .filter(|i| was.find(chains.name(*i)).is_none_or(|j| was.hash(j) != chains.hash(*i)))
+        .collect();
+    if changed.is_empty() && pending.is_empty() {
+        return;
+    }
+    let mut run: Option<(&str, bool)> = None;
+    for rule in &rules.rules {
+        let chain = rule.chain();
+        let keep = match run {
+            Some((name, keep)) if name == chain => keep,
+            _ => chains.find(chain).is_some_and(|i| changed.contains(&i) || pending.contains_key(&i)),
+        };
+        run = Some((chain, keep));
+        if keep {
+            kept.rules.push(rule.clone());
+        }
+    }
 }
 
 /// Hashes one piece's chains and rules of one table. `pending` holds the
@@ -103,6 +166,7 @@ mod tests {
     use super::*;
     use crate::Ruleset;
     use crate::rendering::tests::sample;
+    use crate::rules::tests::rule;
 
     #[test]
     fn streamed_and_collected_renderings_hash_alike() {
@@ -120,5 +184,35 @@ mod tests {
         assert_eq!(order(&a), collected.nat.chains);
         let empty = hash_rendering(&Ruleset::default());
         assert_eq!(empty.tables.len(), 3);
+    }
+
+    /// The nat rules a partial walk of the sample keeps, after the diff
+    /// against `last` (the sample with `edit` applied to its nat rules).
+    fn kept_since(edit: impl Fn(&mut Vec<crate::Rule>)) -> Vec<String> {
+        let mut before = sample().collected();
+        edit(&mut before.nat.rules);
+        let last = AppliedChains::of(hash_rendering(&before).tables);
+        let mut now = hash_rendering_since(&sample(), &last);
+        let plain = hash_rendering(&sample());
+        assert_eq!((&now.tables, &now.counts), (&plain.tables, &plain.counts), "hashes as a full walk's");
+        crate::apply::chains::diff_chains(&last, &mut now.tables);
+        now.keep_written();
+        now.kept[&Table::Nat].rules.iter().map(|r| r.line().to_string()).collect()
+    }
+
+    #[test]
+    fn a_partial_walk_keeps_the_rules_of_the_changed_chains_only_in_order() {
+        assert!(kept_since(|_| {}).is_empty(), "nothing changed");
+        let sep_b = |rules: &mut Vec<crate::Rule>| {
+            let at = rules.iter().position(|r| r.line().contains("10.1.0.2:8080")).expect("B's DNAT");
+            rules[at] = rule("KUBE-SEP-B1 -p tcp -m tcp -j DNAT --to-destination 10.1.0.3:8080");
+        };
+        assert_eq!(kept_since(sep_b), ["KUBE-SEP-B1 -s 10.1.0.2/32 -j KUBE-MARK-MASQ", "KUBE-SEP-B1 -p tcp -m tcp -j DNAT --to-destination 10.1.0.2:8080"]);
+        // A shared (open) chain that changed is kept whole, in render order.
+        let services = |rules: &mut Vec<crate::Rule>| rules.retain(|r| !r.line().contains("-j KUBE-SVC-A"));
+        let kept = kept_since(services);
+        let expected: Vec<String> = sample().collected().nat.rules.iter().map(|r| r.line().to_string()).filter(|l| l.starts_with("KUBE-SERVICES ")).collect();
+        assert_eq!(expected.len(), 2);
+        assert_eq!(kept, expected);
     }
 }

@@ -23,9 +23,11 @@ use super::hashed::Hashed;
 use super::input_writer::{InputWriter, Written};
 use super::stale::Removals;
 use crate::error::{RestoreFailure, Rollback};
+use crate::chains::{KUBE_MARK_MASQ, is_service_chain};
 use crate::rendering::Rendering;
 use crate::{BuiltinJump, Error, Rule, Table, TableRules};
 use std::borrow::Cow;
+use std::cmp::Reverse;
 
 /// One table's part of a restore: the chains to write, what to remove and
 /// the built-in jumps to add.
@@ -45,9 +47,8 @@ pub(crate) struct TableInput<'a> {
 pub(crate) enum Layout {
     /// One `COMMIT` per table, chains declared in the rendered order.
     AsRendered,
-    /// One `COMMIT` per table, chains declared in name order: the legacy
-    /// tool keeps chains sorted, so creating them in order is cheapest
-    /// (10k services: 8.0 s → 5.2 s for `iptables-legacy-restore`).
+    /// One `COMMIT` per table, chains declared in [`declaration_order`]
+    /// (cheapest for the legacy tool, which keeps chains sorted by name).
     Sorted,
     /// Several `COMMIT`s of a big table, this many services each (nft).
     Blocks(usize),
@@ -64,8 +65,9 @@ impl TableInput<'_> {
 /// jumps, our chains declared and their rules, the missing built-in
 /// jumps (`-I CHAIN 1` or `-A`), stale chains flushed and `-X`ed; tables
 /// with nothing to do are left out. The rules of the written chains
-/// (those flagged [`WRITE`] in `hashed`) come from the small tables
-/// `hashed` kept, or from a new walk of `rendering` (nat). With
+/// (those flagged [`WRITE`] in `hashed`) come from the rules `hashed`
+/// kept (filter and mangle whole; in a partial sync, nat's changed
+/// chains), or from a new walk of `rendering` (a full sync's nat). With
 /// [`Layout::Blocks`], a big table is split into several `COMMIT`s
 /// ([`split_blocks`]; its rules are collected in memory for that), the
 /// jumps and removals in its last one.
@@ -143,6 +145,33 @@ impl<R: Rendering + Sync + ?Sized> RestoreInput<'_, R> {
     }
 }
 
+/// Where `chain` goes in the declarations of [`Layout::Sorted`]: the
+/// per-service chains in descending name order, then the shared ones, then
+/// `KUBE-MARK-MASQ`. What it saves in the legacy tool (iptables 1.8.9):
+/// * libiptc keeps the chains in a list sorted by name with an index of
+///   every 40th, rebuilt after 355 new chains; a new chain is placed by a
+///   walk from its index entry, so in ascending order each walks the
+///   ever longer last run (~200 names), while a chain smaller than every
+///   other goes first at once;
+/// * every `-j TARGET` looks the target up in a 512-bucket hash of the
+///   declared names ("notargets"), newest first in each bucket: declared
+///   last, `KUBE-MARK-MASQ`, the target of every endpoint's masquerade
+///   rule, is found at once rather than behind ~200 names.
+///
+/// Instructions of `iptables-legacy-restore` for a first sync at 2,000
+/// services × 10 endpoints (callgrind): ascending 2.68 G, descending with
+/// `KUBE-MARK-MASQ` last 1.96 G.
+fn declaration_order(chain: &str) -> (u8, Reverse<&str>) {
+    let rank = if is_service_chain(chain) {
+        0
+    } else if chain == KUBE_MARK_MASQ {
+        2
+    } else {
+        1
+    };
+    (rank, Reverse(chain))
+}
+
 /// Where the rules of a top block come from.
 enum Rules<'a, 'b, R: ?Sized> {
     /// The written chains' rules, from the rendering.
@@ -177,7 +206,7 @@ async fn write_top_block<R: Rendering + Sync + ?Sized>(
     }
     let mut declared: Vec<&str> = input.written.iter().copied().chain(input.removals.chains.iter().map(String::as_str)).collect();
     if sorted {
-        declared.sort_unstable();
+        declared.sort_unstable_by_key(|c| declaration_order(c));
     }
     for chain in declared {
         out.line(&[":", chain, " - [0:0]"]).await;
@@ -346,10 +375,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn sorted_layout_declares_chains_in_name_order() {
-        let ruleset = nat(&["KUBE-SVC-B", "KUBE-SVC-A"], &["KUBE-SVC-B -j RETURN"]);
+    async fn sorted_layout_declares_chains_in_descending_name_order() {
+        let ruleset = nat(&["KUBE-SVC-A", "KUBE-SVC-B"], &["KUBE-SVC-B -j RETURN"]);
         let text = input_text(&ruleset, Layout::Sorted, Removals::default(), Vec::new()).await;
-        assert_eq!(text, "*nat\n:KUBE-SVC-A - [0:0]\n:KUBE-SVC-B - [0:0]\n-A KUBE-SVC-B -j RETURN\nCOMMIT\n");
+        assert_eq!(text, "*nat\n:KUBE-SVC-B - [0:0]\n:KUBE-SVC-A - [0:0]\n-A KUBE-SVC-B -j RETURN\nCOMMIT\n");
+    }
+
+    #[tokio::test]
+    async fn sorted_layout_declares_service_chains_then_shared_ones_then_kube_mark_masq() {
+        let chains = ["KUBE-SERVICES", "KUBE-MARK-MASQ", "KUBE-SVC-B", "KUBE-POSTROUTING", "KUBE-SEP-A", "KUBE-NODEPORTS"];
+        let text = input_text(&nat(&chains, &[]), Layout::Sorted, Removals::default(), Vec::new()).await;
+        let declared: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix(':')).map(|l| l.trim_end_matches(" - [0:0]")).collect();
+        assert_eq!(declared, ["KUBE-SVC-B", "KUBE-SEP-A", "KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-NODEPORTS", "KUBE-MARK-MASQ"]);
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //!   jumps ensured) when asked, and whenever there is nothing a partial
 //!   sync could start from (nothing synced yet, or the last sync failed:
 //!   [`Syncer::state_unknown`] says so beforehand);
-//! * **partial** otherwise: no `iptables-save`, only the chains whose rules
+//! * **partial** otherwise: no `iptables-save`, one walk of the rendering
+//!   (which keeps the rules of the chains that changed:
+//!   [`super::hashed::hash_rendering_since`]), only the chains whose rules
 //!   changed are rewritten and the chains the last sync wrote that are not
 //!   rendered now are deleted ([`super::chains`]), in
 //!   one restore; nothing at all when nothing changed.
@@ -25,7 +27,7 @@
 
 use super::chain_table::WRITE;
 use super::chains::{AppliedChains, diff_chains};
-use super::hashed::{Hashed, hash_rendering};
+use super::hashed::{Hashed, hash_rendering_since};
 use super::restore::{Layout, RestoreInput, TableInput, restore_invocation, run_restore_input};
 use super::stale::Removals;
 use super::{Applied, Iptables, TableChanges};
@@ -60,8 +62,9 @@ pub struct Synced {
     /// What was rendered: rules and chains per table, services without
     /// local endpoints.
     pub counts: RuleCounts,
-    /// Time spent rendering (and hashing) in the sync's first walk; the
-    /// second walk renders again while it writes.
+    /// Time spent rendering (and hashing) in the sync's first walk; a
+    /// full sync's second walk renders nat again while it writes (a
+    /// partial sync has no second walk).
     pub render: Duration,
     /// What the restore removed and added (a partial sync adds no
     /// built-in jumps and deletes no jumps).
@@ -136,8 +139,9 @@ impl Syncer {
 
     async fn sync_partial<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R, last: AppliedChains) -> Result<Synced, Error> {
         self.last_partial = true;
-        let mut hashed = hash_rendering(rendering);
+        let mut hashed = hash_rendering_since(rendering, &last);
         let mut deleted = diff_chains(&last, &mut hashed.tables);
+        hashed.keep_written();
         drop(last);
         let inputs = partial_inputs(&hashed, &mut deleted);
         let applied = self.apply_partial(&inputs, &hashed, rendering).await?;
