@@ -4,6 +4,9 @@
 # examples/ prints exactly what the freshly built binary prints on the host.
 #
 #   scripts/image.sh [OUT]      (default OUT: target/kube-proxy-rs-image.tar; as root)
+#   scripts/image.sh --prepare  only what takes long: the tools, the Debian
+#                               root file system and the release build (the
+#                               test command runs it beside the tests)
 #
 # The binary is built where cargo builds (CARGO_TARGET_DIR when set); the
 # image's work files stay in the checkout's target/image/.
@@ -18,6 +21,8 @@
 # (the path kubeadm's DaemonSet runs), and commits oci-archive:OUT.
 # The root file system is cached in target/image/ by its recipe.
 set -euo pipefail
+PREPARE=0
+if [ "${1:-}" = --prepare ]; then PREPARE=1; shift; fi
 # OUT as the caller named it, from the caller's folder.
 OUT=$(realpath -m "${1:-$(dirname "$0")/../target/kube-proxy-rs-image.tar}")
 cd "$(dirname "$0")/.."
@@ -35,9 +40,10 @@ install_tools() {
   for tool in mmdebstrap buildah strip; do command -v "$tool" >/dev/null || missing+=("$tool"); done
   [ "${#missing[@]}" -eq 0 ] && return
   echo "image.sh: installing mmdebstrap buildah binutils"
-  apt-get update -qq
+  # waiting for dpkg's lock: scripts/ipvs-vm.sh may be installing beside
+  apt-get update -qq -o DPkg::Lock::Timeout=600
   # with their recommends (gpg, fakechroot, crun, ...), as tested
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap buildah binutils >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 mmdebstrap buildah binutils >/dev/null
 }
 
 # The Debian root file system, built once per recipe, into $BASE.
@@ -112,6 +118,11 @@ check() {
 install_tools
 mkdir -p "$WORK" "$(dirname "$OUT")"
 rootfs
+if [ "$PREPARE" = 1 ]; then
+  cargo build --release --quiet -p kube-proxy-rs
+  echo "image.sh: prepared: tools, root file system $BASE, release build"
+  exit 0
+fi
 binary_layer
 version=$("$BINARY" --version | awk '{print $2}')
 build "$BASE" "$LAYER" "$version"

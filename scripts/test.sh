@@ -19,15 +19,43 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 export INSTA_UPDATE=no
+
+# The release builds of the fuzz targets and of the image's binary (and the
+# image's Debian root file system) start now, beside the tests, at the lowest
+# CPU priority (SCHED_IDLE): they take only what the tests leave idle — the
+# serial IPVS VM suites leave much of a core — and the fuzz and image steps
+# below then find them built. They share nothing with the tests' build
+# (cargo locks target/debug and target/release apart). A failure here shows
+# again below, where the step builds for itself.
+prepare_log=$(mktemp)
+prepare() {
+  local idle=(nice -n 19)
+  command -v chrt >/dev/null && idle+=(chrt --idle 0)
+  local started=$SECONDS
+  if [ "$(id -u)" = 0 ]; then "${idle[@]}" bash scripts/image.sh --prepare || return 1; fi
+  FUZZ_BUILD_ONLY=1 "${idle[@]}" bash scripts/fuzz.sh || return 1
+  echo "release builds (image, fuzz targets) done beside the tests in $((SECONDS - started)) s"
+}
+prepare >"$prepare_log" 2>&1 &
+prepare_pid=$!
+
+tests=0
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast "$@"
-  cargo test --workspace --doc
+  cargo nextest run --workspace --no-fail-fast "$@" || tests=$?
+  cargo test --workspace --doc || tests=$?
 else
-  cargo test --workspace --no-fail-fast "$@"
+  cargo test --workspace --no-fail-fast "$@" || tests=$?
 fi
 
-# Every fuzz target of fuzz/ for a bounded time (scripts/fuzz.sh builds them,
-# installing cargo-fuzz when missing, and fails on a crash).
+waited=$SECONDS
+wait "$prepare_pid" || echo "the release builds beside the tests failed (the steps below build again):"
+echo "waited $((SECONDS - waited)) s for the release builds beside the tests; their output:"
+grep -v '^ *Compiling ' "$prepare_log" || true
+rm -f "$prepare_log"
+[ "$tests" = 0 ] || exit "$tests"
+
+# Every fuzz target of fuzz/ for a bounded time (scripts/fuzz.sh, built
+# above; it fails on a crash).
 bash scripts/fuzz.sh
 
 # The container image (scripts/image.sh builds it and checks its binary).

@@ -101,17 +101,42 @@ impl VmRun {
         };
         cmd.args(["--exact", &self.test, "--nocapture", "--test-threads=1"]);
         let started = Instant::now();
+        let load_before = load_average();
         let out = cmd.env("IPVS_VM_KEEP_LOG", &log).output().expect("run ipvs-vm.sh");
         let console = std::fs::read_to_string(&log).unwrap_or_default();
         let _ = std::fs::remove_file(&log);
-        println!("ipvs-vm.sh ({}) finished in {:.1} s", self.what, started.elapsed().as_secs_f64());
+        let took = started.elapsed().as_secs_f64();
+        let load = format!("host load average {load_before} at the start, {} at the end", load_average());
+        println!("ipvs-vm.sh ({}) finished in {took:.1} s of its {} s limit ({load})", self.what, self.timeout_secs);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(TIMED_OUT) {
+            panic!(
+                "{} timed out in the VM: {took:.0} s, over its limit of {} s (boot included; {load}). The VM's CPUs are \
+                 emulated (qemu TCG without KVM) and slow down with every other process on the host's cores: on a \
+                 loaded 2-core machine run the test alone before suspecting a hang.\n--- ipvs-vm.sh stderr ---\n{stderr}\n\
+                 --- guest console ---\n{console}",
+                self.what,
+                self.timeout_secs
+            );
+        }
         assert!(
             out.status.success() && console.contains(passed),
-            "{} failed in the VM ({}).\n--- ipvs-vm.sh stderr ---\n{}\n--- guest console ---\n{console}",
+            "{} failed in the VM ({}; {took:.0} s of its {} s limit, {load}).\n--- ipvs-vm.sh stderr ---\n{stderr}\n--- guest console ---\n{console}",
             self.what,
             out.status,
-            String::from_utf8_lossy(&out.stderr)
+            self.timeout_secs
         );
         console
     }
+}
+
+/// `scripts/ipvs-vm.sh`'s exit code when the run outlived its `--timeout`.
+const TIMED_OUT: i32 = 124;
+
+/// The host's 1-minute load average, as `/proc/loadavg` gives it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
 }
