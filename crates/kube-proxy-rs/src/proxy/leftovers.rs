@@ -1,0 +1,52 @@
+//! Another mode's rules left on the node, removed only once this mode has
+//! synced the family: switching between iptables and nftables mode keeps
+//! the old mode's service rules in place through the new mode's start-up
+//! (the initial list, the cold start), so the node never has none.
+//!
+//! Meanwhile both modes' rules are loaded. Their NAT chains share the
+//! hooks and the priority (-100 in prerouting and output, 100 in
+//! postrouting); the kernel's NAT core runs the NAT chains of a hook in
+//! order and stops at the first that binds the connection, so a new
+//! connection is DNATed by one mode only (the one whose chains were
+//! registered last runs first) and masqueraded by whichever sees the
+//! shared mark `0x4000` first. Before the new mode's first sync its
+//! rules are not there and the old mode's serve alone, as after a restart
+//! in the same mode; the old mode's filter rules that run before DNAT
+//! (nftables mode's `filter-prerouting` and `filter-output`, priority
+//! -110) could refuse what the new mode's state allows only between the
+//! new mode's first sync and this removal, which follows it at once.
+
+use model::IpFamily;
+use proxier::Cleanup;
+use std::time::Instant;
+
+/// The other modes' leftovers of one family, until removed.
+pub struct Leftovers {
+    family: IpFamily,
+    pending: Vec<Box<dyn Cleanup + Send>>,
+}
+
+impl Leftovers {
+    /// `cleanups` of the other modes, to remove for `family`.
+    pub fn new(family: IpFamily, cleanups: Vec<Box<dyn Cleanup + Send>>) -> Self {
+        Self { family, pending: cleanups }
+    }
+
+    /// Called after each successful sync of the family: the first time,
+    /// removes the other modes' rules of the family; then nothing.
+    pub async fn remove_after_first_sync(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        for cleanup in std::mem::take(&mut self.pending) {
+            cleanup.remove_family_leftovers(self.family).await;
+            tracing::debug!(family = %self.family, mode = ?cleanup.mode(), "checked for another mode's leftovers");
+        }
+        tracing::info!(
+            family = %self.family,
+            elapsed = ?started.elapsed(),
+            "first sync done: other modes' leftovers removed"
+        );
+    }
+}
