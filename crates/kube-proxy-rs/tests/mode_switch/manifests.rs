@@ -1,0 +1,66 @@
+//! The cluster of the switch test: node-a, three services of every kind
+//! the switch must keep (ClusterIP, NodePort with ETP Cluster, NodePort
+//! with ETP Local) over the two server pods, and `fillers` more ClusterIP
+//! services so the new mode's start-up takes the time a real node's does.
+
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+/// Port the server pods answer on (every service's target port).
+pub const SERVER_PORT: u16 = 9000;
+/// The server pods, on node-a.
+pub const SERVERS: [(&str, Ipv4Addr); 2] = [("s1", Ipv4Addr::new(10, 244, 0, 11)), ("s2", Ipv4Addr::new(10, 244, 0, 12))];
+/// The pod the ClusterIP clients run in, on node-a.
+pub const CLIENT_POD: (&str, Ipv4Addr) = ("cl", Ipv4Addr::new(10, 244, 0, 200));
+/// ClusterIP service `sw/cluster`, port 80.
+pub const CLUSTER_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 10);
+/// NodePort of `sw/nodeport` (ETP Cluster).
+pub const NODE_PORT: u16 = 30080;
+/// NodePort of `sw/local` (ETP Local, both endpoints on node-a).
+pub const LOCAL_NODE_PORT: u16 = 30081;
+
+/// The manifests file: node-a, the three services, `fillers` more.
+pub fn manifests(fillers: usize) -> String {
+    let mut yaml = String::from(NODE);
+    service(&mut yaml, "cluster", "ClusterIP", CLUSTER_IP, None);
+    service(&mut yaml, "nodeport", "NodePort", Ipv4Addr::new(10, 96, 0, 11), Some((NODE_PORT, "Cluster")));
+    service(&mut yaml, "local", "NodePort", Ipv4Addr::new(10, 96, 0, 12), Some((LOCAL_NODE_PORT, "Local")));
+    for i in 0..fillers {
+        let ip = Ipv4Addr::new(10, 96, 1 + (i / 250) as u8, 1 + (i % 250) as u8);
+        service(&mut yaml, &format!("filler-{i}"), "ClusterIP", ip, None);
+    }
+    yaml
+}
+
+const NODE: &str = "apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+spec:
+  podCIDR: 10.244.0.0/24
+status:
+  addresses:
+  - address: 192.168.86.2
+    type: InternalIP
+";
+
+/// One selector-less service `sw/<name>` (port 80 → [`SERVER_PORT`]) and
+/// its slice listing both servers.
+fn service(yaml: &mut String, name: &str, kind: &str, cluster_ip: Ipv4Addr, node_port: Option<(u16, &str)>) {
+    let _ = write!(yaml, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: sw\nspec:\n  type: {kind}\n  clusterIP: {cluster_ip}\n");
+    if let Some((_, policy)) = node_port {
+        let _ = writeln!(yaml, "  externalTrafficPolicy: {policy}");
+    }
+    let _ = write!(yaml, "  ports:\n  - name: tcp\n    protocol: TCP\n    port: 80\n    targetPort: {SERVER_PORT}\n");
+    if let Some((port, _)) = node_port {
+        let _ = writeln!(yaml, "    nodePort: {port}");
+    }
+    let _ = write!(
+        yaml,
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: sw\n  labels:\n    kubernetes.io/service-name: {name}\naddressType: IPv4\nendpoints:\n"
+    );
+    for (_, ip) in SERVERS {
+        let _ = write!(yaml, "- addresses:\n  - {ip}\n  conditions:\n    ready: true\n    serving: true\n    terminating: false\n  nodeName: node-a\n");
+    }
+    let _ = write!(yaml, "ports:\n- name: tcp\n  protocol: TCP\n  port: {SERVER_PORT}\n");
+}
