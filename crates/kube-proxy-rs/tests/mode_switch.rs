@@ -23,7 +23,7 @@ mod mode_switch {
     pub mod traffic;
 }
 
-use mode_switch::manifests::{self, CLIENT_POD, CLUSTER_IP, LOCAL_NODE_PORT, NODE_PORT, SERVERS};
+use mode_switch::manifests::{self, CLIENT_POD, CLUSTER_IP, LATE_IP, LOCAL_NODE_PORT, NODE_PORT, SERVERS, State};
 use mode_switch::traffic::{self, Failure, Record, Target};
 use proxy::Proxy;
 use std::net::{IpAddr, SocketAddr};
@@ -69,8 +69,9 @@ fn nftables_to_iptables_drops_no_connection() {
     switch(Mode::Nftables, Mode::Iptables);
 }
 
-/// node-a with the server pods and the client pod, the manifests written.
-fn build_node() -> Cluster {
+/// node-a with the server pods and the client pod, the manifests of
+/// `state` written.
+fn build_node(state: State) -> Cluster {
     testkit::netns::require_kernel();
     let mut plan = Plan::two_nodes();
     plan.nodes.truncate(1);
@@ -86,7 +87,7 @@ fn build_node() -> Cluster {
     plan.pods = SERVERS.into_iter().chain([CLIENT_POD]).map(pod).collect();
     let cluster = Cluster::build(&plan).expect("build node-a");
     let fillers = std::env::var("KPRS_SWITCH_FILLERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
-    cluster.write_manifests(&manifests::manifests(fillers)).unwrap();
+    cluster.write_manifests(&manifests::manifests(state, fillers)).unwrap();
     cluster
 }
 
@@ -143,13 +144,19 @@ fn wait_gone(node: &Netns, mode: Mode, patience: Duration) -> Vec<String> {
     }
 }
 
-fn switch(from: Mode, to: Mode) {
-    let cluster = build_node();
-    let node = cluster.node("node-a").unwrap().ns();
-    let servers_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+/// Starts the server of each server pod; they stop when the flag is set.
+fn serve(cluster: &Cluster) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for (name, ip) in SERVERS {
-        traffic::serve(cluster.pod(name).unwrap().ns(), IpAddr::V4(ip), servers_stop.clone());
+        traffic::serve(cluster.pod(name).unwrap().ns(), IpAddr::V4(ip), stop.clone());
     }
+    stop
+}
+
+fn switch(from: Mode, to: Mode) {
+    let cluster = build_node(State::Both);
+    let node = cluster.node("node-a").unwrap().ns();
+    let servers_stop = serve(&cluster);
     let lock = tempfile::NamedTempFile::new().unwrap();
     let mut old = start(&cluster, from, lock.path());
     old.wait_for(from.synced());
@@ -184,7 +191,8 @@ fn switch(from: Mode, to: Mode) {
     let log = proxy.drain_all().join("\n");
     let seen = record.seen();
     let figures = figures(&seen, term_at, synced_at);
-    println!("[mode-switch] {from:?} -> {to:?}: {figures}");
+    let removed = log.lines().find(|l| l.contains("leftovers removed")).unwrap_or("(no removal logged)");
+    println!("[mode-switch] {from:?} -> {to:?}: {figures}\n  {removed}");
     assert!(seen.new_failed.is_empty() && seen.established_broken.is_empty(), "{from:?} -> {to:?}: {figures}\n{}\nnew mode's log:\n{log}", failures(&seen));
     assert_eq!(seen.established_ok, LONG_LIVED.iter().sum::<usize>(), "{figures}");
     let rate: usize = seen.attempts.iter().map(|(_, n)| n).sum();
@@ -226,4 +234,93 @@ fn failures(seen: &traffic::Seen) -> String {
         text.push_str(&format!("  {:.3} s {}: {}\n", f.at, f.kind, f.what));
     }
     text
+}
+
+/// Both modes' rules loaded at once, as between the new mode's first sync
+/// and the old mode's removal: the running mode `live` (state `New`: every
+/// service to s2) and a stale `stale` mode's rules (state `Old`: s1, and
+/// `sw/late` without endpoints) loaded from the binary's `--dry-run`,
+/// before or after `live` started (the NAT chains registered last run
+/// first). Every fresh connection must reach an endpoint from the right
+/// source address (DNAT and masquerade by one mode, or DNAT and mark by
+/// one and masquerade by the other); which mode DNATed is reported.
+#[test]
+fn both_modes_loaded_each_connection_is_translated_by_one() {
+    let mut report = Vec::new();
+    for (live, stale) in [(Mode::Nftables, Mode::Iptables), (Mode::Iptables, Mode::Nftables)] {
+        for stale_first in [true, false] {
+            report.push(coexist(live, stale, stale_first));
+        }
+    }
+    println!("[mode-switch] both loaded:\n{}", report.join("\n"));
+}
+
+/// One case of [`both_modes_loaded_each_connection_is_translated_by_one`]:
+/// its summary line.
+fn coexist(live: Mode, stale: Mode, stale_first: bool) -> String {
+    let cluster = build_node(State::New);
+    let node = cluster.node("node-a").unwrap().ns();
+    let stop = serve(&cluster);
+    let lock = tempfile::NamedTempFile::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let old_manifests = dir.path().join("old.yaml");
+    std::fs::write(&old_manifests, manifests::manifests(State::Old, 0)).unwrap();
+    if stale_first {
+        load_stale(node, stale, &old_manifests, lock.path());
+    }
+    let mut proxy = start(&cluster, live, lock.path());
+    proxy.wait_for(live.synced());
+    if !stale_first {
+        load_stale(node, stale, &old_manifests, lock.path());
+    }
+    let mut reached = std::collections::BTreeMap::<String, usize>::new();
+    for (target, ns) in targets(&cluster) {
+        for _ in 0..20 {
+            let endpoint = traffic::probe(ns, target).unwrap_or_else(|e| {
+                panic!("{live:?} live, stale {stale:?} loaded {}: {}: {e}\n{}", order(stale_first), target.kind, testkit::cluster::dump_rules(node))
+            });
+            let by = if endpoint == SERVERS[1].1.to_string() { "live" } else { "stale" };
+            *reached.entry(format!("{} by {by}", target.kind)).or_default() += 1;
+        }
+    }
+    // A service the stale state has no endpoints for, from the node itself.
+    let late = Target { kind: "late", addr: SocketAddr::new(IpAddr::V4(LATE_IP), 80), peer: IpAddr::V4(cluster.node("node-a").unwrap().gateway()) };
+    let late = traffic::probe(node, late).map(|_| "reached".to_string()).unwrap_or_else(|e| e);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    proxy.stop();
+    format!("  {live:?} live, stale {stale:?} loaded {}: {reached:?}; node -> late ClusterIP: {late}", order(stale_first))
+}
+
+fn order(stale_first: bool) -> &'static str {
+    if stale_first { "first" } else { "after" }
+}
+
+/// Loads `mode`'s rules for `manifests` into node-a as a proxy that has
+/// stopped would have left them (from the binary's `--dry-run`).
+fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std::path::Path) {
+    let out = node
+        .command(proxy::BINARY)
+        .args(mode.flags())
+        .args(["--manifests", &manifests.display().to_string(), "--hostname-override", "node-a", "--cluster-cidr", "10.244.0.0/16", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "--dry-run: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // The nfacct counter the dry run still names would need its object.
+    let rules: Vec<&str> = text.lines().filter(|l| !l.contains("-m nfacct")).collect();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), rules.join("\n") + "\n").unwrap();
+    let path = file.path().display().to_string();
+    match mode {
+        Mode::Nftables => drop(node.exec("nft", &["-f", &path]).unwrap()),
+        Mode::Iptables => {
+            let jumps = text.lines().filter_map(|l| l.strip_prefix("#   -t ")).filter(|l| !l.contains("KUBE-FIREWALL"));
+            let script: Vec<String> = std::iter::once(format!("iptables-legacy-restore -w --noflush {path}"))
+                .chain(jumps.map(|jump| format!("iptables-legacy -w -t {jump}")))
+                .collect();
+            let mut sh = node.command("sh");
+            sh.args(["-ec", &script.join("\n")]).env("XTABLES_LOCKFILE", lock);
+            testkit::netns::run(&mut sh).unwrap();
+        }
+    }
 }

@@ -8,13 +8,19 @@
 //! postrouting); the kernel's NAT core runs the NAT chains of a hook in
 //! order and stops at the first that binds the connection, so a new
 //! connection is DNATed by one mode only (the one whose chains were
-//! registered last runs first) and masqueraded by whichever sees the
-//! shared mark `0x4000` first. Before the new mode's first sync its
-//! rules are not there and the old mode's serve alone, as after a restart
-//! in the same mode; the old mode's filter rules that run before DNAT
-//! (nftables mode's `filter-prerouting` and `filter-output`, priority
-//! -110) could refuse what the new mode's state allows only between the
-//! new mode's first sync and this removal, which follows it at once.
+//! registered last runs first: `tests/mode_switch.rs` shows it for every
+//! order) and masqueraded by whichever sees the shared mark `0x4000`
+//! first. Established connections keep their conntrack binding; they need
+//! some NAT chain on the hook to be translated, which the old mode's
+//! rules provide until the new mode's are in (without that, nftables →
+//! iptables reset established NodePort connections). Before the new
+//! mode's first sync its rules are not there and the old mode's serve
+//! alone, as after a restart in the same mode. The old mode's filter
+//! rules see new connections after DNAT, except nftables mode's
+//! `firewall-check` (`filter-prerouting`, `filter-output-pre-dnat`,
+//! priority -110): stale `loadBalancerSourceRanges` could drop a source the
+//! new state allows, only between the new mode's first sync and this
+//! removal, which follows it at once.
 
 use model::IpFamily;
 use proxier::Cleanup;

@@ -19,15 +19,42 @@ pub const NODE_PORT: u16 = 30080;
 /// NodePort of `sw/local` (ETP Local, both endpoints on node-a).
 pub const LOCAL_NODE_PORT: u16 = 30081;
 
-/// The manifests file: node-a, the three services, `fillers` more.
-pub fn manifests(fillers: usize) -> String {
+/// ClusterIP service `sw/late`: without endpoints in [`State::Old`].
+pub const LATE_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 13);
+
+/// Which endpoints the services have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Both servers behind every service (the switch test).
+    Both,
+    /// A stale mode's state: only `s1`, and `sw/late` without endpoints.
+    Old,
+    /// The running mode's state: only `s2` behind every service.
+    New,
+}
+
+impl State {
+    fn endpoints(self) -> &'static [(&'static str, Ipv4Addr)] {
+        match self {
+            State::Both => &SERVERS,
+            State::Old => &SERVERS[..1],
+            State::New => &SERVERS[1..],
+        }
+    }
+}
+
+/// The manifests file: node-a, the services of `state`, `fillers` more.
+pub fn manifests(state: State, fillers: usize) -> String {
     let mut yaml = String::from(NODE);
-    service(&mut yaml, "cluster", "ClusterIP", CLUSTER_IP, None);
-    service(&mut yaml, "nodeport", "NodePort", Ipv4Addr::new(10, 96, 0, 11), Some((NODE_PORT, "Cluster")));
-    service(&mut yaml, "local", "NodePort", Ipv4Addr::new(10, 96, 0, 12), Some((LOCAL_NODE_PORT, "Local")));
+    let eps = state.endpoints();
+    service(&mut yaml, "cluster", "ClusterIP", CLUSTER_IP, None, eps);
+    service(&mut yaml, "nodeport", "NodePort", Ipv4Addr::new(10, 96, 0, 11), Some((NODE_PORT, "Cluster")), eps);
+    service(&mut yaml, "local", "NodePort", Ipv4Addr::new(10, 96, 0, 12), Some((LOCAL_NODE_PORT, "Local")), eps);
+    let late = if state == State::Old { &[][..] } else { eps };
+    service(&mut yaml, "late", "ClusterIP", LATE_IP, None, late);
     for i in 0..fillers {
         let ip = Ipv4Addr::new(10, 96, 1 + (i / 250) as u8, 1 + (i % 250) as u8);
-        service(&mut yaml, &format!("filler-{i}"), "ClusterIP", ip, None);
+        service(&mut yaml, &format!("filler-{i}"), "ClusterIP", ip, None, eps);
     }
     yaml
 }
@@ -45,8 +72,8 @@ status:
 ";
 
 /// One selector-less service `sw/<name>` (port 80 → [`SERVER_PORT`]) and
-/// its slice listing both servers.
-fn service(yaml: &mut String, name: &str, kind: &str, cluster_ip: Ipv4Addr, node_port: Option<(u16, &str)>) {
+/// its slice listing `endpoints`.
+fn service(yaml: &mut String, name: &str, kind: &str, cluster_ip: Ipv4Addr, node_port: Option<(u16, &str)>, endpoints: &[(&str, Ipv4Addr)]) {
     let _ = write!(yaml, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: sw\nspec:\n  type: {kind}\n  clusterIP: {cluster_ip}\n");
     if let Some((_, policy)) = node_port {
         let _ = writeln!(yaml, "  externalTrafficPolicy: {policy}");
@@ -57,9 +84,10 @@ fn service(yaml: &mut String, name: &str, kind: &str, cluster_ip: Ipv4Addr, node
     }
     let _ = write!(
         yaml,
-        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: sw\n  labels:\n    kubernetes.io/service-name: {name}\naddressType: IPv4\nendpoints:\n"
+        "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: sw\n  labels:\n    kubernetes.io/service-name: {name}\naddressType: IPv4\nendpoints:{}\n",
+        if endpoints.is_empty() { " []" } else { "" }
     );
-    for (_, ip) in SERVERS {
+    for (_, ip) in endpoints {
         let _ = write!(yaml, "- addresses:\n  - {ip}\n  conditions:\n    ready: true\n    serving: true\n    terminating: false\n  nodeName: node-a\n");
     }
     let _ = write!(yaml, "ports:\n- name: tcp\n  protocol: TCP\n  port: {SERVER_PORT}\n");

@@ -85,7 +85,8 @@ impl Record {
 }
 
 /// Starts the server of the pod `ns` on `ip`:[`super::manifests::SERVER_PORT`]
-/// until `stop`: each connection gets `peer=<ip>\n`, then its bytes back.
+/// until `stop`: each connection gets `peer=<ip> local=<ip>\n` (the source
+/// it saw and the endpoint it reached), then its bytes back.
 pub fn serve(ns: &Netns, ip: IpAddr, stop: Arc<AtomicBool>) {
     let addr = SocketAddr::new(ip, super::manifests::SERVER_PORT);
     let listener = ns.run(move || TcpListener::bind(addr)).unwrap().unwrap();
@@ -106,7 +107,8 @@ pub fn serve(ns: &Netns, ip: IpAddr, stop: Arc<AtomicBool>) {
 fn echo(mut stream: TcpStream, peer: SocketAddr, stop: &AtomicBool) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
-    if stream.write_all(format!("peer={}\n", peer.ip()).as_bytes()).is_err() {
+    let local = stream.local_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    if stream.write_all(format!("peer={} local={local}\n", peer.ip()).as_bytes()).is_err() {
         return;
     }
     let mut buf = [0u8; 64];
@@ -122,23 +124,31 @@ fn echo(mut stream: TcpStream, peer: SocketAddr, stop: &AtomicBool) {
 }
 
 /// A connection to `target` from the current namespace whose endpoint saw
-/// the right peer, with the reader past the `peer=` line.
-fn connect(target: &Target) -> Result<BufReader<TcpStream>, String> {
+/// the right peer, with the reader past the `peer=` line, and the
+/// endpoint reached.
+fn connect(target: &Target) -> Result<(BufReader<TcpStream>, String), String> {
     let stream = TcpStream::connect_timeout(&target.addr, PATIENCE).map_err(|e| format!("connect: {e}"))?;
     stream.set_read_timeout(Some(PATIENCE)).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).map_err(|e| format!("read peer: {e}"))?;
-    let peer = line.trim().strip_prefix("peer=").unwrap_or_default().to_string();
+    let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap_or_default().to_string();
+    let peer = field("peer=");
     if peer != target.peer.to_string() {
         return Err(format!("endpoint saw peer {peer:?}, want {}", target.peer));
     }
-    Ok(reader)
+    Ok((reader, field("local=")))
+}
+
+/// One fresh connection to `target` from `ns`: the endpoint it reached,
+/// or why it failed (refused, timed out, wrong peer).
+pub fn probe(ns: &Netns, target: Target) -> Result<String, String> {
+    ns.run(move || connect(&target).map(|(_, endpoint)| endpoint)).unwrap()
 }
 
 /// `count` long-lived connections to `target`, made from `ns`.
 pub fn open_long_lived(ns: &Netns, target: Target, count: usize) -> Vec<BufReader<TcpStream>> {
-    ns.run(move || (0..count).map(|_| connect(&target).expect("a long-lived connection")).collect()).unwrap()
+    ns.run(move || (0..count).map(|_| connect(&target).expect("a long-lived connection").0).collect()).unwrap()
 }
 
 /// Echoes 8 bytes every 50 ms on `conn` until stopped; a failure ends it.
