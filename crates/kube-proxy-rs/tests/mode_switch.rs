@@ -191,8 +191,8 @@ fn switch(from: Mode, to: Mode) {
     let log = proxy.drain_all().join("\n");
     let seen = record.seen();
     let figures = figures(&seen, term_at, synced_at);
-    let removed = log.lines().find(|l| l.contains("leftovers removed")).unwrap_or("(no removal logged)");
-    println!("[mode-switch] {from:?} -> {to:?}: {figures}\n  {removed}");
+    let removed: Vec<&str> = log.lines().filter(|l| l.contains("leftovers removed")).collect();
+    println!("[mode-switch] {from:?} -> {to:?}: {figures}\n  {}", removed.join("\n  "));
     assert!(seen.new_failed.is_empty() && seen.established_broken.is_empty(), "{from:?} -> {to:?}: {figures}\n{}\nnew mode's log:\n{log}", failures(&seen));
     assert_eq!(seen.established_ok, LONG_LIVED.iter().sum::<usize>(), "{figures}");
     let rate: usize = seen.attempts.iter().map(|(_, n)| n).sum();
