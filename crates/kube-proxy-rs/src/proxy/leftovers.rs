@@ -56,3 +56,47 @@ impl Leftovers {
         );
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proxier::{Cleaned, LocalFuture, Mode};
+    use std::sync::{Arc, Mutex};
+
+    /// Records the families it was asked to clean.
+    struct Recorder(Arc<Mutex<Vec<IpFamily>>>);
+
+    impl Cleanup for Recorder {
+        fn mode(&self) -> Mode {
+            Mode::Nftables
+        }
+        fn clean_up(&self) -> LocalFuture<'_, Vec<Cleaned>> {
+            Box::pin(async { Vec::new() })
+        }
+        fn remove_leftovers(&self) -> LocalFuture<'_, ()> {
+            panic!("a family's removal must not remove every family")
+        }
+        fn remove_family_leftovers(&self, family: IpFamily) -> LocalFuture<'_, ()> {
+            self.0.lock().unwrap().push(family);
+            Box::pin(async {})
+        }
+    }
+
+    #[test]
+    fn removes_the_familys_leftovers_after_the_first_sync_only() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut leftovers = Leftovers::new(IpFamily::V6, vec![Box::new(Recorder(Arc::clone(&calls)))]);
+        futures::executor::block_on(leftovers.remove_after_first_sync());
+        futures::executor::block_on(leftovers.remove_after_first_sync());
+        assert_eq!(*calls.lock().unwrap(), vec![IpFamily::V6]);
+    }
+
+    #[test]
+    fn each_mode_defers_the_other_modes_removal() {
+        let modes = |mode| super::super::mode::deferred_leftovers(mode).iter().map(|c| c.mode()).collect::<Vec<_>>();
+        assert_eq!(modes(Mode::Nftables), vec![Mode::Iptables]);
+        assert_eq!(modes(Mode::Iptables), vec![Mode::Nftables]);
+        assert_eq!(modes(Mode::Ipvs), vec![Mode::Nftables]);
+    }
+}
