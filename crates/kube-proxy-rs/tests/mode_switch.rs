@@ -34,7 +34,11 @@ use testkit::netns::Netns;
 /// The modes switched between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
+    /// iptables mode, legacy backend.
     Iptables,
+    /// iptables mode, nft backend (`ip nat` / `ip filter` tables beside
+    /// ours).
+    IptablesNft,
     Nftables,
 }
 
@@ -42,13 +46,14 @@ impl Mode {
     fn flags(self) -> &'static [&'static str] {
         match self {
             Mode::Iptables => &["--proxy-mode", "iptables", "--iptables-backend", "legacy"],
+            Mode::IptablesNft => &["--proxy-mode", "iptables", "--iptables-backend", "nft"],
             Mode::Nftables => &["--proxy-mode", "nftables"],
         }
     }
 
     fn synced(self) -> &'static str {
         match self {
-            Mode::Iptables => "synced iptables rules ip_family=IPv4",
+            Mode::Iptables | Mode::IptablesNft => "synced iptables rules ip_family=IPv4",
             Mode::Nftables => "synced nftables rules ip_family=IPv4",
         }
     }
@@ -67,6 +72,16 @@ fn iptables_to_nftables_drops_no_connection() {
 #[test]
 fn nftables_to_iptables_drops_no_connection() {
     switch(Mode::Nftables, Mode::Iptables);
+}
+
+#[test]
+fn iptables_nft_backend_to_nftables_drops_no_connection() {
+    switch(Mode::IptablesNft, Mode::Nftables);
+}
+
+#[test]
+fn nftables_to_iptables_nft_backend_drops_no_connection() {
+    switch(Mode::Nftables, Mode::IptablesNft);
 }
 
 /// node-a with the server pods and the client pod, the manifests of
@@ -125,8 +140,9 @@ fn left_of(node: &Netns, mode: Mode) -> Vec<String> {
             let tables = node.exec("nft", &["list", "tables"]).unwrap();
             tables.lines().filter(|l| l.contains("kube-proxy")).map(String::from).collect()
         }
-        Mode::Iptables => {
-            let saved = node.exec("iptables-legacy-save", &[]).unwrap();
+        Mode::Iptables | Mode::IptablesNft => {
+            let tools = ["iptables-legacy-save", "ip6tables-legacy-save", "iptables-nft-save", "ip6tables-nft-save"];
+            let saved: String = tools.iter().map(|tool| node.exec(tool, &[]).unwrap()).collect();
             saved.lines().filter(|l| l.contains("KUBE-") && !l.contains("KUBE-FIREWALL")).map(String::from).collect()
         }
     }
@@ -313,7 +329,7 @@ fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std:
     let path = file.path().display().to_string();
     match mode {
         Mode::Nftables => drop(node.exec("nft", &["-f", &path]).unwrap()),
-        Mode::Iptables => {
+        Mode::Iptables | Mode::IptablesNft => {
             let jumps = text.lines().filter_map(|l| l.strip_prefix("#   -t ")).filter(|l| !l.contains("KUBE-FIREWALL"));
             let script: Vec<String> = std::iter::once(format!("iptables-legacy-restore -w --noflush {path}"))
                 .chain(jumps.map(|jump| format!("iptables-legacy -w -t {jump}")))
