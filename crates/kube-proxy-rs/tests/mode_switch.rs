@@ -23,7 +23,7 @@ mod mode_switch {
     pub mod traffic;
 }
 
-use mode_switch::manifests::{self, CLIENT_POD, CLUSTER_IP, LATE_IP, LOCAL_NODE_PORT, NODE_PORT, SERVERS, State};
+use mode_switch::manifests::{self, CLIENT_POD, CLUSTER_IP, LATE_IP, LB_IP, LOCAL_NODE_PORT, NODE_PORT, SERVERS, State};
 use mode_switch::traffic::{self, Failure, Record, Target};
 use proxy::Proxy;
 use std::net::{IpAddr, SocketAddr};
@@ -90,6 +90,7 @@ fn build_node(state: State) -> Cluster {
     testkit::netns::require_kernel();
     let mut plan = Plan::two_nodes();
     plan.nodes.truncate(1);
+    plan.client.routes = vec![(format!("{LB_IP}/32").parse().unwrap(), "node-a".into())];
     let pod = |(name, ip): (&str, std::net::Ipv4Addr)| PodPlan {
         name: name.into(),
         node: "node-a".into(),
@@ -255,11 +256,16 @@ fn failures(seen: &traffic::Seen) -> String {
 /// Both modes' rules loaded at once, as between the new mode's first sync
 /// and the old mode's removal: the running mode `live` (state `New`: every
 /// service to s2) and a stale `stale` mode's rules (state `Old`: s1, and
-/// `sw/late` without endpoints) loaded from the binary's `--dry-run`,
-/// before or after `live` started (the NAT chains registered last run
-/// first). Every fresh connection must reach an endpoint from the right
+/// `sw/late` without endpoints) loaded from the binary's `--dry-run`, its
+/// NAT hooks registered before or after `live`'s (those registered last
+/// run first). Every fresh connection must reach an endpoint from the right
 /// source address (DNAT and masquerade by one mode, or DNAT and mark by
-/// one and masquerade by the other); which mode DNATed is reported.
+/// one and masquerade by the other); which mode DNATed is reported. A
+/// service the stale state has no endpoints for is reached from the node;
+/// a LoadBalancer source the live state admits and the stale one does not
+/// is dropped while a stale nftables table is there (its `firewall-check`
+/// runs before DNAT: the one harm of the overlap, why the old rules go as
+/// soon as the new mode has synced) and reached beside stale iptables rules.
 #[test]
 fn both_modes_loaded_each_connection_is_translated_by_one() {
     let mut report = Vec::new();
@@ -281,12 +287,16 @@ fn coexist(live: Mode, stale: Mode, stale_first: bool) -> String {
     let dir = tempfile::tempdir().unwrap();
     let old_manifests = dir.path().join("old.yaml");
     std::fs::write(&old_manifests, manifests::manifests(State::Old, 0)).unwrap();
-    if stale_first {
-        load_stale(node, stale, &old_manifests, lock.path());
-    }
+    // The live proxy removes the stale mode's rules after its first sync,
+    // so they are loaded after it in either case; what differs is when the
+    // stale mode's NAT hooks were registered. iptables-legacy registers
+    // its nat table's hooks once, when the table is first used, and keeps
+    // them; the stale nftables table is loaded under another name (the
+    // live proxy removes `kube-proxy` only), created before or after.
+    let stale_table = if stale_first { register_stale_hooks(node, stale, &old_manifests, lock.path()) } else { None };
     let mut proxy = start(&cluster, live, lock.path());
     proxy.wait_for(live.synced());
-    if !stale_first {
+    if stale_table.is_none() {
         load_stale(node, stale, &old_manifests, lock.path());
     }
     let mut reached = std::collections::BTreeMap::<String, usize>::new();
@@ -301,18 +311,45 @@ fn coexist(live: Mode, stale: Mode, stale_first: bool) -> String {
     }
     // A service the stale state has no endpoints for, from the node itself.
     let late = Target { kind: "late", addr: SocketAddr::new(IpAddr::V4(LATE_IP), 80), peer: IpAddr::V4(cluster.node("node-a").unwrap().gateway()) };
-    let late = traffic::probe(node, late).map(|_| "reached".to_string()).unwrap_or_else(|e| e);
+    let late = traffic::probe(node, late);
+    assert!(late.is_ok(), "node -> a service the stale state has no endpoints for: {late:?}");
+    // A LoadBalancer whose source ranges admit the client now, not in the
+    // stale state: nftables mode's firewall-check runs before DNAT.
+    let gateway = IpAddr::V4(cluster.node("node-a").unwrap().gateway());
+    let lb = Target { kind: "LB", addr: SocketAddr::new(IpAddr::V4(LB_IP), 80), peer: gateway };
+    let lb = traffic::probe(cluster.client().ns(), lb);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     proxy.stop();
-    format!("  {live:?} live, stale {stale:?} loaded {}: {reached:?}; node -> late ClusterIP: {late}", order(stale_first))
+    let summary = format!("  {live:?} live, stale {stale:?} loaded {}: {reached:?}; client -> LB it may use now: {lb:?}", order(stale_first));
+    match stale {
+        Mode::Nftables => assert!(lb.is_err(), "the stale nftables firewall no longer drops before DNAT: {summary}\n{}", testkit::cluster::dump_rules(node)),
+        _ => assert!(lb.is_ok(), "a stale iptables firewall dropped what the live state allows: {summary}"),
+    }
+    summary
 }
 
 fn order(stale_first: bool) -> &'static str {
-    if stale_first { "first" } else { "after" }
+    if stale_first { "(its NAT hooks registered first)" } else { "(its NAT hooks registered last)" }
+}
+
+/// Registers the stale `mode`'s NAT hooks before the live proxy starts:
+/// nftables mode's table loaded now (as `kube-proxy-stale`, which the live
+/// proxy leaves alone: `Some`); iptables-legacy's nat table made to exist
+/// now, its chains loaded later (`None`).
+fn register_stale_hooks(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std::path::Path) -> Option<()> {
+    if mode == Mode::Nftables {
+        load_stale(node, mode, manifests, lock);
+        return Some(());
+    }
+    let mut list = node.command("iptables-legacy");
+    list.args(["-w", "-t", "nat", "-S"]).env("XTABLES_LOCKFILE", lock);
+    testkit::netns::run(&mut list).unwrap();
+    None
 }
 
 /// Loads `mode`'s rules for `manifests` into node-a as a proxy that has
-/// stopped would have left them (from the binary's `--dry-run`).
+/// stopped would have left them (from the binary's `--dry-run`); nftables
+/// mode's table as `ip kube-proxy-stale`.
 fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std::path::Path) {
     let out = node
         .command(proxy::BINARY)
@@ -323,6 +360,7 @@ fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std:
     assert!(out.status.success(), "--dry-run: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     // The nfacct counter the dry run still names would need its object.
+    let text = text.replace("table ip kube-proxy {", "table ip kube-proxy-stale {");
     let rules: Vec<&str> = text.lines().filter(|l| !l.contains("-m nfacct")).collect();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), rules.join("\n") + "\n").unwrap();

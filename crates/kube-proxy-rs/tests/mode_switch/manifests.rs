@@ -22,6 +22,12 @@ pub const LOCAL_NODE_PORT: u16 = 30081;
 /// ClusterIP service `sw/late`: without endpoints in [`State::Old`].
 pub const LATE_IP: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 13);
 
+/// Ingress IP of LoadBalancer service `sw/lb` (port 80, NodePort 30083),
+/// whose `loadBalancerSourceRanges` admit the outside client's second
+/// address (172.20.0.66) in [`State::Old`], its first (172.20.0.10)
+/// otherwise.
+pub const LB_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 10);
+
 /// Which endpoints the services have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -52,11 +58,25 @@ pub fn manifests(state: State, fillers: usize) -> String {
     service(&mut yaml, "local", "NodePort", Ipv4Addr::new(10, 96, 0, 12), Some((LOCAL_NODE_PORT, "Local")), eps);
     let late = if state == State::Old { &[][..] } else { eps };
     service(&mut yaml, "late", "ClusterIP", LATE_IP, None, late);
+    let allowed = if state == State::Old { "172.20.0.66/32" } else { "172.20.0.10/32" };
+    service(&mut yaml, "lb", "LoadBalancer", Ipv4Addr::new(10, 96, 0, 14), Some((30083, "Cluster")), eps);
+    load_balancer(&mut yaml, allowed);
     for i in 0..fillers {
         let ip = Ipv4Addr::new(10, 96, 1 + (i / 250) as u8, 1 + (i % 250) as u8);
         service(&mut yaml, &format!("filler-{i}"), "ClusterIP", ip, None, eps);
     }
     yaml
+}
+
+/// Makes the service just written (the document before its slice) a
+/// LoadBalancer at [`LB_IP`] admitting only `allowed`.
+fn load_balancer(yaml: &mut String, allowed: &str) {
+    let slice_at = yaml.rfind("---\napiVersion: discovery.k8s.io/v1").unwrap_or(yaml.len());
+    let slice = yaml.split_off(slice_at);
+    let _ = write!(yaml, "status:\n  loadBalancer:\n    ingress:\n    - ip: {LB_IP}\n      ipMode: VIP\n");
+    let spec_end = yaml.rfind("  ports:\n").unwrap_or(yaml.len());
+    yaml.insert_str(spec_end, &format!("  loadBalancerSourceRanges:\n  - {allowed}\n"));
+    yaml.push_str(&slice);
 }
 
 const NODE: &str = "apiVersion: v1
