@@ -7,7 +7,13 @@
 //! made at up to 300/s in all (at least 100/s asserted), the proxy gets SIGTERM and the binary starts in
 //! the other mode. No long-lived connection may break, no fresh one fail
 //! or reach its endpoint from the wrong address, and the old mode's rules
-//! must be gone once the new mode has synced.
+//! must be gone once the new mode has synced (legacy and nft backends).
+//! Two more tests hold both modes' rules loaded at once, as between the
+//! new mode's first sync and the old mode's removal: which mode DNATs
+//! (the one whose NAT hooks were registered last), that peers stay right
+//! either way, that a stale nftables `firewall-check` is the one stale
+//! rule that can drop what the new state admits, and that the mark one
+//! mode sets is masqueraded by the other when its postrouting runs first.
 //!
 //! `KPRS_SWITCH_FILLERS=n` adds n more services (default 200) so the new
 //! mode's start-up is longer; `KPRS_SWITCH_BINARY=path` runs another build
@@ -359,8 +365,8 @@ fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std:
         .unwrap();
     assert!(out.status.success(), "--dry-run: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    // The nfacct counter the dry run still names would need its object.
     let text = text.replace("table ip kube-proxy {", "table ip kube-proxy-stale {");
+    // The nfacct counter the dry run still names would need its object.
     let rules: Vec<&str> = text.lines().filter(|l| !l.contains("-m nfacct")).collect();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), rules.join("\n") + "\n").unwrap();
@@ -368,13 +374,49 @@ fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std:
     match mode {
         Mode::Nftables => drop(node.exec("nft", &["-f", &path]).unwrap()),
         Mode::Iptables | Mode::IptablesNft => {
+            let tool = if mode == Mode::Iptables { "iptables-legacy" } else { "iptables-nft" };
             let jumps = text.lines().filter_map(|l| l.strip_prefix("#   -t ")).filter(|l| !l.contains("KUBE-FIREWALL"));
-            let script: Vec<String> = std::iter::once(format!("iptables-legacy-restore -w --noflush {path}"))
-                .chain(jumps.map(|jump| format!("iptables-legacy -w -t {jump}")))
+            let script: Vec<String> = std::iter::once(format!("{tool}-restore -w --noflush {path}"))
+                .chain(jumps.map(|jump| format!("{tool} -w -t {jump}")))
                 .collect();
             let mut sh = node.command("sh");
             sh.args(["-ec", &script.join("\n")]).env("XTABLES_LOCKFILE", lock);
             testkit::netns::run(&mut sh).unwrap();
         }
     }
+}
+
+/// The masquerade mark set by one mode and acted on by the other: live
+/// nftables mode, stale iptables rules (nft backend) whose `ip nat`
+/// PREROUTING chain is registered after nftables mode's chains (so the
+/// stale rules DNAT and set `0x4000`) but whose POSTROUTING chain existed
+/// before (so nftables mode's `nat-postrouting` runs first there). NodePort
+/// connections from outside must still reach the endpoint masqueraded,
+/// and the stale `KUBE-POSTROUTING` masquerade rule must have counted none
+/// of them.
+#[test]
+fn a_mark_set_by_iptables_is_masqueraded_by_nftables() {
+    let cluster = build_node(State::New);
+    let node = cluster.node("node-a").unwrap().ns();
+    let stop = serve(&cluster);
+    let lock = tempfile::NamedTempFile::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let old_manifests = dir.path().join("old.yaml");
+    std::fs::write(&old_manifests, manifests::manifests(State::Old, 0)).unwrap();
+    let mut early = node.command("iptables-nft");
+    early.args(["-w", "-t", "nat", "-A", "POSTROUTING", "-s", "192.0.2.99/32", "-j", "RETURN"]).env("XTABLES_LOCKFILE", lock.path());
+    testkit::netns::run(&mut early).unwrap();
+    let mut proxy = start(&cluster, Mode::Nftables, lock.path());
+    proxy.wait_for(Mode::Nftables.synced());
+    // nftables mode removed iptables mode's chains, not the foreign rule.
+    load_stale(node, Mode::IptablesNft, &old_manifests, lock.path());
+    let [_, (nodeport, outside), _] = targets(&cluster);
+    let reached: Vec<Result<String, String>> = (0..20).map(|_| traffic::probe(outside, nodeport)).collect();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    proxy.stop();
+    let saved = node.exec("iptables-nft-save", &["-c", "-t", "nat"]).unwrap();
+    let stale_endpoint = SERVERS[0].1.to_string();
+    assert!(reached.iter().all(|r| r.as_ref() == Ok(&stale_endpoint)), "not all DNATed by the stale rules (and masqueraded): {reached:?}\n{saved}");
+    let masquerade = saved.lines().find(|l| l.starts_with('[') && l.contains("-A KUBE-POSTROUTING") && l.contains("MASQUERADE"));
+    assert!(masquerade.is_some_and(|l| l.starts_with("[0:0]")), "the stale masquerade rule counted packets: {masquerade:?}\n{saved}");
 }
