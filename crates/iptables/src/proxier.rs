@@ -4,10 +4,10 @@
 //! streamed) and applied with `iptables-restore` in full or partially, as
 //! the runner's full-sync policy decided; the report is mode-neutral.
 
-use xtables::apply::{BackendChoice, Iptables, KernelFacts, Synced, Syncer, apply_cleanup_all, apply_kernel_setup, detect_backend};
+use xtables::apply::{BackendChoice, Iptables, KernelFacts, Synced, Syncer, apply_cleanup_all, apply_cleanup_family, apply_kernel_setup, detect_backend};
 use crate::render::RenderOptions;
 use xtables::{Error, Table};
-use model::{ChangeSet, Snapshot};
+use model::{ChangeSet, IpFamily, Snapshot};
 use proxier::{Cleaned, Cleanup, Failure, LocalFuture, Mode, SyncError, SyncReport, TableRules};
 use std::time::Instant;
 
@@ -145,5 +145,23 @@ impl Cleanup for IptablesCleanup {
     /// removed at start-up (as today).
     fn remove_leftovers(&self) -> LocalFuture<'_, ()> {
         Box::pin(async {})
+    }
+
+    /// Our chains and jumps of `family` (both backends), once another mode
+    /// has synced it; what was removed is logged, a failure too.
+    fn remove_family_leftovers(&self, family: IpFamily) -> LocalFuture<'_, ()> {
+        Box::pin(async move {
+            for outcome in apply_cleanup_family(family).await {
+                let backend = outcome.backend.to_string();
+                match outcome.result {
+                    Ok(changes) if changes.is_empty() => {}
+                    Ok(changes) => {
+                        let chains: usize = changes.iter().map(|c| c.deleted_chains.len()).sum();
+                        tracing::info!(%backend, %family, chains, "removed what iptables mode left behind");
+                    }
+                    Err(err) => tracing::warn!(%backend, %family, %err, "could not remove what iptables mode left behind"),
+                }
+            }
+        })
     }
 }

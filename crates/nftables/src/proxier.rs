@@ -363,22 +363,43 @@ impl NftablesCleanup {
     /// kernel without nf_tables has none (as upstream, which skips a family
     /// whose nftables it cannot use).
     fn delete_tables(&self) -> Vec<(Family, Result<bool, String>)> {
+        self.delete_tables_of(&FAMILIES)
+    }
+
+    /// Deletes our table of each of `families`; per family whether it
+    /// existed.
+    fn delete_tables_of(&self, families: &[Family]) -> Vec<(Family, Result<bool, String>)> {
         let mut socket = match NftSocket::connect() {
             Ok(socket) => socket,
             Err(err) if nf_tables_unavailable(&err) => {
-                return FAMILIES.map(|f| (f, Ok(false))).into();
+                return families.iter().map(|&f| (f, Ok(false))).collect();
             }
-            Err(err) => return FAMILIES.map(|f| (f, Err(err.to_string()))).into(),
+            Err(err) => return families.iter().map(|&f| (f, Err(err.to_string()))).collect(),
         };
-        FAMILIES
-            .map(|family| {
+        families
+            .iter()
+            .map(|&family| {
                 let result = match apply::cleanup(&mut socket, family) {
                     Err(err) if nf_tables_unavailable(&err) => Ok(false),
                     other => other.map_err(|e| e.to_string()),
                 };
                 (family, result)
             })
-            .into()
+            .collect()
+    }
+
+    /// Logs what deleting our tables did.
+    fn log_removed(removed: Vec<(Family, Result<bool, String>)>) {
+        for (family, result) in removed {
+            let family = family_name(family);
+            match result {
+                Ok(true) => tracing::info!(family, "removed what nftables mode left behind"),
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::debug!(family, %err, "cannot check for nftables leftovers")
+                }
+            }
+        }
     }
 }
 
@@ -427,18 +448,14 @@ impl Cleanup for NftablesCleanup {
     /// Our tables are deleted when present (asking for them by name only);
     /// a failure (e.g. a kernel without nf_tables) is logged.
     fn remove_leftovers(&self) -> LocalFuture<'_, ()> {
-        Box::pin(async {
-            for (family, result) in self.delete_tables() {
-                let family = family_name(family);
-                match result {
-                    Ok(true) => tracing::info!(family, "removed what nftables mode left behind"),
-                    Ok(false) => {}
-                    Err(err) => {
-                        tracing::debug!(family, %err, "cannot check for nftables leftovers")
-                    }
-                }
-            }
-        })
+        Box::pin(async { Self::log_removed(self.delete_tables()) })
+    }
+
+    /// Our table of `family` (`ip` or `ip6 kube-proxy`), as
+    /// [`Cleanup::remove_leftovers`] does for both.
+    fn remove_family_leftovers(&self, family: plan::IpFamily) -> LocalFuture<'_, ()> {
+        let family = table_family(family);
+        Box::pin(async move { Self::log_removed(self.delete_tables_of(&[family])) })
     }
 }
 

@@ -1,7 +1,9 @@
 //! Removing what a mode left in the kernel: everything on `--cleanup`, or
-//! another mode's leftovers when a mode starts.
+//! another mode's leftovers when a mode starts (before its first sync) or
+//! once it has synced a family (after that family's first sync).
 
 use crate::{LocalFuture, Mode};
+use model::IpFamily;
 
 /// One part of a cleanup (a backend and family, a kind of kernel object)
 /// and how it went.
@@ -25,4 +27,13 @@ pub trait Cleanup {
     /// some are present (so objects others use are left alone); failures
     /// are logged, not fatal.
     fn remove_leftovers(&self) -> LocalFuture<'_, ()>;
+
+    /// Removes the mode's leftovers of one IP family, once a different
+    /// mode has synced that family (so the node always has one mode's
+    /// service rules). Removes everything unless the mode overrides it;
+    /// failures are logged, not fatal.
+    fn remove_family_leftovers(&self, family: IpFamily) -> LocalFuture<'_, ()> {
+        let _ = family;
+        self.remove_leftovers()
+    }
 }

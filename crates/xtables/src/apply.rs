@@ -71,7 +71,7 @@ mod turn;
 
 pub use crate::error::{RestoreFailure, Rollback};
 pub use backend::{Backend, BackendChoice, detect_backend};
-pub use cleanup::{CleanupOutcome, apply_cleanup_all};
+pub use cleanup::{CleanupOutcome, apply_cleanup_all, apply_cleanup_family};
 pub use nfacct::{
     CT_STATE_INVALID_DROPPED_PKTS, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, apply_nfacct_counter,
     apply_nfacct_counters, read_nfacct_packets,

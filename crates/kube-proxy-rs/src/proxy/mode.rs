@@ -2,10 +2,14 @@
 //! start-up: iptables, IPVS
 //! (with the fall-back to iptables upstream has when the kernel lacks
 //! IPVS) or nftables. Starting in a mode removes what the other modes left
-//! behind, as upstream's `platformCleanup` does: iptables and IPVS mode
-//! remove our nftables tables; nftables mode removes our iptables chains
-//! and IPVS mode's virtual servers, ipsets and `kube-ipvs0`. Past this
-//! choice the binary sees only [`proxier::Proxier`].
+//! behind, as upstream's `platformCleanup` does, but not all at start-up:
+//! iptables and IPVS mode remove our nftables tables, and nftables mode
+//! our iptables chains, only once they have synced the family
+//! ([`deferred_leftovers`], [`super::leftovers`]), so the node keeps the
+//! old mode's service rules until the new mode's are in; IPVS mode's
+//! virtual servers, ipsets and `kube-ipvs0` are still removed before
+//! iptables or nftables mode's first sync. Past this choice the binary
+//! sees only [`proxier::Proxier`].
 
 use super::mode_options;
 use crate::config::{Config, ProxyMode};
@@ -24,7 +28,6 @@ pub async fn choose(config: &Config, families: &[IpFamily]) -> anyhow::Result<Ve
     if config.mode == ProxyMode::Nftables {
         return nftables(config, families).await;
     }
-    NftablesCleanup.remove_leftovers().await;
     if let Some(proxiers) = ipvs_for_each(config, families).await? {
         return Ok(proxiers);
     }
@@ -36,11 +39,10 @@ pub async fn choose(config: &Config, families: &[IpFamily]) -> anyhow::Result<Ve
     Ok(proxiers)
 }
 
-/// nftables mode for each of `families`, once the other modes' leftovers
-/// are gone.
+/// nftables mode for each of `families`, once IPVS mode's leftovers are
+/// gone (iptables mode's go after each family's first sync).
 async fn nftables(config: &Config, families: &[IpFamily]) -> anyhow::Result<Vec<FamilyProxier>> {
     IpvsCleanup { opts: mode_options::ipvs_apply_options(config) }.remove_leftovers().await;
-    remove_iptables_leftovers().await;
     let mut proxiers: Vec<FamilyProxier> = Vec::new();
     for &family in families {
         let proxier = NftablesProxier::new(mode_options::nftables(config, family))?;
@@ -64,16 +66,15 @@ async fn ipvs_for_each(config: &Config, families: &[IpFamily]) -> anyhow::Result
     Ok(Some(proxiers))
 }
 
-/// Our iptables chains and jumps (both backends, both families) would
-/// still catch service traffic before nftables mode's table: removed, as
-/// upstream does when nftables mode starts. A backend that is missing or
-/// fails is logged, not fatal.
-async fn remove_iptables_leftovers() {
-    for cleaned in iptables::proxier::IptablesCleanup.clean_up().await {
-        match cleaned.result {
-            Ok(removed) => tracing::debug!(what = %cleaned.what, %removed, "removed what iptables mode left behind"),
-            Err(err) => tracing::debug!(what = %cleaned.what, %err, "cannot remove iptables leftovers"),
-        }
+/// The other modes whose rules `mode` removes only after a family's first
+/// sync: nftables mode's table under iptables and IPVS mode, iptables
+/// mode's chains (both backends) under nftables mode. Until then both
+/// modes' rules are loaded; a connection is DNATed by one of them (see
+/// [`super::leftovers`]).
+pub fn deferred_leftovers(mode: proxier::Mode) -> Vec<Box<dyn Cleanup + Send>> {
+    match mode {
+        proxier::Mode::Iptables | proxier::Mode::Ipvs => vec![Box::new(NftablesCleanup)],
+        proxier::Mode::Nftables => vec![Box::new(iptables::proxier::IptablesCleanup)],
     }
 }
 

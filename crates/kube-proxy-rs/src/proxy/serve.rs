@@ -7,6 +7,7 @@
 //! UDP conntrack flows of the family follow.
 
 use super::families::{self, Families};
+use super::leftovers::Leftovers;
 use super::service_health::{FamilyHealthChecks, SharedServiceHealth};
 use super::sources::{Changes, Source, take_snapshot};
 use super::{mode, mode_options, nfacct_metrics, node_name, shutdown, stale_flows};
@@ -33,6 +34,9 @@ struct SyncState {
     service_health: Arc<tokio::sync::Mutex<SharedServiceHealth>>,
     health: ProxyHealth,
     metrics: Metrics,
+    /// The other modes' rules of the family, removed after its first
+    /// successful sync.
+    leftovers: Leftovers,
 }
 
 /// Runs the proxy until SIGTERM/SIGINT.
@@ -66,6 +70,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             service_health: Arc::clone(&service_health),
             health: health.clone(),
             metrics: metrics.clone(),
+            leftovers: Leftovers::new(family, mode::deferred_leftovers(mode)),
         };
         let (runner, handle) = family_runner(state, periods);
         loops.push(runner);
@@ -127,6 +132,7 @@ impl SyncState {
                 return Err(err.into());
             }
         };
+        self.leftovers.remove_after_first_sync().await;
         self.health.sync_node(&snapshot.node);
         self.health.updated(self.family);
         self.service_health.lock().await.sync(self.family, FamilyHealthChecks::of(&snapshot)).await;

@@ -28,17 +28,24 @@ pub struct CleanupOutcome {
 /// Cleans both backends and both families. A backend whose tools are not
 /// installed holds nothing of ours and is skipped.
 pub async fn apply_cleanup_all() -> Vec<CleanupOutcome> {
+    let mut outcomes = apply_cleanup_family(IpFamily::V4).await;
+    outcomes.extend(apply_cleanup_family(IpFamily::V6).await);
+    outcomes
+}
+
+/// Cleans both backends of one family (another mode's leftovers, removed
+/// once that mode has synced the family). A backend whose tools are not
+/// installed holds nothing of ours and is skipped.
+pub async fn apply_cleanup_family(family: IpFamily) -> Vec<CleanupOutcome> {
     let mut outcomes = Vec::new();
     for backend in Backend::ALL {
-        for family in [IpFamily::V4, IpFamily::V6] {
-            let result = Iptables::new(backend, family).apply_cleanup().await;
-            if let Err(Error::Host(host::Error::Spawn { source, .. })) = &result
-                && source.kind() == std::io::ErrorKind::NotFound
-            {
-                continue;
-            }
-            outcomes.push(CleanupOutcome { backend, family, result });
+        let result = Iptables::new(backend, family).apply_cleanup().await;
+        if let Err(Error::Host(host::Error::Spawn { source, .. })) = &result
+            && source.kind() == std::io::ErrorKind::NotFound
+        {
+            continue;
         }
+        outcomes.push(CleanupOutcome { backend, family, result });
     }
     outcomes
 }

@@ -1,0 +1,196 @@
+//! The traffic kept up through the switch: a server in each server pod
+//! that tells every connection the peer it saw and then echoes; long-lived
+//! connections that echo a few bytes every 50 ms; openers that make a
+//! fresh connection every few milliseconds. Every failure is recorded
+//! with its time, so the test can say when service was missing and for
+//! how long.
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use testkit::netns::Netns;
+
+/// How long a connect or a read may take before it counts as failed.
+const PATIENCE: Duration = Duration::from_secs(1);
+
+/// A service as a client reaches it, and the source its endpoint must see.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// For the figures: `ClusterIP`, `NodePort`, `ETP=Local`.
+    pub kind: &'static str,
+    /// The address dialled.
+    pub addr: SocketAddr,
+    /// The peer address the endpoint must see (masqueraded or not).
+    pub peer: IpAddr,
+}
+
+/// One failure: when (since the clock's start), which target, what.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Seconds since the [`Record`] started.
+    pub at: f64,
+    /// The target's kind.
+    pub kind: &'static str,
+    /// What went wrong.
+    pub what: String,
+}
+
+/// What the clients saw.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// Fresh connections attempted, per target kind.
+    pub attempts: Vec<(&'static str, usize)>,
+    /// Fresh connections that failed (refused, timed out, reset, or the
+    /// endpoint saw the wrong peer).
+    pub new_failed: Vec<Failure>,
+    /// Long-lived connections that broke (reset, timed out, wrong echo).
+    pub established_broken: Vec<Failure>,
+    /// Long-lived connections that kept echoing to the end.
+    pub established_ok: usize,
+}
+
+/// The shared clock and log of the clients.
+#[derive(Clone)]
+pub struct Record {
+    start: Instant,
+    seen: Arc<Mutex<Seen>>,
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Record {
+    /// A clock starting now.
+    pub fn new() -> Self {
+        Self { start: Instant::now(), seen: Arc::default(), stop: Arc::default() }
+    }
+
+    /// Seconds since the start.
+    pub fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    fn failure(&self, kind: &'static str, what: String) -> Failure {
+        Failure { at: self.now(), kind, what }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// What was seen (after the clients stopped).
+    pub fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap()
+    }
+}
+
+/// Starts the server of the pod `ns` on `ip`:[`super::manifests::SERVER_PORT`]
+/// until `stop`: each connection gets `peer=<ip> local=<ip>\n` (the source
+/// it saw and the endpoint it reached), then its bytes back.
+pub fn serve(ns: &Netns, ip: IpAddr, stop: Arc<AtomicBool>) {
+    let addr = SocketAddr::new(ip, super::manifests::SERVER_PORT);
+    let listener = ns.run(move || TcpListener::bind(addr)).unwrap().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::SeqCst) {
+            match listener.accept() {
+                Ok((stream, peer)) => {
+                    let stop = Arc::clone(&stop);
+                    std::thread::spawn(move || echo(stream, peer, &stop));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    });
+}
+
+fn echo(mut stream: TcpStream, peer: SocketAddr, stop: &AtomicBool) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let local = stream.local_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    if stream.write_all(format!("peer={} local={local}\n", peer.ip()).as_bytes()).is_err() {
+        return;
+    }
+    let mut buf = [0u8; 64];
+    while !stop.load(Ordering::SeqCst) {
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) if stream.write_all(&buf[..n]).is_ok() => {}
+            Ok(_) => return,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// A connection to `target` from the current namespace whose endpoint saw
+/// the right peer, with the reader past the `peer=` line, and the
+/// endpoint reached.
+fn connect(target: &Target) -> Result<(BufReader<TcpStream>, String), String> {
+    let stream = TcpStream::connect_timeout(&target.addr, PATIENCE).map_err(|e| format!("connect: {e}"))?;
+    stream.set_read_timeout(Some(PATIENCE)).map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).map_err(|e| format!("read peer: {e}"))?;
+    let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap_or_default().to_string();
+    let peer = field("peer=");
+    if peer != target.peer.to_string() {
+        return Err(format!("endpoint saw peer {peer:?}, want {}", target.peer));
+    }
+    Ok((reader, field("local=")))
+}
+
+/// One fresh connection to `target` from `ns`: the endpoint it reached,
+/// or why it failed (refused, timed out, wrong peer).
+pub fn probe(ns: &Netns, target: Target) -> Result<String, String> {
+    ns.run(move || connect(&target).map(|(_, endpoint)| endpoint)).unwrap()
+}
+
+/// `count` long-lived connections to `target`, made from `ns`.
+pub fn open_long_lived(ns: &Netns, target: Target, count: usize) -> Vec<BufReader<TcpStream>> {
+    ns.run(move || (0..count).map(|_| connect(&target).expect("a long-lived connection").0).collect()).unwrap()
+}
+
+/// Echoes 8 bytes every 50 ms on `conn` until stopped; a failure ends it.
+pub fn keep_alive(record: &Record, kind: &'static str, mut conn: BufReader<TcpStream>) {
+    let mut round: u64 = 0;
+    while !record.stopped() {
+        round += 1;
+        let sent = round.to_be_bytes();
+        let mut back = [0u8; 8];
+        let result = conn.get_mut().write_all(&sent).and_then(|()| conn.read_exact(&mut back));
+        let broken = match result {
+            Ok(()) if back == sent => None,
+            Ok(()) => Some("echo came back wrong".to_string()),
+            Err(e) => Some(format!("round {round}: {e}")),
+        };
+        if let Some(what) = broken {
+            let failure = record.failure(kind, what);
+            record.seen().established_broken.push(failure);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    record.seen().established_ok += 1;
+}
+
+/// From `ns`, a fresh connection to `target` every `every` until stopped
+/// (not catching up after a slow one); each must reach an endpoint that
+/// saw the right peer.
+pub fn open_fresh(ns: &Netns, record: &Record, target: Target, every: Duration) {
+    let record = record.clone();
+    ns.run(move || {
+        let mut attempts = 0;
+        while !record.stopped() {
+            let next = Instant::now() + every;
+            attempts += 1;
+            if let Err(what) = connect(&target) {
+                let failure = record.failure(target.kind, what);
+                record.seen().new_failed.push(failure);
+            }
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        }
+        record.seen().attempts.push((target.kind, attempts));
+    })
+    .unwrap();
+}
