@@ -3,11 +3,12 @@
 //! (with the fall-back to iptables upstream has when the kernel lacks
 //! IPVS) or nftables. Starting in a mode removes what the other modes left
 //! behind, as upstream's `platformCleanup` does, but not all at start-up:
-//! iptables and IPVS mode remove our nftables tables, and nftables mode
-//! our iptables chains, only once they have synced the family
+//! iptables mode removes our nftables tables, and nftables mode our
+//! iptables chains, only once it has synced the family
 //! ([`deferred_leftovers`], [`super::leftovers`]), so the node keeps the
-//! old mode's service rules until the new mode's are in; IPVS mode's
-//! virtual servers, ipsets and `kube-ipvs0` are still removed before
+//! old mode's service rules until the new mode's are in. IPVS mode
+//! still removes our nftables tables before its first sync, and IPVS
+//! mode's virtual servers, ipsets and `kube-ipvs0` still go before
 //! iptables or nftables mode's first sync. Past this choice the binary
 //! sees only [`proxier::Proxier`].
 
@@ -27,6 +28,11 @@ pub type FamilyProxier = (IpFamily, Box<dyn Proxier + Send>);
 pub async fn choose(config: &Config, families: &[IpFamily]) -> anyhow::Result<Vec<FamilyProxier>> {
     if config.mode == ProxyMode::Nftables {
         return nftables(config, families).await;
+    }
+    if config.mode == ProxyMode::Ipvs {
+        // As before: IPVS mode's start beside nftables mode's rules is not
+        // checked (the VM), so they go before its first sync.
+        NftablesCleanup.remove_leftovers().await;
     }
     if let Some(proxiers) = ipvs_for_each(config, families).await? {
         return Ok(proxiers);
@@ -67,14 +73,15 @@ async fn ipvs_for_each(config: &Config, families: &[IpFamily]) -> anyhow::Result
 }
 
 /// The other modes whose rules `mode` removes only after a family's first
-/// sync: nftables mode's table under iptables and IPVS mode, iptables
-/// mode's chains (both backends) under nftables mode. Until then both
-/// modes' rules are loaded; a connection is DNATed by one of them (see
-/// [`super::leftovers`]).
+/// sync: nftables mode's table under iptables mode, iptables mode's chains
+/// (both backends) under nftables mode; none under IPVS mode. Until then
+/// both modes' rules are loaded; a connection is DNATed by one of them
+/// (see [`super::leftovers`]).
 pub fn deferred_leftovers(mode: proxier::Mode) -> Vec<Box<dyn Cleanup + Send>> {
     match mode {
-        proxier::Mode::Iptables | proxier::Mode::Ipvs => vec![Box::new(NftablesCleanup)],
+        proxier::Mode::Iptables => vec![Box::new(NftablesCleanup)],
         proxier::Mode::Nftables => vec![Box::new(iptables::proxier::IptablesCleanup)],
+        proxier::Mode::Ipvs => Vec::new(),
     }
 }
 
