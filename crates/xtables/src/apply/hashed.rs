@@ -204,8 +204,10 @@ mod tests {
     fn a_partial_walk_keeps_the_rules_of_the_changed_chains_only_in_order() {
         assert!(kept_since(|_| {}).is_empty(), "nothing changed");
         let sep_b = |rules: &mut Vec<crate::Rule>| {
-            let at = rules.iter().position(|r| r.line().contains("10.1.0.2:8080")).expect("B's DNAT");
-            rules[at] = rule("KUBE-SEP-B1 -p tcp -m tcp -j DNAT --to-destination 10.1.0.3:8080");
+            // (No DNAT of B: nothing differs, and the assertion below fails.)
+            if let Some(at) = rules.iter().position(|r| r.line().contains("10.1.0.2:8080")) {
+                rules[at] = rule("KUBE-SEP-B1 -p tcp -m tcp -j DNAT --to-destination 10.1.0.3:8080");
+            }
         };
         assert_eq!(kept_since(sep_b), ["KUBE-SEP-B1 -s 10.1.0.2/32 -j KUBE-MARK-MASQ", "KUBE-SEP-B1 -p tcp -m tcp -j DNAT --to-destination 10.1.0.2:8080"]);
         // A shared (open) chain that changed is kept whole, in render order.
