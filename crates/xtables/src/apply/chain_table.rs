@@ -41,6 +41,9 @@ pub(crate) const SAVED_SAME: u8 = 8;
 /// Flag: the saved rules of the chain came in more than one run (never
 /// the same).
 pub(crate) const SAVED_SCATTERED: u8 = 16;
+/// Flag: an open piece declared the chain (a shared chain such as
+/// `KUBE-SERVICES`, whose rules come from every piece).
+pub(crate) const OPEN: u8 = 32;
 
 /// One chain: where its name is in the arena, its hash and flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
