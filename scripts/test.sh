@@ -36,8 +36,29 @@ prepare() {
   FUZZ_BUILD_ONLY=1 "${idle[@]}" bash scripts/fuzz.sh || return 1
   echo "release builds (image, fuzz targets) done beside the tests in $((SECONDS - started)) s"
 }
-prepare >"$prepare_log" 2>&1 &
+# In a process group of its own (setsid), so that it can be raised below.
+setsid bash -c "$(declare -f prepare); prepare" >"$prepare_log" 2>&1 &
 prepare_pid=$!
+
+# Once the tests are done, the release builds (if still running) take the
+# normal priority back: at SCHED_IDLE they get nothing on a machine that
+# other work keeps busy. Twice, for processes forked during the first pass.
+prepare_group() {
+  local group
+  group=$(ps -o pgid= -p "$prepare_pid" | tr -d ' ')
+  [ -n "$group" ] && [ "$group" != "$(ps -o pgid= -p $$ | tr -d ' ')" ] && echo "$group"
+}
+raise_prepare() {
+  local group p
+  group=$(prepare_group) || return 0
+  for _ in 1 2; do
+    for p in $(pgrep -g "$group"); do
+      chrt --other -p 0 "$p" && renice -n 0 -p "$p"
+    done >/dev/null 2>&1
+  done
+}
+# Interrupted or failed, the command takes the builds down with it.
+trap 'group=$(prepare_group) && pkill -g "$group" 2>/dev/null; true' EXIT
 
 tests=0
 if cargo nextest --version >/dev/null 2>&1; then
@@ -48,6 +69,7 @@ else
 fi
 
 waited=$SECONDS
+raise_prepare
 wait "$prepare_pid" || echo "the release builds beside the tests failed (the steps below build again):"
 echo "waited $((SECONDS - waited)) s for the release builds beside the tests; their output:"
 grep -v '^ *Compiling ' "$prepare_log" || true
