@@ -24,7 +24,7 @@ use xtables::{Rule, Ruleset, Table, Target};
 
 /// Services of the big rulesets: enough that one legacy restore of them
 /// holds the lock for longer than [`SHORT_WAIT`].
-const SERVICES: usize = 3000;
+const SERVICES: usize = 6000;
 /// Endpoints per service.
 const ENDPOINTS: usize = 10;
 /// The tools' wait for the lock in these tests, in seconds.
