@@ -7,7 +7,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use xtables::apply::{Backend, BackendChoice, Iptables, detect_backend};
+use xtables::apply::{Backend, BackendChoice, detect_backend};
 use model::IpFamily;
 use support::*;
 
@@ -66,7 +66,7 @@ fn kubelets_hint_chain_in_nft_wins_over_rule_counts() {
 #[test]
 fn our_own_canary_keeps_the_backend_we_used() {
     in_netns("bk-canary", || async {
-        let nft = Iptables::new(Backend::Nft, IpFamily::V4);
+        let nft = iptables(Backend::Nft, IpFamily::V4);
         let ruleset = ruleset(IpFamily::V4, &[]);
         nft.apply_ruleset(&ruleset).await.unwrap();
         let ours = rule_lines(&nft.save().await.unwrap()).len();
@@ -85,7 +85,7 @@ fn fixed_choices_are_taken_as_given_and_applied_there_only() {
         for backend in Backend::ALL {
             assert_eq!(detect_backend(BackendChoice::Fixed(backend)).await.unwrap(), backend);
         }
-        Iptables::new(Backend::Nft, IpFamily::V4).apply_ruleset(&ruleset(IpFamily::V4, &["web"])).await.unwrap();
+        iptables(Backend::Nft, IpFamily::V4).apply_ruleset(&ruleset(IpFamily::V4, &["web"])).await.unwrap();
         assert!(sh("iptables-nft-save", &[]).contains("KUBE-SVC-"));
         assert!(!sh("iptables-legacy-save", &[]).contains("KUBE-"));
     });

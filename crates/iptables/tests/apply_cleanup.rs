@@ -8,7 +8,7 @@
 #[path = "apply_support/support.rs"]
 mod support;
 
-use xtables::apply::{Backend, Iptables, apply_cleanup_all};
+use xtables::apply::{Backend, apply_cleanup_all};
 use model::IpFamily;
 use xtables::{BuiltinJump, Rule, Table, Target};
 use support::*;
@@ -44,7 +44,7 @@ fn cleanup_removes_all_of_ours_and_nothing_else() {
         for family in [IpFamily::V4, IpFamily::V6] {
             in_netns("cleanup", move || async move {
                 add_foreign_rules(backend, family);
-                let ipt = Iptables::new(backend, family);
+                let ipt = iptables(backend, family);
                 let before = rules_and_chains(&ipt.save().await.unwrap());
                 ipt.apply_ruleset(&ruleset(family, &["web", "db"])).await.unwrap();
                 assert!(ipt.save().await.unwrap().contains("KUBE-SVC-"));
@@ -66,7 +66,7 @@ fn cleanup_removes_all_of_ours_and_nothing_else() {
 fn cleanup_covers_both_backends_and_families_at_once() {
     in_netns("cleanall", || async {
         for (backend, family) in [(Backend::Legacy, IpFamily::V4), (Backend::Nft, IpFamily::V6)] {
-            Iptables::new(backend, family).apply_ruleset(&ruleset(family, &["web"])).await.unwrap();
+            iptables(backend, family).apply_ruleset(&ruleset(family, &["web"])).await.unwrap();
         }
         let outcomes = apply_cleanup_all().await;
         assert_eq!(outcomes.len(), 4, "{outcomes:?}");
@@ -80,7 +80,7 @@ fn cleanup_covers_both_backends_and_families_at_once() {
         }
         for backend in Backend::ALL {
             for family in [IpFamily::V4, IpFamily::V6] {
-                let save = Iptables::new(backend, family).save().await.unwrap();
+                let save = iptables(backend, family).save().await.unwrap();
                 assert!(!save.contains("KUBE-"), "{backend} {family:?}:\n{save}");
             }
         }
@@ -105,7 +105,7 @@ fn cleanup_on_a_clean_node_creates_no_table() {
 #[test]
 fn cleanup_keeps_chains_foreign_rules_use_and_kubelets_firewall() {
     in_netns("cleankeep", || async {
-        let ipt = Iptables::new(Backend::Legacy, IpFamily::V4);
+        let ipt = iptables(Backend::Legacy, IpFamily::V4);
         let mut ruleset = ruleset(IpFamily::V4, &["web"]);
         ruleset.filter.chains.push("KUBE-FIREWALL".into());
         let firewall = Rule::new("KUBE-FIREWALL")

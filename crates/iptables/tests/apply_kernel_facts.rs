@@ -10,7 +10,7 @@ mod support;
 
 use plan::Options;
 use xtables::apply::{
-    Backend, Iptables, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, ROUTE_LOCALNET, apply_kernel_setup,
+    Backend, LOCALHOST_NPS_ACCEPTED_PKTS, NFACCT_COUNTERS, ROUTE_LOCALNET, apply_kernel_setup,
     apply_nfacct_counters, read_local_addresses, read_nfacct_packets,
 };
 use iptables::render::{RenderOptions, render};
@@ -99,7 +99,7 @@ fn a_rendered_snapshot_applies_idempotently() {
             };
             let ruleset = render(&snapshot, &opts).ruleset;
             assert!(ruleset.to_restore().contains("-m nfacct"), "the test must cover nfacct rules");
-            let ipt = Iptables::new(backend, IpFamily::V4);
+            let ipt = iptables(backend, IpFamily::V4);
             ipt.test_restore(&ruleset.to_restore()).await.unwrap();
             ipt.apply_ruleset(&ruleset).await.unwrap();
             let first = normalized(&ipt.save().await.unwrap());

@@ -11,7 +11,7 @@
 mod support;
 
 use plan::Options;
-use xtables::apply::{Backend, Iptables, Rollback, Syncer};
+use xtables::apply::{Backend, Rollback, Syncer};
 use iptables::chain_name::{ServiceChains, endpoint_chain};
 use iptables::render::{RenderOptions, render};
 use model::IpFamily;
@@ -95,7 +95,7 @@ where
     Fut: std::future::Future<Output = ()> + 'static,
 {
     for backend in Backend::ALL {
-        in_netns(label, move || check(Syncer::new(Iptables::new(backend, IpFamily::V4).recording_input())));
+        in_netns(label, move || check(Syncer::new(iptables(backend, IpFamily::V4).recording_input())));
     }
 }
 

@@ -22,7 +22,7 @@ where
 {
     for backend in Backend::ALL {
         for &family in families {
-            in_netns(label, move || check(Iptables::new(backend, family).recording_input()));
+            in_netns(label, move || check(iptables(backend, family).recording_input()));
         }
     }
 }
@@ -248,7 +248,7 @@ fn nft_commits_per_service_block_give_the_same_tables_as_one_commit() {
     const ALL: &[&str] = &["web", "db", "api", "cache", "queue"];
     let tables = |per: Option<usize>| {
         move || async move {
-            let ipt = Iptables::new(Backend::Nft, IpFamily::V4).with_services_per_commit(per).recording_input();
+            let ipt = iptables(Backend::Nft, IpFamily::V4).with_services_per_commit(per).recording_input();
             let applied = ipt.apply_ruleset(&ruleset(ipt.family(), ALL)).await.unwrap();
             let first = normalized(&ipt.save().await.unwrap());
             // Three services go, two are renumbered (rewritten), two are new.
@@ -273,7 +273,7 @@ fn nft_commits_per_service_block_give_the_same_tables_as_one_commit() {
 #[test]
 fn nft_a_failing_block_rolls_back_the_blocks_before_it() {
     in_netns("nftblockbad", || async {
-        let ipt = Iptables::new(Backend::Nft, IpFamily::V4).with_services_per_commit(Some(1));
+        let ipt = iptables(Backend::Nft, IpFamily::V4).with_services_per_commit(Some(1));
         ipt.apply_ruleset(&ruleset(ipt.family(), &["web", "db", "api"])).await.unwrap();
         let before = normalized(&ipt.save().await.unwrap());
         // Renumbered: every service differs, so every block writes.

@@ -12,7 +12,7 @@ mod support;
 
 use plan::Options;
 use iptables::Table;
-use xtables::apply::{Backend, Iptables, Syncer};
+use xtables::apply::{Backend, Syncer};
 use xtables::chains::is_service_chain;
 use iptables::render::{RenderOptions, render, stream};
 use model::IpFamily;
@@ -59,7 +59,7 @@ fn kernel_lines(save: &str) -> Vec<String> {
 fn a_streamed_rendering_syncs_first_steady_and_partial() {
     for backend in Backend::ALL {
         in_netns("stream", move || async move {
-            let ipt = Iptables::new(backend, IpFamily::V4).recording_input();
+            let ipt = iptables(backend, IpFamily::V4).recording_input();
             let mut syncer = Syncer::new(ipt);
             let before = cluster(12, 3, 0);
             let first = syncer.sync(&stream(&before, &opts()), true).await.unwrap();
