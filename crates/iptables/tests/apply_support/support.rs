@@ -178,14 +178,14 @@ pub fn tools(backend: xtables::apply::Backend, family: IpFamily) -> (String, Str
     (format!("{base}-{backend}"), format!("{base}-{backend}-save"))
 }
 
-/// The tools for `backend` and `family` with a lock file of this test
-/// process's own (the host's `/run/xtables.lock` is shared with whatever
-/// else runs on the machine) and upstream's wait.
+/// The tools for `backend` and `family` with the iptables tests' own lock
+/// file (the host's `/run/xtables.lock` is shared with whatever else runs
+/// on the machine; the tests' restores still take turns among themselves)
+/// and upstream's wait.
 pub fn iptables(backend: xtables::apply::Backend, family: IpFamily) -> xtables::apply::Iptables {
     static LOCK: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
     let lock = LOCK.get_or_init(|| {
-        let path = std::env::temp_dir().join(format!("kprs-test-xtables-{}.lock", std::process::id()));
-        std::fs::write(&path, "").expect("create the test's xtables lock file");
+        let path = std::env::temp_dir().join("kprs-iptables-tests-xtables.lock");
         Box::leak(path.to_string_lossy().into_owned().into_boxed_str())
     });
     let wait = xtables::apply::LockWait { file: Some(lock), ..xtables::apply::LockWait::default() };
