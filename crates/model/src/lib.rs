@@ -20,6 +20,6 @@ pub use family::IpFamily;
 pub use hints::EndpointHints;
 pub use node::NodeInfo;
 pub use node_name::NodeName;
-pub use name::{ServiceName, ServiceNameParts, ServicePortName, ServicePortNameParts};
+pub use name::{ServiceName, ServiceNameParts, ServicePortName, ServicePortNameParts, ports_of};
 pub use service::{Protocol, ServicePort};
 pub use snapshot::{ChangeSet, Snapshot};

@@ -136,3 +136,14 @@ impl fmt::Display for ServicePortName {
         }
     }
 }
+
+/// The entries of `map` (keyed by port name) of `service`'s ports, in
+/// order: the keys from `service`'s smallest port name up to the first
+/// key of another service.
+pub fn ports_of<'a, V>(
+    map: &'a std::collections::BTreeMap<ServicePortName, V>,
+    service: &'a ServiceName,
+) -> impl Iterator<Item = (&'a ServicePortName, &'a V)> + 'a {
+    let first = ServicePortName::of(service.clone(), "", crate::Protocol::Tcp);
+    map.range(first..).take_while(move |(n, _)| n.service == *service)
+}

@@ -7,6 +7,7 @@
 use super::describe::key_text;
 use super::registers::Registers;
 use super::sets;
+use nftables::render::endpoint_slots::slot_key_number;
 use crate::error::ExplainError;
 use crate::tracer::flight::{Flight, Iface};
 use crate::tracer::TraceContext;
@@ -230,10 +231,7 @@ impl Eval<'_> {
         Some(
             elements
                 .iter()
-                .filter_map(|e| match e.key.first() {
-                    Some(Value::Integer(n)) => Some(u32::from_be_bytes(n.to_ne_bytes())),
-                    _ => None,
-                })
+                .filter_map(|e| slot_key_number(e.key.first()?))
                 .filter(|k| window.contains(k))
                 .collect(),
         )

@@ -6,6 +6,7 @@
 use super::{Programmed, names_service};
 use crate::explanation::service_of_chain;
 use crate::nft::describe::rule_text;
+use nftables::render::endpoint_slots::slot_key_number;
 use nftables::{Element, ElementData, Expr, Rule, TableContents, Value, Verdict};
 
 /// What `table` holds for `service` (`ns/name`).
@@ -72,10 +73,7 @@ fn balancing_pick<'a>(table: &'a TableContents, exprs: &[Expr]) -> Option<(usize
         table.elements.get(&key).into_iter().flatten().filter(|e| !e.is_interval_end()).collect();
     if declared.is_some_and(|s| s.flags.contains(nftables::SetFlags::INTERVAL)) {
         let window = u64::from(offset)..u64::from(offset) + u64::from(modulus);
-        elements.retain(|e| match e.key.first() {
-            Some(Value::Integer(n)) => window.contains(&u64::from(u32::from_be_bytes(n.to_ne_bytes()))),
-            _ => false,
-        });
+        elements.retain(|e| e.key.first().and_then(slot_key_number).is_some_and(|k| window.contains(&u64::from(k))));
     }
     elements.sort_by_key(|e| Value::concat_bytes(&e.key));
     Some((at, elements))

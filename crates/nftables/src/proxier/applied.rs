@@ -9,7 +9,7 @@ use crate::TableContents;
 use crate::render::{
     EndpointSlots, RenderContext, Ruleset, SHARED_SETS, Services, is_interchangeable, shared_key,
 };
-use model::{Protocol, ServiceName, ServicePortName, Snapshot};
+use model::{ServiceName, ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -61,13 +61,7 @@ impl Applied {
             return slots.retain(rendered);
         };
         for service in names {
-            let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
-            for (name, _) in self
-                .snapshot
-                .services
-                .range(&first..)
-                .take_while(|(n, _)| n.service == *service)
-            {
+            for (name, _) in model::ports_of(&self.snapshot.services, service) {
                 if !rendered(name) {
                     slots.release(name);
                 }
@@ -82,17 +76,13 @@ fn replace_service<V: Clone>(
     now: &BTreeMap<ServicePortName, V>,
     service: &ServiceName,
 ) {
-    let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
-    let of_service = |(n, _): &(&ServicePortName, &V)| n.service == *service;
-    let gone: Vec<ServicePortName> = kept
-        .range(&first..)
-        .take_while(of_service)
+    let gone: Vec<ServicePortName> = model::ports_of(kept, service)
         .map(|(n, _)| n.clone())
         .collect();
     for name in gone {
         kept.remove(&name);
     }
-    for (name, value) in now.range(&first..).take_while(of_service) {
+    for (name, value) in model::ports_of(now, service) {
         kept.insert(name.clone(), value.clone());
     }
 }

@@ -10,7 +10,7 @@
 
 use super::endpoint_slots::{EndpointSlots, Slots};
 use super::ruleset::{ChainRules, pieces_of};
-use super::selected::{Selected, in_family, render_headers};
+use super::selected::{Selected, render_headers};
 use super::shared::SharedSets;
 use super::{RenderContext, service_port};
 use crate::TableContents;
@@ -79,7 +79,7 @@ fn render_port_chains<'a>(
     snapshot
         .services
         .iter()
-        .filter(|(_, svc)| in_family(ctx, svc))
+        .filter(|(_, svc)| ctx.in_family(svc))
         .flat_map(move |(name, svc)| {
             // the shared sets' elements were taken by the first pass
             let mut shared = SharedSets::default();

@@ -6,7 +6,7 @@
 use super::endpoint_slots::{EndpointSlots, Slots};
 use super::shared::{Marks, SharedSets};
 use super::{RenderContext, Rendered, service_port, skeleton};
-use model::{Protocol, ServiceName, ServicePort, ServicePortName, Snapshot};
+use model::{ServiceName, ServicePort, ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -74,7 +74,7 @@ pub fn allocate_slots(
     services: Services<'_>,
 ) {
     let mut give = |name: &ServicePortName, svc: &Arc<ServicePort>| {
-        if in_family(ctx, svc) {
+        if ctx.in_family(svc) {
             slots.allocate(name);
         }
     };
@@ -82,12 +82,7 @@ pub fn allocate_slots(
         Services::All => snapshot.services.iter().for_each(|(n, s)| give(n, s)),
         Services::Only(names) => {
             for service in names {
-                let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
-                snapshot
-                    .services
-                    .range(first..)
-                    .take_while(|(n, _)| n.service == *service)
-                    .for_each(|(n, s)| give(n, s));
+                model::ports_of(&snapshot.services, service).for_each(|(n, s)| give(n, s));
             }
         }
     }
@@ -101,10 +96,6 @@ pub fn slots_in_order(snapshot: &Snapshot, ctx: &RenderContext) -> EndpointSlots
     slots
 }
 
-/// Whether `svc` is rendered in `ctx`'s family.
-pub(super) fn in_family(ctx: &RenderContext, svc: &ServicePort) -> bool {
-    ctx.in_family(svc)
-}
 
 /// What the rendered ports gave so far.
 struct Collected<'a> {
@@ -148,12 +139,7 @@ impl<'a> Collected<'a> {
             }
             Services::Only(names) => {
                 for service in names {
-                    let first = ServicePortName::of(service.clone(), "", Protocol::Tcp);
-                    let ports = snapshot
-                        .services
-                        .range(first..)
-                        .take_while(|(n, _)| n.service == *service);
-                    for (name, svc) in ports {
+                    for (name, svc) in model::ports_of(&snapshot.services, service) {
                         self.port(ctx, snapshot, name, svc);
                     }
                     self.end_service();
@@ -169,7 +155,7 @@ impl<'a> Collected<'a> {
         name: &ServicePortName,
         svc: &Arc<ServicePort>,
     ) {
-        if !in_family(ctx, svc) {
+        if !ctx.in_family(svc) {
             return;
         }
         let port = service_port::render_service_port(

@@ -2,7 +2,7 @@
 
 use super::FamilyTracker;
 use crate::merge::merge_endpoints;
-use model::{Protocol, ServiceName, ServicePortName};
+use model::{ServiceName, ServicePortName};
 use std::collections::BTreeMap;
 
 impl FamilyTracker {
@@ -54,12 +54,7 @@ fn remove_service<V>(
     map: &mut BTreeMap<ServicePortName, V>,
     name: &ServiceName,
 ) -> BTreeMap<ServicePortName, V> {
-    let first = ServicePortName::of(name.clone(), "", Protocol::Tcp);
-    let keys: Vec<ServicePortName> = map
-        .range(first..)
-        .take_while(|(k, _)| k.service == *name)
-        .map(|(k, _)| k.clone())
-        .collect();
+    let keys: Vec<ServicePortName> = model::ports_of(map, name).map(|(k, _)| k.clone()).collect();
     keys.into_iter()
         .filter_map(|k| map.remove_entry(&k))
         .collect()
