@@ -36,6 +36,7 @@ mod element_changes;
 mod fingerprint;
 pub(crate) mod listed;
 mod names;
+mod piece;
 mod report;
 mod split;
 mod staged;

@@ -188,13 +188,12 @@ impl NftablesProxier {
         // are ever held
         let (skeleton, pieces) = lean.into_pieces();
         let render = started.elapsed();
-        let mut counts = Counts::of(&skeleton);
-        let rules = std::cell::Cell::new(0);
-        let pieces = pieces.inspect(|piece| rules.set(rules.get() + piece.rules.len()));
+        let counted = std::cell::Cell::new(Counts::of(&skeleton));
+        let pieces = pieces.inspect(|piece| counted.set(counted.get().with_piece(piece)));
         let applied = self
             .syncer
             .sync_full_in_pieces(&mut self.socket, skeleton, pieces)?;
-        counts.rules = rules.get();
+        let counts = counted.get();
         self.slots.retain(|name| {
             snapshot
                 .services
@@ -374,7 +373,12 @@ impl NftablesCleanup {
             Err(err) if nf_tables_unavailable(&err) => {
                 return families.iter().map(|&f| (f, Ok(false))).collect();
             }
-            Err(err) => return families.iter().map(|&f| (f, Err(err.to_string()))).collect(),
+            Err(err) => {
+                return families
+                    .iter()
+                    .map(|&f| (f, Err(err.to_string())))
+                    .collect();
+            }
         };
         families
             .iter()

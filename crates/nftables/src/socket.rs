@@ -561,7 +561,14 @@ impl NftSocket {
         each: impl FnMut(u16, u8, &[u8]) -> Result<(), DecodeError>,
     ) -> Result<(), Error> {
         let op = format!("list {what} of table {} {name}", family.name());
-        self.request(msg, NLM_F_DUMP, family.nfproto(), &op, |w| w.str(1, name), each)
+        self.request(
+            msg,
+            NLM_F_DUMP,
+            family.nfproto(),
+            &op,
+            |w| w.str(1, name),
+            each,
+        )
     }
 
     /// Sends one request and hands every object of the reply to `each`

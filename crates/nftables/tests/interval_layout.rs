@@ -43,7 +43,10 @@ fn slot_elements(slot: u32, endpoints: &[Ipv4Addr]) -> Vec<Element> {
     let mut out = Vec::new();
     for (e, addr) in endpoints.iter().enumerate() {
         let e = e as u64;
-        out.push(Element::data(vec![key(start(e))], vec![Value::Ipv4(*addr), Value::Port(PORT)]));
+        out.push(Element::data(
+            vec![key(start(e))],
+            vec![Value::Ipv4(*addr), Value::Port(PORT)],
+        ));
         out.push(Element::interval_end(vec![key(start(e + 1))]));
     }
     out
@@ -63,19 +66,37 @@ fn service_rule_in(chain: &str, map: &str, slot: u32) -> Rule {
 fn table() -> Transaction {
     let mut tx = Transaction::new(Family::Ip, "kube-proxy");
     tx.push(Op::AddTable(Table::new(Family::Ip, "kube-proxy")));
-    let base = BaseChain { kind: ChainType::Nat, hook: Hook::Output, priority: -100, policy: Policy::Accept };
+    let base = BaseChain {
+        kind: ChainType::Nat,
+        hook: Hook::Output,
+        priority: -100,
+        policy: Policy::Accept,
+    };
     tx.push(Op::AddChain(Chain::base("nat-output", base)));
-    let mut map = Set::map(MAP, vec![DataType::Integer], vec![DataType::Ipv4Addr, DataType::InetService]);
+    let mut map = Set::map(
+        MAP,
+        vec![DataType::Integer],
+        vec![DataType::Ipv4Addr, DataType::InetService],
+    );
     map.flags = map.flags | SetFlags::INTERVAL;
     tx.push(Op::AddSet(map));
-    let wide: Vec<Ipv4Addr> = (1..=ENDPOINTS).map(|i| Ipv4Addr::new(127, 0, 1, i as u8)).collect();
+    let wide: Vec<Ipv4Addr> = (1..=ENDPOINTS)
+        .map(|i| Ipv4Addr::new(127, 0, 1, i as u8))
+        .collect();
     let mut elements = slot_elements(0, &wide);
     elements.extend(slot_elements(1, &[Ipv4Addr::new(127, 0, 2, 1)]));
-    tx.push(Op::AddElements { set: SetRef::named(MAP), elements });
+    tx.push(Op::AddElements {
+        set: SetRef::named(MAP),
+        elements,
+    });
     for (slot, chain) in ["service-wide", "service-one"].into_iter().enumerate() {
         tx.push(Op::AddChain(Chain::regular(chain)));
         tx.push(Op::AddRule(service_rule(chain, slot as u32)));
-        let daddr = stmt::compare(stmt::Field::IpDaddr, CmpOp::Eq, &[172, 30, 0, slot as u8 + 1]);
+        let daddr = stmt::compare(
+            stmt::Field::IpDaddr,
+            CmpOp::Eq,
+            &[172, 30, 0, slot as u8 + 1],
+        );
         let goto = stmt::verdict(Verdict::Goto(chain.into()));
         tx.push(Op::AddRule(Rule::new("nat-output", [daddr, goto].concat())));
     }
@@ -84,7 +105,11 @@ fn table() -> Transaction {
 
 /// Where `count` connections to `service` landed (the address the
 /// listener saw as its own).
-fn connect_many(listener: &TcpListener, service: Ipv4Addr, count: u32) -> Result<HashMap<Ipv4Addr, u32>> {
+fn connect_many(
+    listener: &TcpListener,
+    service: Ipv4Addr,
+    count: u32,
+) -> Result<HashMap<Ipv4Addr, u32>> {
     let mut landed = HashMap::new();
     for _ in 0..count {
         let _client = TcpStream::connect(SocketAddrV4::new(service, 80))?;
@@ -101,7 +126,10 @@ fn chi_square(landed: &HashMap<Ipv4Addr, u32>, endpoints: u32, total: u32) -> f6
     let expected = f64::from(total) / f64::from(endpoints);
     (1..=endpoints)
         .map(|i| {
-            let seen = landed.get(&Ipv4Addr::new(127, 0, 1, i as u8)).copied().unwrap_or(0);
+            let seen = landed
+                .get(&Ipv4Addr::new(127, 0, 1, i as u8))
+                .copied()
+                .unwrap_or(0);
             (f64::from(seen) - expected).powi(2) / expected
         })
         .sum()
@@ -118,12 +146,28 @@ fn a_shared_interval_map_spreads_100_endpoints_evenly() -> Result<()> {
         let one = connect_many(&listener, Ipv4Addr::new(172, 30, 0, 2), 200)?;
         Ok((wide, one))
     })??;
-    assert_eq!(one, HashMap::from([(Ipv4Addr::new(127, 0, 2, 1), 200)]), "the one-endpoint service keeps its own");
-    assert_eq!(wide.len(), ENDPOINTS as usize, "every endpoint reached, none outside: {wide:?}");
-    assert!(wide.keys().all(|a| a.octets()[..3] == [127, 0, 1]), "only the service's endpoints: {wide:?}");
+    assert_eq!(
+        one,
+        HashMap::from([(Ipv4Addr::new(127, 0, 2, 1), 200)]),
+        "the one-endpoint service keeps its own"
+    );
+    assert_eq!(
+        wide.len(),
+        ENDPOINTS as usize,
+        "every endpoint reached, none outside: {wide:?}"
+    );
+    assert!(
+        wide.keys().all(|a| a.octets()[..3] == [127, 0, 1]),
+        "only the service's endpoints: {wide:?}"
+    );
     let chi2 = chi_square(&wide, ENDPOINTS, CONNECTIONS);
-    println!("χ² over {ENDPOINTS} endpoints, {CONNECTIONS} connections: {chi2:.1} (p = 0.001 at {CHI_SQUARE_99_P001})");
-    assert!(chi2 < CHI_SQUARE_99_P001, "uneven spread: χ² = {chi2:.1}, {wide:?}");
+    println!(
+        "χ² over {ENDPOINTS} endpoints, {CONNECTIONS} connections: {chi2:.1} (p = 0.001 at {CHI_SQUARE_99_P001})"
+    );
+    assert!(
+        chi2 < CHI_SQUARE_99_P001,
+        "uneven spread: χ² = {chi2:.1}, {wide:?}"
+    );
     Ok(())
 }
 
@@ -136,7 +180,9 @@ fn service_ip(s: u32) -> Ipv4Addr {
 
 /// Service `s`'s endpoints: 1–4 of them, 127.<1 + s / 250>.<s % 250>.<e + 1>.
 fn endpoints_of(s: u32) -> Vec<Ipv4Addr> {
-    (0..s % 4 + 1).map(|e| Ipv4Addr::new(127, 1 + (s / 250) as u8, (s % 250) as u8, e as u8 + 1)).collect()
+    (0..s % 4 + 1)
+        .map(|e| Ipv4Addr::new(127, 1 + (s / 250) as u8, (s % 250) as u8, e as u8 + 1))
+        .collect()
 }
 
 /// `SERVICES` services, each a chain with the one rule, reached from
@@ -146,18 +192,39 @@ fn endpoints_of(s: u32) -> Vec<Ipv4Addr> {
 fn many_services() -> Transaction {
     let mut tx = Transaction::new(Family::Ip, "kube-proxy");
     tx.push(Op::AddTable(Table::new(Family::Ip, "kube-proxy")));
-    let base = BaseChain { kind: ChainType::Nat, hook: Hook::Output, priority: -100, policy: Policy::Accept };
+    let base = BaseChain {
+        kind: ChainType::Nat,
+        hook: Hook::Output,
+        priority: -100,
+        policy: Policy::Accept,
+    };
     tx.push(Op::AddChain(Chain::base("nat-output", base)));
-    let fields = [stmt::Field::IpDaddr, stmt::Field::L4proto, stmt::Field::ThDport];
-    let key = vec![DataType::Ipv4Addr, DataType::InetProto, DataType::InetService];
-    tx.push(Op::AddSet(Set::map("service-ips", key, vec![DataType::Verdict])));
+    let fields = [
+        stmt::Field::IpDaddr,
+        stmt::Field::L4proto,
+        stmt::Field::ThDport,
+    ];
+    let key = vec![
+        DataType::Ipv4Addr,
+        DataType::InetProto,
+        DataType::InetService,
+    ];
+    tx.push(Op::AddSet(Set::map(
+        "service-ips",
+        key,
+        vec![DataType::Verdict],
+    )));
     let mut per_map: Vec<Vec<Element>> = Vec::new();
     let mut gotos = Vec::new();
     for s in 0..SERVICES {
         let (map, slot) = (s / SERVICES_PER_MAP, s % SERVICES_PER_MAP);
         let name = format!("{MAP}-{map}");
         if per_map.len() <= map as usize {
-            let mut set = Set::map(name.as_str(), vec![DataType::Integer], vec![DataType::Ipv4Addr, DataType::InetService]);
+            let mut set = Set::map(
+                name.as_str(),
+                vec![DataType::Integer],
+                vec![DataType::Ipv4Addr, DataType::InetService],
+            );
             set.flags = set.flags | SetFlags::INTERVAL;
             tx.push(Op::AddSet(set));
             per_map.push(Vec::new());
@@ -166,24 +233,43 @@ fn many_services() -> Transaction {
         let chain = format!("service-{s:05}");
         tx.push(Op::AddChain(Chain::regular(chain.as_str())));
         tx.push(Op::AddRule(service_rule_in(&chain, &name, slot)));
-        gotos.push(Element::verdict(vec![Value::Ipv4(service_ip(s)), Value::Proto(6), Value::Port(80)], Verdict::Goto(chain)));
+        gotos.push(Element::verdict(
+            vec![Value::Ipv4(service_ip(s)), Value::Proto(6), Value::Port(80)],
+            Verdict::Goto(chain),
+        ));
     }
     for (map, elements) in per_map.into_iter().enumerate() {
-        tx.push(Op::AddElements { set: SetRef::named(format!("{MAP}-{map}")), elements });
+        tx.push(Op::AddElements {
+            set: SetRef::named(format!("{MAP}-{map}")),
+            elements,
+        });
     }
-    tx.push(Op::AddElements { set: SetRef::named("service-ips"), elements: gotos });
-    tx.push(Op::AddRule(Rule::new("nat-output", stmt::vmap(&fields, SetRef::named("service-ips")))));
+    tx.push(Op::AddElements {
+        set: SetRef::named("service-ips"),
+        elements: gotos,
+    });
+    tx.push(Op::AddRule(Rule::new(
+        "nat-output",
+        stmt::vmap(&fields, SetRef::named("service-ips")),
+    )));
     tx
 }
 
 /// The endpoints connections to `service` reach, connecting until all of
 /// `expected` were seen or `cap` connections were made.
-fn endpoint_set(listener: &TcpListener, service: Ipv4Addr, expected: &[Ipv4Addr], cap: u32) -> Result<Vec<Ipv4Addr>> {
+fn endpoint_set(
+    listener: &TcpListener,
+    service: Ipv4Addr,
+    expected: &[Ipv4Addr],
+    cap: u32,
+) -> Result<Vec<Ipv4Addr>> {
     let mut seen: Vec<Ipv4Addr> = Vec::new();
     for _ in 0..cap {
         let _client = TcpStream::connect(SocketAddrV4::new(service, 80))?;
         let (accepted, _) = listener.accept()?;
-        let std::net::SocketAddr::V4(local) = accepted.local_addr()? else { bail!("not IPv4") };
+        let std::net::SocketAddr::V4(local) = accepted.local_addr()? else {
+            bail!("not IPv4")
+        };
         if !seen.contains(local.ip()) {
             seen.push(*local.ip());
         }
@@ -208,12 +294,19 @@ fn five_thousand_services_read_back_their_endpoint_sets_through_real_connections
             // 64 tries miss one of 4 equally likely endpoints with p ≈ 4·(3/4)^64 ≈ 4e-8.
             let seen = endpoint_set(&listener, service_ip(s), &expected, 64)?;
             if seen != expected {
-                wrong.push(format!("service {s}: expected {expected:?}, reached {seen:?}"));
+                wrong.push(format!(
+                    "service {s}: expected {expected:?}, reached {seen:?}"
+                ));
             }
         }
         Ok(wrong)
     })??;
-    assert!(wrong.is_empty(), "{} of {SERVICES} services reach other endpoints: {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    assert!(
+        wrong.is_empty(),
+        "{} of {SERVICES} services reach other endpoints: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
     Ok(())
 }
 
@@ -227,7 +320,9 @@ fn the_interval_pick_lists_as_nft_writes_it_and_reads_back_as_sent() -> Result<(
         socket.apply(&table())?;
         Ok(socket.list_table(Family::Ip, "kube-proxy")?)
     })??;
-    let Some(listed) = listed else { bail!("our table is gone") };
+    let Some(listed) = listed else {
+        bail!("our table is gone")
+    };
     let mut sent: Vec<(String, Vec<Expr>)> = table()
         .ops
         .into_iter()
@@ -236,7 +331,11 @@ fn the_interval_pick_lists_as_nft_writes_it_and_reads_back_as_sent() -> Result<(
             _ => None,
         })
         .collect();
-    let mut read: Vec<(String, Vec<Expr>)> = listed.rules.into_iter().map(|r| (r.chain, r.exprs)).collect();
+    let mut read: Vec<(String, Vec<Expr>)> = listed
+        .rules
+        .into_iter()
+        .map(|r| (r.chain, r.exprs))
+        .collect();
     // Listed chain by chain; within a chain in order (the sort is stable).
     sent.sort_by(|a, b| a.0.cmp(&b.0));
     read.sort_by(|a, b| a.0.cmp(&b.0));

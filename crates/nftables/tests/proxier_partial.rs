@@ -187,7 +187,11 @@ async fn random_partial_syncs(seed: u64) -> Result<()> {
             }
         }
         let snapshot = snapshot_of(&defs);
-        let report = proxier.sync(&snapshot, &changes, false).await?;
+        // now and then a full sync of the table as it stands: the shared
+        // endpoint maps' elements compared map by map as they come
+        let full = step % 25 == 24;
+        let report = proxier.sync(&snapshot, &changes, full).await?;
+        assert!(!(full && report.partial), "step {step}: {report:?}");
         steps += 1;
         partial += usize::from(report.partial);
         let differences =

@@ -13,22 +13,34 @@
 //! (the named sets' elements — the verdict maps leading to the new
 //! chains — and the rules of base chains). When the anonymous sets never
 //! exceed `max_anonymous` nothing is cut: one transaction.
+//!
+//! The elements of streamed sets (the shared endpoint maps, see
+//! [`super::piece`]) are staged as they come too, and a part is also cut
+//! when its rules and elements reach [`MAX_PART_OBJECTS`]: with the shared
+//! endpoint maps there are few anonymous sets, and 10,000 services × 10
+//! endpoints would otherwise be one transaction of 250,000 objects.
 
 use super::diff::create_rules;
 use super::names::AnonymousNames;
+use super::piece::Piece;
 use super::split::{is_anonymous_set, passes_empty};
 use super::state::{ChainState, SetState, TableState};
 use crate::{Error, Op, SetRef, Transaction};
 use std::collections::HashSet;
 
+/// Rules and elements in one staging part at most (a part holding more in
+/// one group, a chain's rule with its anonymous set, is not cut).
+pub(crate) const MAX_PART_OBJECTS: usize = 20_000;
+
 /// Creates the table made of `fixed` (the table, every chain without
-/// rules, the named sets with their elements) and `chains` (each a chain
-/// of `fixed` with its rules, normalized, in order), handing each part to
-/// `send` as soon as it is complete; the first part carries
-/// `generation`. Stops at the first part `send` refuses.
+/// rules, the named sets with their elements but for the streamed ones)
+/// and `pieces` (each chain of `fixed` with its rules, normalized, in
+/// order, and the streamed sets' elements), handing each part to `send`
+/// as soon as it is complete; the first part carries `generation`. Stops
+/// at the first part `send` refuses.
 pub(crate) fn create_in_parts(
     fixed: TableState,
-    chains: impl Iterator<Item = ChainState>,
+    pieces: impl Iterator<Item = Piece>,
     max_anonymous: usize,
     generation: u32,
     names: &mut AnonymousNames,
@@ -57,7 +69,7 @@ pub(crate) fn create_in_parts(
             false => last.push(Op::AddChain(chain)),
         }
     }
-    for SetState { set, elements } in sets {
+    for SetState { set, elements, .. } in sets {
         if !elements.is_empty() {
             last.push(Op::AddElements {
                 set: SetRef::named(set.name.as_str()),
@@ -71,11 +83,19 @@ pub(crate) fn create_in_parts(
         send: &mut send,
         current: staging,
         anonymous: 0,
+        objects: 0,
         max_anonymous,
         cut: false,
     };
     let mut next_id = 1;
-    for chain in chains {
+    for piece in pieces {
+        let chain = match piece {
+            Piece::Chain(chain) => chain,
+            Piece::Elements { set, elements } => {
+                parts.stage_elements(set, elements)?;
+                continue;
+            }
+        };
         let staged = !base.contains(&chain.chain.name);
         let ops = create_rules(chain, names, &mut next_id);
         match staged {
@@ -84,6 +104,15 @@ pub(crate) fn create_in_parts(
         }
     }
     parts.finish(last)
+}
+
+/// The rules and elements `op` adds.
+fn objects_of(op: &Op) -> usize {
+    match op {
+        Op::AddRule(_) => 1,
+        Op::AddElements { elements, .. } => elements.len(),
+        _ => 0,
+    }
 }
 
 /// Family, table and generation check of the next part.
@@ -112,6 +141,8 @@ struct Parts<'s, S: FnMut(Transaction) -> Result<(), Error>> {
     current: Vec<Op>,
     /// Anonymous sets in `current`.
     anonymous: usize,
+    /// Rules and elements in `current`.
+    objects: usize,
     max_anonymous: usize,
     /// Whether a part was sent already.
     cut: bool,
@@ -136,14 +167,40 @@ impl<S: FnMut(Transaction) -> Result<(), Error>> Parts<'_, S> {
 
     fn add_group(&mut self, group: Vec<Op>) -> Result<(), Error> {
         let sets = group.iter().filter(|op| is_anonymous_set(op)).count();
-        if self.anonymous > 0 && self.anonymous + sets > self.max_anonymous {
+        let objects = group.iter().map(objects_of).sum::<usize>();
+        let too_many_sets = self.anonymous > 0 && self.anonymous + sets > self.max_anonymous;
+        let too_many_objects = self.objects > 0 && self.objects + objects > MAX_PART_OBJECTS;
+        if too_many_sets || too_many_objects {
             let ops = std::mem::take(&mut self.current);
             (self.send)(self.part.take(ops))?;
             self.anonymous = 0;
+            self.objects = 0;
             self.cut = true;
         }
         self.anonymous += sets;
+        self.objects += objects;
         self.current.extend(group);
+        Ok(())
+    }
+
+    /// Adds the elements of a streamed set, in groups that fill the
+    /// parts up to [`MAX_PART_OBJECTS`], each an even number (an interval
+    /// map's range, its start and the end marker after it, stays in one
+    /// part).
+    fn stage_elements(
+        &mut self,
+        set: String,
+        mut elements: Vec<crate::Element>,
+    ) -> Result<(), Error> {
+        while !elements.is_empty() {
+            let room = (MAX_PART_OBJECTS.saturating_sub(self.objects) / 2 * 2).max(2);
+            let rest = elements.split_off(room.min(elements.len()));
+            self.add_group(vec![Op::AddElements {
+                set: SetRef::named(set.as_str()),
+                elements,
+            }])?;
+            elements = rest;
+        }
         Ok(())
     }
 
@@ -297,8 +354,8 @@ mod tests {
     fn normalized(
         skeleton: TableContents,
         pieces: Vec<TableContents>,
-    ) -> (TableState, impl Iterator<Item = ChainState>) {
-        let chains = pieces.into_iter().flat_map(|p| TableState::new(p).chains);
+    ) -> (TableState, impl Iterator<Item = Piece>) {
+        let chains = pieces.into_iter().flat_map(Piece::all_of);
         (TableState::new(skeleton), chains)
     }
 
@@ -374,5 +431,64 @@ mod tests {
         });
         assert!(result.is_err());
         assert_eq!(sent, 2);
+    }
+
+    #[test]
+    fn a_streamed_sets_elements_fill_parts_of_whole_ranges_before_traffic_sees_them() {
+        let mut contents = table(3);
+        let map = Set::map(
+            "endpoints",
+            vec![DataType::Integer],
+            vec![DataType::Ipv4Addr],
+        )
+        .with_flags(crate::SetFlags::INTERVAL);
+        contents.sets.push(map);
+        let (mut skeleton, pieces) = pieces(contents);
+        skeleton.elements.remove("endpoints");
+        let streamed = MAX_PART_OBJECTS * 2 + 1_000;
+        let elements: Vec<Element> = (0..streamed as u32)
+            .map(|i| Element::new(vec![Value::Integer(i)]))
+            .collect();
+        let (mut fixed, chains) = normalized(skeleton, pieces);
+        fixed.mark_streamed(&["endpoints".to_string()]);
+        let pieces = chains.chain([Piece::Elements {
+            set: "endpoints".into(),
+            elements: elements.clone(),
+        }]);
+        let mut parts = Vec::new();
+        create_in_parts(
+            fixed,
+            pieces,
+            100,
+            7,
+            &mut AnonymousNames::default(),
+            |tx| {
+                parts.push(tx);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(parts.len() >= 3, "{} parts", parts.len());
+        let mut sent = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let objects: usize = part.ops.iter().map(objects_of).sum();
+            assert!(objects <= MAX_PART_OBJECTS, "part {i}: {objects}");
+            for op in &part.ops {
+                if let Op::AddElements { set, elements } = op
+                    && set.name == "endpoints"
+                {
+                    assert_eq!(elements.len() % 2, 0, "part {i}: a range cut");
+                    sent.extend(elements.iter().cloned());
+                }
+            }
+        }
+        assert_eq!(sent, elements);
+        // the verdict map's elements and the base chains' rules come last
+        let last = parts.last().unwrap();
+        assert!(
+            last.ops
+                .iter()
+                .any(|op| matches!(op, Op::AddElements { set, .. } if set.name == "service-ips"))
+        );
     }
 }

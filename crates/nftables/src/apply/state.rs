@@ -5,6 +5,7 @@
 //! them itself), their elements sorted.
 
 use super::fingerprint;
+use super::piece::Piece;
 use crate::{Chain, Element, Expr, Rule, Set, SetFlags, SetRef, Table, TableContents, Value};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -74,6 +75,10 @@ impl Eq for AnonymousSet {}
 pub(crate) struct SetState {
     pub(crate) set: Set,
     pub(crate) elements: Vec<Element>,
+    /// Its elements come later, in a piece of their own
+    /// ([`super::piece::Piece::Elements`]): `elements` is empty until
+    /// then.
+    pub(crate) streamed: bool,
 }
 
 /// What identifies an element within its set.
@@ -120,7 +125,11 @@ impl TableState {
             let elements = elements
                 .remove(&TableContents::set_key(&set))
                 .unwrap_or_default();
-            state.push_set(SetState { set, elements });
+            state.push_set(SetState {
+                set,
+                elements,
+                streamed: false,
+            });
         }
         state
     }
@@ -157,6 +166,36 @@ impl TableState {
             self.chains.push(c);
         }
         self
+    }
+
+    /// Marks named sets `names` as streamed ([`SetState::streamed`]).
+    pub(crate) fn mark_streamed(&mut self, names: &[String]) {
+        for name in names {
+            if let Some(&i) = self.set_index.get(name) {
+                self.sets[i].streamed = true;
+            }
+        }
+    }
+
+    /// The same table with the chains of `pieces` instead of its own, and
+    /// the elements they give to its streamed sets.
+    pub(crate) fn with_pieces(self, pieces: impl IntoIterator<Item = Piece>) -> Self {
+        let mut elements = Vec::new();
+        let chains = pieces.into_iter().filter_map(|piece| match piece {
+            Piece::Chain(chain) => Some(chain),
+            Piece::Elements { set, elements: e } => {
+                elements.push((set, e));
+                None
+            }
+        });
+        let mut state = self.with_chains(chains);
+        for (set, e) in elements {
+            if let Some(&i) = state.set_index.get(&set) {
+                state.sets[i].elements = e;
+                state.sets[i].streamed = false;
+            }
+        }
+        state
     }
 
     /// A table with nothing in it.

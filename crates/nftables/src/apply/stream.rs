@@ -11,6 +11,7 @@ use super::digest::{self, ElementsDigest};
 use super::element_changes::element_changes;
 use super::listed::{ListedSet, ListedTable};
 use super::names::AnonymousNames;
+use super::piece::Piece;
 use super::state::{ChainState, SetState, TableState};
 use crate::{Element, Error, Op, Set, SetRef, Transaction};
 
@@ -29,23 +30,36 @@ enum Written {
 
 /// The transaction that brings `current` (our table as listed, with the
 /// same table definition as `fixed`'s) to the table made of `fixed` (the
-/// table and its named sets with their elements; its chains are not
-/// used) and `chains` (every desired chain with its rules, normalized, in
-/// order). `current_elements` reads the elements of a listed named set
+/// table and its named sets with their elements, but for the streamed
+/// ones; its chains are not used) and `pieces` (every desired chain with
+/// its rules, normalized, in order, and the streamed sets' elements,
+/// each compared as it comes; a streamed set without a piece is left as
+/// it is). `current_elements` reads the elements of a listed named set
 /// again, for a set whose elements' digest differs from the desired one.
 pub(crate) fn diff_listed(
     fixed: &TableState,
-    chains: impl Iterator<Item = ChainState>,
+    pieces: impl Iterator<Item = Piece>,
     current: &ListedTable,
     mut current_elements: impl FnMut(&Set) -> Result<Vec<Element>, Error>,
     names: &mut AnonymousNames,
 ) -> Result<Transaction, Error> {
     let sets = SetPlan::between(fixed, current);
     let mut held: Vec<(Written, ChainState)> = Vec::new();
+    // the streamed sets' elements that go, then those that come
+    let mut streamed = (Vec::new(), Vec::new());
     // per current chain: wanted with the same definition and rules (None:
     // not wanted; Some(false): rewritten or replaced)
     let mut kept = vec![None; current.chains.len()];
-    for want in chains {
+    for piece in pieces {
+        let want = match piece {
+            Piece::Chain(want) => want,
+            Piece::Elements { set, elements } => {
+                let (gone, new) = sets.streamed_changes(&set, elements, &mut current_elements)?;
+                streamed.0.extend(gone);
+                streamed.1.extend(new);
+                continue;
+            }
+        };
         let Some((i, have)) = current.chain(&want.chain.name) else {
             held.push((Written::Added, want));
             continue;
@@ -86,7 +100,8 @@ pub(crate) fn diff_listed(
     }
     let mut changed = Vec::new();
     for (want, have) in &sets.kept {
-        if have.is_dynamic() || ElementsDigest::of(&want.elements) == have.elements {
+        if want.streamed || have.is_dynamic() || ElementsDigest::of(&want.elements) == have.elements
+        {
             continue;
         }
         changed.push((*want, current_elements(&have.set)?));
@@ -105,6 +120,8 @@ pub(crate) fn diff_listed(
     for (want, (_, new)) in changes {
         push_elements(&mut tx, want, new, false);
     }
+    tx.ops.extend(streamed.0);
+    tx.ops.extend(streamed.1);
     let mut next_id = 1;
     let mut replaced = Vec::new();
     for (written, c) in held {
@@ -160,15 +177,45 @@ impl<'a> SetPlan<'a> {
     fn replaced_name(&self, name: &str) -> bool {
         self.replaced.iter().any(|s| s.set.name == name)
     }
+
+    /// The deletions and additions that bring streamed set `name` to
+    /// `elements`: all of them for a set added or replaced, the
+    /// difference for one kept whose elements' digest differs (its
+    /// current elements read again), nothing else.
+    fn streamed_changes(
+        &self,
+        name: &str,
+        elements: Vec<Element>,
+        current_elements: &mut impl FnMut(&Set) -> Result<Vec<Element>, Error>,
+    ) -> Result<(Vec<Op>, Vec<Op>), Error> {
+        let ops = |elements, delete| Vec::from_iter(element_op(name, elements, delete));
+        let new = |want: &&SetState| want.set.name == name;
+        if self.added.iter().chain(&self.replaced).any(new) {
+            return Ok((Vec::new(), ops(elements, false)));
+        }
+        let Some((want, have)) = self.kept.iter().find(|(want, _)| want.set.name == name) else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        if ElementsDigest::of(&elements) == have.elements {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let (gone, new) = element_changes(&want.set, &elements, &current_elements(&have.set)?);
+        Ok((ops(gone, true), ops(new, false)))
+    }
 }
 
 fn push_elements(tx: &mut Transaction, set: &SetState, elements: Vec<Element>, delete: bool) {
+    tx.ops.extend(element_op(&set.set.name, elements, delete));
+}
+
+/// Deletes (`delete`) or adds `elements` of named set `set`, if any.
+fn element_op(set: &str, elements: Vec<Element>, delete: bool) -> Option<Op> {
     if elements.is_empty() {
-        return;
+        return None;
     }
-    let set = SetRef::named(set.set.name.as_str());
-    tx.push(match delete {
+    let set = SetRef::named(set);
+    Some(match delete {
         true => Op::DeleteElements { set, elements },
         false => Op::AddElements { set, elements },
-    });
+    })
 }

@@ -13,10 +13,11 @@
 use super::diff::{create_all, diff_states};
 use super::fingerprint::is_fingerprint;
 use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
+use super::piece::{Piece, streamed_sets};
 use super::report::{SyncCounts, SyncReport};
 use super::split::split;
 use super::staged::create_in_parts;
-use super::state::{ChainState, TableState, is_anonymous};
+use super::state::{TableState, is_anonymous};
 use super::stream::diff_listed;
 use crate::socket::KnownSets;
 use crate::{Error, Family, NftSocket, Set, TableContents, TableIdentity, Transaction};
@@ -139,7 +140,7 @@ impl Syncer {
         let result = match self.lean {
             true => {
                 let (fixed, chains) = TableState::new(desired).split_rules();
-                self.full_reduced(socket, fixed, chains.into_iter(), start)
+                self.full_reduced(socket, fixed, chains.into_iter().map(Piece::Chain), start)
             }
             false => self.full(socket, desired, start),
         };
@@ -150,7 +151,11 @@ impl Syncer {
     /// [`Syncer::sync_full`] of the table made of `skeleton` (the table,
     /// every chain without rules, the named sets with their elements) and
     /// `pieces` (each one chain of the skeleton with its rules and their
-    /// anonymous sets, see `render::Ruleset::into_pieces`). When our
+    /// anonymous sets, see `render::Ruleset::into_pieces`). A named set
+    /// of the skeleton without an entry in its elements is streamed: a
+    /// later piece gives its elements, whole (`render::Lean::into_pieces`
+    /// gives the shared endpoint maps' so), and a full sync of a syncer
+    /// that keeps nothing compares them as they come. When our
     /// table does not exist (a cold start) and this syncer keeps nothing
     /// ([`Syncer::without_applied_state`]) and sends large transactions
     /// in parts ([`Syncer::with_max_anonymous_sets_per_transaction`]), the
@@ -179,16 +184,18 @@ impl Syncer {
         if !self.lean {
             return self.full(socket, TableContents::from_pieces(skeleton, pieces), start);
         }
-        let chains = pieces.flat_map(|piece| TableState::new(piece).chains);
-        let fixed = TableState::new(skeleton).without_chain_index();
-        self.full_reduced(socket, fixed, chains, start)
+        let streamed = streamed_sets(&skeleton);
+        let mut fixed = TableState::new(skeleton).without_chain_index();
+        fixed.mark_streamed(&streamed);
+        self.full_reduced(socket, fixed, pieces.flat_map(Piece::all_of), start)
     }
 
     /// A full sync of a syncer that keeps nothing
     /// ([`Syncer::without_applied_state`]) to the table made of `fixed`
     /// (the table, its chains without rules, the named sets with their
-    /// elements) and `chains` (its chains with their rules, in order),
-    /// each taken only when needed and held only if it must be written.
+    /// elements but for the streamed ones) and `pieces` (its chains with
+    /// their rules, in order, and the streamed sets' elements), each taken
+    /// only when needed and held only if it must be written.
     /// Our table is read back reduced to digests (`listed.rs`) and diffed
     /// against them (`stream.rs`): neither table is ever held whole. A
     /// cold start with a maximum of anonymous sets per transaction is
@@ -197,7 +204,7 @@ impl Syncer {
         &mut self,
         socket: &mut NftSocket,
         fixed: TableState,
-        chains: impl Iterator<Item = ChainState>,
+        pieces: impl Iterator<Item = Piece>,
         start: Instant,
     ) -> Result<SyncReport, Error> {
         let generation = socket.generation()?;
@@ -215,9 +222,9 @@ impl Syncer {
         let tx = match listed {
             None => match self.max_anonymous {
                 Some(max) => {
-                    return self.create_in_parts(socket, fixed, chains, max, generation, start);
+                    return self.create_in_parts(socket, fixed, pieces, max, generation, start);
                 }
-                None => create_all(fixed.with_chains(chains), &mut self.names),
+                None => create_all(fixed.with_pieces(pieces), &mut self.names),
             },
             Some(mut listed) if listed.table == fixed.table => {
                 self.names.merge(&listed.names);
@@ -226,7 +233,7 @@ impl Syncer {
                 let (family, table) = (self.family, self.table.clone());
                 let tx = diff_listed(
                     &fixed,
-                    chains,
+                    pieces,
                     &listed,
                     |set| socket.set_elements(family, &table, set),
                     &mut self.names,
@@ -236,7 +243,7 @@ impl Syncer {
             }
             // our table's own definition differs: it is made again whole
             Some(_) => {
-                return self.full_state(socket, fixed.with_chains(chains), start);
+                return self.full_state(socket, fixed.with_pieces(pieces), start);
             }
         };
         let mut tx = tx;
@@ -257,7 +264,7 @@ impl Syncer {
         &mut self,
         socket: &mut NftSocket,
         fixed: TableState,
-        chains: impl Iterator<Item = ChainState>,
+        pieces: impl Iterator<Item = Piece>,
         max: usize,
         generation: u32,
         start: Instant,
@@ -266,7 +273,7 @@ impl Syncer {
             full: true,
             ..SyncReport::default()
         };
-        create_in_parts(fixed, chains, max, generation, &mut self.names, |part| {
+        create_in_parts(fixed, pieces, max, generation, &mut self.names, |part| {
             report.counts.add(&SyncCounts::of(&part));
             report.changes += part.ops.len();
             report.transactions += 1;

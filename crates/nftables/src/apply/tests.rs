@@ -357,6 +357,7 @@ impl Model {
 fn reduced_diff(desired: &TableContents, current: &TableContents) -> Option<Transaction> {
     use super::listed::listed_of;
     use super::names::AnonymousNames;
+    use super::piece::Piece;
     use super::state::TableState;
     use super::stream::diff_listed;
     if desired.table != current.table {
@@ -373,7 +374,16 @@ fn reduced_diff(desired: &TableContents, current: &TableContents) -> Option<Tran
             .cloned()
             .unwrap_or_default())
     };
-    Some(diff_listed(&fixed, chains.into_iter(), &listed, elements, &mut names).unwrap())
+    Some(
+        diff_listed(
+            &fixed,
+            chains.into_iter().map(Piece::Chain),
+            &listed,
+            elements,
+            &mut names,
+        )
+        .unwrap(),
+    )
 }
 
 /// [`diff`], checked to be what [`reduced_diff`] sends too.
@@ -778,7 +788,7 @@ fn a_rule_changed_by_hand_is_rewritten_and_a_named_set_redumped() {
     names.merge(&listed.names);
     let tx = super::stream::diff_listed(
         &fixed,
-        chains.into_iter(),
+        chains.into_iter().map(super::piece::Piece::Chain),
         &listed,
         |s| {
             dumped.push(s.name.clone());

@@ -195,6 +195,21 @@ impl Counts {
         }
     }
 
+    /// These counts of a skeleton with a piece of its table added: the
+    /// piece's rules, and the elements it gives to sets it does not
+    /// declare (the skeleton's streamed sets).
+    pub(crate) fn with_piece(mut self, piece: &TableContents) -> Self {
+        let declared = |key: &String| piece.sets.iter().any(|s| TableContents::set_key(s) == *key);
+        self.rules += piece.rules.len();
+        self.elements += piece
+            .elements
+            .iter()
+            .filter(|(key, _)| !declared(key))
+            .map(|(_, elements)| elements.len())
+            .sum::<usize>();
+        self
+    }
+
     /// These counts with the part counted as `old` replaced by `new`.
     pub(crate) fn replaced(self, old: Self, new: Self) -> Self {
         let swap = |all: usize, old: usize, new: usize| (all + new).saturating_sub(old);

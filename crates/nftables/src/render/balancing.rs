@@ -8,7 +8,7 @@
 //! an `endpoint-` chain that records the source and DNATs, and the
 //! balancing chain first sends known sources back to their endpoint.
 
-use super::endpoint_slots::slot_elements;
+use super::endpoint_slots::{Slot, slot_elements};
 use super::names::EndpointNames;
 use super::ruleset::{ChainRules, NamedSet, RuleSpec};
 use super::service_port::Port;
@@ -16,6 +16,7 @@ use super::shared::SharedSets;
 use super::statement::{Stmt, addr_type, saddr};
 use crate::{Chain, Set, SetFlags, Verdict};
 use model::Endpoint;
+use std::net::IpAddr;
 
 /// Upstream's size of an affinity set.
 const AFFINITY_SET_SIZE: u32 = 65535;
@@ -68,21 +69,13 @@ fn balancing_chain(
     };
     let mut chain = ChainRules::new(Chain::regular(name));
     if port.plan.affinity_seconds.is_none() {
-        let targets: Vec<_> = endpoints.iter().map(|ep| (ep.ip, ep.port)).collect();
+        let targets = targets(endpoints);
         let family = port.ctx.family;
-        let pick = match port.slots.slot(&port.svc().name, local) {
-            Some(slot) if !targets.is_empty() => {
-                let elements = slot_elements(slot.offset, &targets);
-                shared
-                    .endpoint_maps
-                    .entry(slot.map)
-                    .or_default()
-                    .extend(elements);
-                Stmt::DnatNumgenSlot { family, slot }
-            }
+        let pick = match fill_slot(port, local, &targets, shared) {
+            Some(slot) => Stmt::DnatNumgenSlot { family, slot },
             // a port without a slot (none given out for it): upstream's
             // anonymous map, which works the same
-            _ => Stmt::DnatNumgenMap { family, targets },
+            None => Stmt::DnatNumgenMap { family, targets },
         };
         chain.push(RuleSpec::new(vec![
             Stmt::L4proto(port.svc().name.protocol),
@@ -107,6 +100,47 @@ fn balancing_chain(
         chains: names.into_iter().map(|n| n.chain).collect(),
     }]));
     chain
+}
+
+/// What [`render_balancing`] puts into the shared endpoint maps of
+/// `shared`, without the chains.
+pub fn render_slot_elements(port: &Port<'_>, shared: &mut SharedSets) {
+    let plan = port.plan;
+    if plan.affinity_seconds.is_some() {
+        return;
+    }
+    if plan.uses_cluster_endpoints {
+        fill_slot(port, false, &targets(&plan.cluster), shared);
+    }
+    if plan.uses_local_endpoints {
+        fill_slot(port, true, &targets(&plan.local), shared);
+    }
+}
+
+/// Each endpoint's address and port.
+fn targets(endpoints: &[&Endpoint]) -> Vec<(IpAddr, u16)> {
+    endpoints.iter().map(|ep| (ep.ip, ep.port)).collect()
+}
+
+/// Puts `targets` into the slot of the port's `local-` chain (`local`) or
+/// `service-` chain, in the shared endpoint maps of `shared`: the slot,
+/// if the port holds one and there are targets.
+fn fill_slot(
+    port: &Port<'_>,
+    local: bool,
+    targets: &[(IpAddr, u16)],
+    shared: &mut SharedSets,
+) -> Option<Slot> {
+    let slot = port.slots.slot(&port.svc().name, local)?;
+    if targets.is_empty() {
+        return None;
+    }
+    shared
+        .endpoint_maps
+        .entry(slot.map)
+        .or_default()
+        .extend(slot_elements(slot.offset, targets));
+    Some(slot)
 }
 
 /// An endpoint's affinity set and chain.

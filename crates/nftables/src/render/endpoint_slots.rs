@@ -109,6 +109,18 @@ impl EndpointSlots {
         })
     }
 
+    /// Every port holding a pair, in the order of the pairs (so of the
+    /// maps).
+    pub fn ports_by_pair(&self) -> Vec<(u32, &ServicePortName)> {
+        let mut ports: Vec<_> = self
+            .pairs
+            .iter()
+            .map(|(name, pair)| (*pair, name))
+            .collect();
+        ports.sort_unstable_by_key(|(pair, _)| *pair);
+        ports
+    }
+
     /// How many maps the pairs given out so far need.
     pub fn maps(&self) -> u32 {
         self.next.div_ceil(PAIRS_PER_MAP)

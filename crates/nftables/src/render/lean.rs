@@ -6,15 +6,19 @@
 //! takes them. Twice the rendering's CPU for a smaller peak: at 10,000
 //! services × 10 endpoints the port chains' statements are some 5 MiB
 //! that a cold start or a periodic full sync no longer holds beside the
-//! transaction it builds.
+//! transaction it builds. The shared endpoint maps are declared empty in
+//! the skeleton (without an entry in its elements) and their elements
+//! follow the chains, one piece per map, rendered only then: at 10,000 ×
+//! 10 they are 200,000 elements.
 
-use super::endpoint_slots::{EndpointSlots, Slots};
+use super::endpoint_slots::{EndpointSlots, PAIRS_PER_MAP, Slots, map_name};
 use super::ruleset::{ChainRules, pieces_of};
 use super::selected::{Selected, render_headers};
 use super::shared::SharedSets;
 use super::{RenderContext, service_port};
-use crate::TableContents;
-use model::Snapshot;
+use crate::{Table, TableContents};
+use model::{ServicePortName, Snapshot};
+use std::collections::BTreeMap;
 
 /// A lean rendering of every service of a snapshot.
 pub struct Lean<'a> {
@@ -25,7 +29,7 @@ pub struct Lean<'a> {
     port_chains: usize,
     snapshot: &'a Snapshot,
     ctx: &'a RenderContext,
-    slots: &'a EndpointSlots,
+    slots: Slots<'a>,
 }
 
 /// The first pass over every service of `snapshot`, each with its slots.
@@ -40,14 +44,17 @@ pub fn render_lean<'a>(
         port_chains,
         snapshot,
         ctx,
-        slots: slots.pairs,
+        slots,
     }
 }
 
 impl<'a> Lean<'a> {
     /// What [`super::Ruleset::into_pieces`] of the whole rendering gives:
     /// the skeleton, then one piece per chain in order, each port's
-    /// chains rendered again when its first piece is taken.
+    /// chains rendered again when its first piece is taken; but the
+    /// shared endpoint maps have no entry in the skeleton's elements, and
+    /// their elements come last, one piece (elements only) per map.
+    /// [`TableContents::from_pieces`] of them is the whole table.
     pub fn into_pieces(self) -> (TableContents, impl Iterator<Item = TableContents> + 'a) {
         let Lean {
             selected,
@@ -56,17 +63,56 @@ impl<'a> Lean<'a> {
             ctx,
             slots,
         } = self;
-        let (skeleton, table, mut chains) = selected.rendered.ruleset.into_skeleton();
+        let (mut skeleton, table, mut chains) = selected.rendered.ruleset.into_skeleton();
         chains.truncate(chains.len().saturating_sub(port_chains));
-        (
-            skeleton,
-            pieces_of(
-                table,
-                chains
-                    .into_iter()
-                    .chain(render_port_chains(snapshot, ctx, slots)),
-            ),
-        )
+        for n in 0..slots.maps {
+            skeleton.elements.remove(&map_name(n));
+        }
+        let maps = render_endpoint_maps(snapshot, ctx, slots, table.clone());
+        let chains = chains
+            .into_iter()
+            .chain(render_port_chains(snapshot, ctx, slots.pairs));
+        (skeleton, pieces_of(table, chains).chain(maps))
+    }
+}
+
+/// Each shared endpoint map's elements as a piece of `table`, map by
+/// map, each rendered as taken.
+fn render_endpoint_maps<'a>(
+    snapshot: &'a Snapshot,
+    ctx: &'a RenderContext,
+    slots: Slots<'a>,
+    table: Table,
+) -> impl Iterator<Item = TableContents> + 'a {
+    let mut ports = slots.pairs.ports_by_pair().into_iter().peekable();
+    (0..slots.maps).map(move |n| {
+        let mut shared = SharedSets::default();
+        while let Some((_, name)) = ports.next_if(|(pair, _)| pair / PAIRS_PER_MAP == n) {
+            render_slot_elements(snapshot, ctx, slots.pairs, name, &mut shared);
+        }
+        let elements = shared.endpoint_maps.remove(&n).unwrap_or_default();
+        TableContents {
+            table: table.clone(),
+            chains: Vec::new(),
+            rules: Vec::new(),
+            sets: Vec::new(),
+            elements: BTreeMap::from([(map_name(n), elements)]),
+        }
+    })
+}
+
+/// The endpoint maps' elements of port `name` of `snapshot`, into
+/// `shared`.
+fn render_slot_elements(
+    snapshot: &Snapshot,
+    ctx: &RenderContext,
+    slots: &EndpointSlots,
+    name: &ServicePortName,
+    shared: &mut SharedSets,
+) {
+    if let Some(svc) = snapshot.services.get(name) {
+        let endpoints = snapshot.endpoints_of(name);
+        service_port::render_slot_elements(ctx, svc, endpoints, slots, shared);
     }
 }
 

@@ -48,8 +48,8 @@ pub fn render_services(
 }
 
 /// [`render_services`] of every service, each port's chains kept as
-/// headers only (their rules dropped as soon as rendered): for
-/// [`super::lean`]. With the number of port chains (the last chains of
+/// headers only (their rules dropped as soon as rendered) and the shared
+/// endpoint maps empty: for [`super::lean`]. With the number of port chains (the last chains of
 /// the ruleset).
 pub(super) fn render_headers(
     snapshot: &Snapshot,
@@ -95,7 +95,6 @@ pub fn slots_in_order(snapshot: &Snapshot, ctx: &RenderContext) -> EndpointSlots
     allocate_slots(&mut slots, snapshot, ctx, Services::All);
     slots
 }
-
 
 /// What the rendered ports gave so far.
 struct Collected<'a> {
@@ -167,11 +166,16 @@ impl<'a> Collected<'a> {
         );
         self.no_local_endpoints += port.no_local_endpoints;
         match self.headers_only {
-            true => self.port_chains.extend(
-                port.chains
-                    .into_iter()
-                    .map(|c| super::ChainRules::new(c.chain)),
-            ),
+            true => {
+                self.port_chains.extend(
+                    port.chains
+                        .into_iter()
+                        .map(|c| super::ChainRules::new(c.chain)),
+                );
+                // the endpoint maps' elements come map by map in lean's
+                // pieces
+                self.shared.endpoint_maps.clear();
+            }
             false => self.port_chains.extend(port.chains),
         }
         self.affinity_sets.extend(port.affinity_sets);

@@ -107,29 +107,58 @@ pub fn render_service_port(
     slots: &EndpointSlots,
     shared: &mut SharedSets,
 ) -> PortOutput {
+    with_port(ctx, svc, endpoints, slots, |port| render_port(port, shared))
+}
+
+/// What `svc`'s balancing chains put into the shared endpoint maps of
+/// `shared` ([`render_service_port`] without the rest).
+pub fn render_slot_elements(
+    ctx: &RenderContext,
+    svc: &ServicePort,
+    endpoints: &[Endpoint],
+    slots: &EndpointSlots,
+    shared: &mut SharedSets,
+) {
+    with_port(ctx, svc, endpoints, slots, |port| {
+        balancing::render_slot_elements(port, shared)
+    })
+}
+
+/// `f` of `svc` planned with `endpoints` and named.
+fn with_port<R>(
+    ctx: &RenderContext,
+    svc: &ServicePort,
+    endpoints: &[Endpoint],
+    slots: &EndpointSlots,
+    f: impl FnOnce(&Port<'_>) -> R,
+) -> R {
     let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
     let plan = PortPlan::new(&ctx.sync, svc, &endpoints);
-    let port = Port {
+    f(&Port {
         ctx,
         plan: &plan,
         names: ServiceChains::new(&svc.name),
         comment: service_port_comment(&svc.name),
         slots,
-    };
-    cluster_ip::render_cluster_ip(&port, shared);
-    external_ip::render_external_ips(&port, shared);
-    let firewall = load_balancer::render_load_balancer(&port, shared);
-    node_port::render_node_port(&port, shared);
-    hairpin::render_hairpin(&port, shared);
-    let balancing = balancing::render_balancing(&port, shared);
+    })
+}
+
+/// Renders `port` traffic kind by traffic kind.
+fn render_port(port: &Port<'_>, shared: &mut SharedSets) -> PortOutput {
+    cluster_ip::render_cluster_ip(port, shared);
+    external_ip::render_external_ips(port, shared);
+    let firewall = load_balancer::render_load_balancer(port, shared);
+    node_port::render_node_port(port, shared);
+    hairpin::render_hairpin(port, shared);
+    let balancing = balancing::render_balancing(port, shared);
     let mut chains = balancing.endpoint_chains;
     chains.extend(balancing.service);
     chains.extend(balancing.local);
-    chains.extend(external_chain::render_external_chain(&port));
+    chains.extend(external_chain::render_external_chain(port));
     chains.extend(firewall);
     PortOutput {
         chains,
         affinity_sets: balancing.affinity_sets,
-        no_local_endpoints: plan.no_local_endpoints(),
+        no_local_endpoints: port.plan.no_local_endpoints(),
     }
 }
