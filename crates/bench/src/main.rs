@@ -287,6 +287,9 @@ enum Command {
         /// (each read back and diffed; the periodic resync).
         #[arg(long, default_value_t = 1)]
         full_syncs: usize,
+        /// Renders with `--nftables-shared-endpoint-maps`.
+        #[arg(long)]
+        shared_endpoint_maps: bool,
     },
     /// The real binary through the source crate's fake API server (v1.36's
     /// streaming lists), both in a fresh namespace: start → rules, and the
@@ -474,10 +477,15 @@ fn main() -> Result<()> {
             load,
             part_size,
             full_syncs,
+            shared_endpoint_maps,
         } => {
             interrupt::install()?;
-            let report =
-                nftables_memory::run_memory(&load.load(), part_size.max(1), full_syncs.max(1))?;
+            let options = nftables_memory::Options {
+                part_size: part_size.max(1),
+                full_syncs: full_syncs.max(1),
+                shared_endpoint_maps,
+            };
+            let report = nftables_memory::run_memory(&load.load(), options)?;
             print!("{report}")
         }
         Command::Api {

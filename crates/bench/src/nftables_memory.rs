@@ -23,15 +23,26 @@ use std::sync::Mutex;
 use std::time::Instant;
 use tracker::Tracker;
 
+/// How the benchmark syncs.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Anonymous sets per staging transaction of the cold start.
+    pub part_size: usize,
+    /// Full syncs that find nothing to change, after the changes.
+    pub full_syncs: usize,
+    /// `--nftables-shared-endpoint-maps`.
+    pub shared_endpoint_maps: bool,
+}
+
 /// Runs the benchmark and returns its report.
-pub fn run_memory(load: &Load, part_size: usize, full_syncs: usize) -> Result<String> {
+pub fn run_memory(load: &Load, options: Options) -> Result<String> {
     let mut out = String::new();
     let (tracker, snapshot) = load_tracker(load, &mut out)?;
-    stages(&snapshot, &mut out);
+    stages(&snapshot, options, &mut out);
     drop(snapshot);
     let ns = BenchNetns::labelled("nftmem")?;
     let load = load.clone();
-    let synced = ns.run(move || sync_in_namespace(tracker, &load, part_size, full_syncs))??;
+    let synced = ns.run(move || sync_in_namespace(tracker, &load, options))??;
     out.push_str(&synced);
     let _ = writeln!(
         out,
@@ -71,9 +82,11 @@ fn load_tracker(load: &Load, out: &mut String) -> Result<(Tracker, Snapshot)> {
     Ok((tracker, snapshot))
 }
 
-/// The render options the binary uses by default, with the load's pod CIDR.
-fn render_options() -> RenderOptions {
+/// The render options the binary uses by default, with the load's pod CIDR
+/// (and the shared endpoint maps if `options` says so).
+fn render_options(options: Options) -> RenderOptions {
     let mut opts = RenderOptions::default();
+    opts.shared_endpoint_maps = options.shared_endpoint_maps;
     if let Ok(cidr) = generate::POD_CIDR.parse() {
         opts.common.local_detection = plan::Options::with_cluster_cidr(cidr).local_detection;
     }
@@ -82,8 +95,8 @@ fn render_options() -> RenderOptions {
 
 /// Each stage of a cold start kept alive beside the next, with the live
 /// heap it holds (no kernel).
-fn stages(snapshot: &Snapshot, out: &mut String) {
-    let opts = render_options();
+fn stages(snapshot: &Snapshot, options: Options, out: &mut String) {
+    let opts = render_options(options);
     let ctx = RenderContext::new(snapshot, &opts, &NodeFacts::default());
     let (start, base) = (Instant::now(), live_bytes());
     let slots = match opts.shared_endpoint_maps {
@@ -137,8 +150,7 @@ type Step = (&'static str, Option<(usize, usize)>, bool);
 fn sync_in_namespace(
     mut tracker: Tracker,
     load: &Load,
-    part_size: usize,
-    full_syncs: usize,
+    options: Options,
 ) -> Result<String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -146,8 +158,8 @@ fn sync_in_namespace(
     runtime.block_on(async move {
         let mut out = String::new();
         let options = ProxierOptions {
-            render: render_options(),
-            max_anonymous_sets_per_transaction: Some(part_size),
+            render: render_options(options),
+            max_anonymous_sets_per_transaction: Some(options.part_size),
         };
         let mut proxier = NftablesProxier::new(options).context("nf_tables socket")?;
         // (what, the service changed and its endpoint count, full)
@@ -156,7 +168,7 @@ fn sync_in_namespace(
             ("one endpoint added (partial)", Some((0, load.endpoints + 1)), false),
             ("one service added (partial)", Some((load.services, load.endpoints)), false),
         ];
-        steps.extend((0..full_syncs).map(|_| -> Step {
+        steps.extend((0..options.full_syncs).map(|_| -> Step {
             ("full sync, nothing changed (read back + diff)", None, true)
         }));
         for (what, change, full) in steps {
