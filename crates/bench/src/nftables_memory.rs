@@ -157,11 +157,11 @@ fn sync_in_namespace(
         .build()?;
     runtime.block_on(async move {
         let mut out = String::new();
-        let options = ProxierOptions {
+        let proxier_options = ProxierOptions {
             render: render_options(options),
             max_anonymous_sets_per_transaction: Some(options.part_size),
         };
-        let mut proxier = NftablesProxier::new(options).context("nf_tables socket")?;
+        let mut proxier = NftablesProxier::new(proxier_options).context("nf_tables socket")?;
         // (what, the service changed and its endpoint count, full)
         let mut steps: Vec<Step> = vec![
             ("cold start (full sync, no table)", None, true),
