@@ -30,7 +30,7 @@ use std::collections::HashSet;
 
 /// Rules and elements in one staging part at most (a part holding more in
 /// one group, a chain's rule with its anonymous set, is not cut).
-pub(crate) const MAX_PART_OBJECTS: usize = 20_000;
+pub(crate) const MAX_PART_OBJECTS: usize = 8_000;
 
 /// Creates the table made of `fixed` (the table, every chain without
 /// rules, the named sets with their elements but for the streamed ones)
