@@ -53,6 +53,7 @@
 
 mod backend;
 mod blocks;
+mod carried;
 mod chain_table;
 mod chains;
 mod cleanup;
@@ -249,6 +250,7 @@ impl Iptables {
         rendering: &R,
     ) -> Result<(Applied, Hashed), Error> {
         let mut hashed = hash_rendering(rendering);
+        hashed.check_carried()?;
         let saved = self.read_saved(self.keep_before(), Some(&mut hashed.tables)).await?;
         mark_written(&mut hashed.tables);
         let inputs = plan_tables(&hashed, &saved);
