@@ -2,8 +2,10 @@
 # compare-api.sh ours|upstream LABEL — one run of a proxy (iptables mode, legacy backend, default flags) against the
 # shared control plane (../shared/tools/control-plane, loaded with `kprs-bench api-load`), in a fresh network namespace
 # with IPv6 enabled (dual-stack), timed from its own /metrics only:
-#   start -> rules   the IPv4 family's first sync_proxy_rules_last_timestamp_seconds after the start (both label it)
-#   change -> rules  `kprs-bench api-change` (prints the change's time), then the first last_timestamp after it
+#   start -> rules   the IPv4 family's first sync_proxy_rules_last_timestamp_seconds after the start (both label it),
+#                    with that first sync's own sync_proxy_rules_duration_seconds
+#   change -> rules  `kprs-bench api-change` (prints the change's time), then the first last_timestamp after it,
+#                    with the IPv4 sync durations added meanwhile
 #   sync durations   sync_proxy_rules_duration_seconds sum/count; network_programming_duration_seconds sum/count
 #   failures         sync_proxy_rules_iptables_restore_failures_total, and the log's failed syncs
 #   peak RSS         VmHWM of the proxy at the end
@@ -44,8 +46,10 @@ for _ in $(seq 1 1200); do
   sleep 0.25
 done
 start_to_rules=$(echo "$first - $t0" | bc -l)
+first_sync=$(value kubeproxy_sync_proxy_rules_duration_seconds_sum)   # the IPv4 family's first sync alone
 sleep "${SETTLE:-20}"
 before=$(value kubeproxy_sync_proxy_rules_last_timestamp_seconds)
+d_before=$(value kubeproxy_sync_proxy_rules_duration_seconds_sum); n_before=$(value kubeproxy_sync_proxy_rules_duration_seconds_count)
 families=$(per_family kubeproxy_sync_proxy_rules_last_timestamp_seconds | tr '\n' ' ')
 change=$("$BENCH" api-change --kubeconfig "$KC")
 at=$(echo "$change" | sed -n 's/.* at \([0-9.]*\) .*/\1/p')
@@ -56,6 +60,8 @@ for _ in $(seq 1 600); do
   sleep 0.05
 done
 change_to_rules=$(echo "$applied - $at" | bc -l)
+d_after=$(value kubeproxy_sync_proxy_rules_duration_seconds_sum); n_after=$(value kubeproxy_sync_proxy_rules_duration_seconds_count)
+change_sync=$(echo "$d_after - $d_before" | bc -l); change_syncs=$(echo "$n_after - $n_before" | bc -l)
 sleep 3
 pid=$(for p in $(ip netns pids "$NS"); do case $(cat /proc/$p/comm 2>/dev/null) in kube-proxy*) echo "$p";; esac; done | head -1)
 hwm=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$pid/status" 2>/dev/null)
@@ -63,8 +69,8 @@ m=$(metrics)
 sum() { echo "$m" | awk -v m="$1" 'index($1, m) == 1 { v += $2 } END { printf "%.3f", v + 0 }'; }
 fails=$(sum kubeproxy_sync_proxy_rules_iptables_restore_failures_total)
 logged=$(grep -ciE "sync failed|Failed to execute iptables-restore|Sync failed|xtables.lock" "$LOG")
-printf '%s run %s: start->rules %.2f s | change->rules %.3f s | sync duration sum/count %s/%s | netprog sum/count %s/%s | restore failures %s, failed syncs logged %s | peak RSS %s MiB | last per family: %s| %s\n' \
-  "$WHO" "$LABEL" "$start_to_rules" "$change_to_rules" \
+printf '%s run %s: start->rules %.2f s (IPv4 first sync %.2f s) | change->rules %.3f s (IPv4 sync %.3f s over %s syncs) | sync duration sum/count %s/%s | netprog sum/count %s/%s | restore failures %s, failed syncs logged %s | peak RSS %s MiB | last per family: %s| %s\n' \
+  "$WHO" "$LABEL" "$start_to_rules" "$first_sync" "$change_to_rules" "$change_sync" "${change_syncs%.*}" \
   "$(sum kubeproxy_sync_proxy_rules_duration_seconds_sum)" "$(sum kubeproxy_sync_proxy_rules_duration_seconds_count)" \
   "$(sum kubeproxy_network_programming_duration_seconds_sum)" "$(sum kubeproxy_network_programming_duration_seconds_count)" \
   "$fails" "$logged" "$hwm" "$families" "$change"

@@ -2,10 +2,14 @@
 //! (backend detected, nfacct counters, `route_localnet`), then per sync the
 //! node's addresses read (host layer), the snapshot rendered (pure,
 //! streamed) and applied with `iptables-restore` in full or partially, as
-//! the runner's full-sync policy decided; the report is mode-neutral.
+//! the runner's full-sync policy decided; the report is mode-neutral. A
+//! partial sync renders only the services the change set names (when the
+//! settings and the node are as the last sync's): the others' chains are
+//! carried over as that sync left them, as upstream's partial sync leaves
+//! unchanged services' chains out of its restore.
 
 use xtables::apply::{BackendChoice, Iptables, KernelFacts, Synced, Syncer, apply_cleanup_all, apply_cleanup_family, apply_kernel_setup, detect_backend};
-use crate::render::RenderOptions;
+use crate::render::{RenderContext, RenderOptions};
 use xtables::{Error, Table};
 use model::{ChangeSet, IpFamily, Snapshot};
 use proxier::{Cleaned, Cleanup, Failure, LocalFuture, Mode, SyncError, SyncReport, TableRules};
@@ -32,6 +36,10 @@ const REPORTED_TABLES: [Table; 2] = [Table::Filter, Table::Nat];
 pub struct IptablesProxier {
     syncer: Syncer,
     opts: RenderOptions,
+    /// The settings of the last successful sync, which rendered every
+    /// service it did not carry over: unchanged services can be carried
+    /// over while they stay equal. `None` after a failure.
+    last_ctx: Option<RenderContext>,
 }
 
 impl IptablesProxier {
@@ -47,7 +55,7 @@ impl IptablesProxier {
             conntrack_tcp_be_liberal: facts.conntrack_tcp_be_liberal,
             ..options.render
         };
-        Ok(Self { syncer: Syncer::new(Iptables::new(backend, family)), opts })
+        Ok(Self { syncer: Syncer::new(Iptables::new(backend, family)), opts, last_ctx: None })
     }
 
     /// The kernel set-up iptables mode needs (also `--init-only`'s):
@@ -57,12 +65,18 @@ impl IptablesProxier {
         apply_kernel_setup(route_localnet).await
     }
 
-    async fn sync_snapshot(&mut self, snapshot: &Snapshot, full: bool) -> Result<SyncReport, SyncError> {
+    async fn sync_snapshot(&mut self, snapshot: &Snapshot, changes: &ChangeSet, full: bool) -> Result<SyncReport, SyncError> {
+        // Whatever fails below, this snapshot's changes are not all applied.
+        let last_ctx = self.last_ctx.take();
         self.opts.local_addresses = host::read_local_addresses().await.map_err(|e| SyncError::new(Failure::Other, e))?;
         let started = Instant::now();
+        let ctx = RenderContext::new(snapshot, &self.opts);
+        let partial = !full && !self.syncer.needs_full_sync();
+        let carry = partial && !changes.node_changed && last_ctx.is_some_and(|last| last == ctx);
         // Rendered piece by piece while applied: never every rule at once.
-        let rendering = crate::render::stream(snapshot, &self.opts);
+        let rendering = crate::render::stream_with(snapshot, ctx, carry.then_some(&changes.services));
         let synced = self.syncer.sync(&rendering, full).await.map_err(|e| self.restore_failure(e))?;
+        self.last_ctx = Some(rendering.into_context());
         Ok(report(&synced, started.elapsed().saturating_sub(synced.render)))
     }
 
@@ -87,10 +101,10 @@ impl proxier::Proxier for IptablesProxier {
     fn sync<'a>(
         &'a mut self,
         snapshot: &'a Snapshot,
-        _changes: &'a ChangeSet,
+        changes: &'a ChangeSet,
         full: bool,
     ) -> LocalFuture<'a, Result<SyncReport, SyncError>> {
-        Box::pin(self.sync_snapshot(snapshot, full))
+        Box::pin(self.sync_snapshot(snapshot, changes, full))
     }
 }
 

@@ -32,11 +32,13 @@ mod static_chains;
 pub use xtables::rules::consistency_problems;
 pub use xtables::FamilyText;
 pub use context::RenderContext;
-pub use service_port::{ServicePortRules, render_service_port};
+pub use service_port::{ServicePortRules, render_service_port, render_service_port_entries};
 
 use xtables::{Piece, Rendering};
 use xtables::{BuiltinJump, Ruleset, TableRules};
 use std::borrow::Cow;
+use std::collections::BTreeSet;
+use model::ServiceName;
 pub use plan::NoLocalEndpoints;
 use plan::Options;
 use std::net::IpAddr;
@@ -102,7 +104,16 @@ pub fn render(snapshot: &model::Snapshot, opts: &RenderOptions) -> Rendered {
 /// chains, one piece per service port in name order, then the rules
 /// that end the shared chains. Rendered again on every walk.
 pub fn stream<'a>(snapshot: &'a model::Snapshot, opts: &RenderOptions) -> Streamed<'a> {
-    Streamed { snapshot, ctx: RenderContext::new(snapshot, opts) }
+    stream_with(snapshot, RenderContext::new(snapshot, opts), None)
+}
+
+/// The rendering of `snapshot` in `ctx`, as [`stream`]; with `changed`,
+/// for a partial sync: the ports of services not in `changed` are carried
+/// pieces (their rules in the shared chains only, their own chains left as
+/// the last sync wrote them), which is right only when that sync rendered
+/// them in an equal `ctx` and nothing else changed them since.
+pub fn stream_with<'a>(snapshot: &'a model::Snapshot, ctx: RenderContext, changed: Option<&'a BTreeSet<ServiceName>>) -> Streamed<'a> {
+    Streamed { snapshot, ctx, changed }
 }
 
 /// A snapshot rendered on demand, piece by piece (see [`stream`]).
@@ -110,17 +121,35 @@ pub fn stream<'a>(snapshot: &'a model::Snapshot, opts: &RenderOptions) -> Stream
 pub struct Streamed<'a> {
     snapshot: &'a model::Snapshot,
     ctx: RenderContext,
+    /// Only these services' ports are rendered whole (see [`stream_with`]).
+    changed: Option<&'a BTreeSet<ServiceName>>,
+}
+
+impl Streamed<'_> {
+    /// The settings it renders with.
+    pub fn context(&self) -> &RenderContext {
+        &self.ctx
+    }
+
+    /// Gives up the settings it renders with.
+    pub fn into_context(self) -> RenderContext {
+        self.ctx
+    }
 }
 
 impl Rendering for Streamed<'_> {
     fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + Send + '_> {
         let ctx = &self.ctx;
-        let shared = Piece { rules: Cow::Owned(static_chains::render_static(ctx)), open: true, no_local_endpoints: NoLocalEndpoints::default() };
+        let shared = Piece::new(Cow::Owned(static_chains::render_static(ctx)), true);
         let family = ctx.sync.family;
-        let ports = self.snapshot.services.iter().filter(move |(_, svc)| family.contains(svc.cluster_ip)).map(|(name, svc)| {
-            port_piece(render_service_port(ctx, svc, self.snapshot.endpoints_of(name)))
+        let changed = self.changed;
+        let ports = self.snapshot.services.iter().filter(move |(_, svc)| family.contains(svc.cluster_ip)).map(move |(name, svc)| {
+            let endpoints = self.snapshot.endpoints_of(name);
+            let carried = changed.is_some_and(|changed| !changed.contains(&name.service));
+            let rules = if carried { render_service_port_entries(ctx, svc, endpoints) } else { render_service_port(ctx, svc, endpoints) };
+            Piece { key: Some(name.clone()), carried, ..port_piece(rules) }
         });
-        let tail = Piece { rules: Cow::Owned(static_chains::render_tail(ctx)), open: false, no_local_endpoints: NoLocalEndpoints::default() };
+        let tail = Piece::new(Cow::Owned(static_chains::render_tail(ctx)), false);
         Box::new(std::iter::once(shared).chain(ports).chain(std::iter::once(tail)))
     }
 
@@ -136,7 +165,7 @@ fn port_piece(port: ServicePortRules) -> Piece<'static> {
     let mut nat = TableRules { chains: port.nat_chains, rules: port.nat_entries };
     nat.rules.extend(port.nat_rules);
     let rules = Ruleset { filter: TableRules { chains: Vec::new(), rules: port.filter }, nat, ..Ruleset::default() };
-    Piece { rules: Cow::Owned(rules), open: false, no_local_endpoints }
+    Piece { no_local_endpoints, ..Piece::new(Cow::Owned(rules), false) }
 }
 
 /// Moves the chains and rules of `piece` to the end of `out`, table by table.

@@ -8,7 +8,7 @@
 //! One sync of [`Iptables::apply_ruleset`] never holds every rule at once
 //! (10k services are 320k rules, 32 MiB of restore input):
 //! 1. a first walk of the rendering hashes every chain ([`hashed`],
-//!    [`chain_table`]: names and 64-bit hashes, ~40 bytes a chain) and
+//!    [`chain_table`]: names, 64-bit hashes and rule counts, ~48 bytes a chain) and
 //!    keeps the small tables (filter, mangle) whole;
 //! 2. `iptables-save` (every table, one process), read line by line
 //!    ([`saved`]), tells which chains of ours exist with exactly the
@@ -45,7 +45,9 @@
 //! [`Syncer`] adds partial syncs on top: only the chains whose rules
 //! changed since the last sync (hashes kept between syncs, [`chains`]),
 //! without `iptables-save` and without a second walk (the one walk keeps
-//! the changed chains' rules).
+//! the changed chains' rules); the service ports that did not change come
+//! as carried pieces, not rendered, their chains taken over from the last
+//! sync ([`carried`]).
 //!
 //! Everything runs the tools as child processes of the calling thread
 //! (`tokio::process`), and the netlink and sysctl calls act on it too, so
@@ -53,6 +55,7 @@
 
 mod backend;
 mod blocks;
+mod carried;
 mod chain_table;
 mod chains;
 mod cleanup;
@@ -249,6 +252,7 @@ impl Iptables {
         rendering: &R,
     ) -> Result<(Applied, Hashed), Error> {
         let mut hashed = hash_rendering(rendering);
+        hashed.check_carried()?;
         let saved = self.read_saved(self.keep_before(), Some(&mut hashed.tables)).await?;
         mark_written(&mut hashed.tables);
         let inputs = plan_tables(&hashed, &saved);

@@ -17,6 +17,14 @@ pub enum Error {
     /// back as they were (see [`RestoreFailure::rollback`]).
     #[error("{0}")]
     Restore(Box<RestoreFailure>),
+    /// A rendering carried a service port's chains over from a last sync
+    /// that did not render that port (or into a full sync): nothing was
+    /// written.
+    #[error("the rendering carried the chains of {service_port} over from a sync that did not write them")]
+    UnknownCarried {
+        /// The service port (`ns/name:port`).
+        service_port: String,
+    },
     /// `--iptables-backend` had a value other than `auto`, `legacy`, `nft`.
     #[error("invalid iptables backend {value:?}: want auto, legacy or nft")]
     UnknownBackend {

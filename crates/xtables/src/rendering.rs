@@ -6,6 +6,7 @@
 //! writes the chains that must change in a second one. Rendering is
 //! deterministic, so both walks see the same rules.
 
+use model::ServicePortName;
 use plan::NoLocalEndpoints;
 use crate::{BuiltinJump, Ruleset, Table};
 use std::borrow::Cow;
@@ -32,6 +33,22 @@ pub struct Piece<'a> {
     pub open: bool,
     /// Services of this piece lacking the local endpoints their policy needs.
     pub no_local_endpoints: NoLocalEndpoints,
+    /// The service port a closed piece renders: the chains it declares
+    /// belong to it, and a later partial sync can carry them over.
+    pub key: Option<ServicePortName>,
+    /// A partial sync's piece of a service port that did not change since
+    /// the last sync: the chains of `key` keep the rules that sync gave
+    /// them, and `rules` holds only the port's rules in open chains (it
+    /// declares no chains). The applier refuses it when the last sync did
+    /// not render `key`, and in a full sync.
+    pub carried: bool,
+}
+
+impl Piece<'_> {
+    /// A piece of `rules` without key.
+    pub fn new(rules: Cow<'_, Ruleset>, open: bool) -> Piece<'_> {
+        Piece { rules, open, no_local_endpoints: NoLocalEndpoints::default(), key: None, carried: false }
+    }
 }
 
 /// Rule and chain counts of one rendering, per table, with the figures
@@ -57,6 +74,13 @@ impl RuleCounts {
         self.chains[slot(table)]
     }
 
+    /// Adds `chains` chains holding `rules` rules of `table` (a carried
+    /// piece's, which its rules do not show).
+    pub(crate) fn add_carried(&mut self, table: Table, chains: usize, rules: usize) {
+        self.rules[slot(table)] += rules;
+        self.chains[slot(table)] += chains;
+    }
+
     /// Adds the rules and chains of `piece`.
     pub fn add(&mut self, piece: &Piece) {
         for (table, rules) in piece.rules.tables() {
@@ -78,8 +102,7 @@ fn slot(table: Table) -> usize {
 
 impl Rendering for Ruleset {
     fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + Send + '_> {
-        let piece = Piece { rules: Cow::Borrowed(self), open: false, no_local_endpoints: NoLocalEndpoints::default() };
-        Box::new(std::iter::once(piece))
+        Box::new(std::iter::once(Piece::new(Cow::Borrowed(self), false)))
     }
 
     fn builtin_jumps(&self) -> Cow<'_, [BuiltinJump]> {
@@ -104,7 +127,20 @@ pub(crate) mod tests {
 
     /// A rendering in pieces, as a streaming renderer hands them out: a
     /// first open piece with the shared chains, then one piece per service.
-    pub(crate) struct Pieces(Vec<(Ruleset, bool)>);
+    pub(crate) struct Pieces(Vec<TestPiece>);
+
+    /// One piece of [`Pieces`].
+    struct TestPiece {
+        rules: Ruleset,
+        open: bool,
+        key: Option<ServicePortName>,
+        carried: bool,
+    }
+
+    /// The key of service `name`'s port (namespace `ns`, port `p`).
+    pub(crate) fn key(name: &str) -> ServicePortName {
+        ServicePortName::new("ns", name, "p", model::Protocol::Tcp)
+    }
 
     fn table(chains: &[&str], rules: &[&str]) -> TableRules {
         TableRules { chains: chains.iter().map(|c| c.to_string()).collect(), rules: rules.iter().map(|r| rule(r)).collect() }
@@ -141,14 +177,20 @@ pub(crate) mod tests {
             filter: table(&[], &["KUBE-SERVICES -d 10.0.0.9/32 -p tcp -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable"]),
             ..Ruleset::default()
         };
-        Pieces(vec![(shared, true), (service("A", 1), false), (service("B", 2), false), (dead, false)])
+        let piece = |rules: Ruleset, open: bool, key: Option<&str>| TestPiece { rules, open, key: key.map(self::key), carried: false };
+        Pieces(vec![
+            piece(shared, true, None),
+            piece(service("A", 1), false, Some("a")),
+            piece(service("B", 2), false, Some("b")),
+            piece(dead, false, Some("dead")),
+        ])
     }
 
     impl Pieces {
         /// The same rules collected in one ruleset.
         pub(crate) fn collected(&self) -> Ruleset {
             let mut out = Ruleset::default();
-            for (piece, _) in &self.0 {
+            for piece in self.0.iter().map(|p| &p.rules) {
                 for (into, from) in [(&mut out.filter, &piece.filter), (&mut out.mangle, &piece.mangle), (&mut out.nat, &piece.nat)] {
                     into.chains.extend(from.chains.iter().cloned());
                     into.rules.extend(from.rules.iter().cloned());
@@ -157,19 +199,55 @@ pub(crate) mod tests {
             }
             out
         }
+
+        /// The same rendering as a partial sync's renderer hands it out
+        /// when only the services `changed` changed: every other keyed
+        /// piece carried (its own chains and their rules left out).
+        pub(crate) fn carrying(&self, changed: &[&str]) -> Pieces {
+            let pieces = self.0.iter().map(|p| {
+                let carried = p.key.as_ref().is_some_and(|k| !changed.contains(&k.service.name.as_str()));
+                let mut rules = p.rules.clone();
+                if carried {
+                    for table in [&mut rules.filter, &mut rules.mangle, &mut rules.nat] {
+                        let own = std::mem::take(&mut table.chains);
+                        table.rules.retain(|r| !own.iter().any(|c| c == r.chain()));
+                    }
+                }
+                TestPiece { rules, open: p.open, key: p.key.clone(), carried }
+            });
+            Pieces(pieces.collect())
+        }
+
+        /// Declares `chain` in the nat table of service `name`'s piece.
+        pub(crate) fn declare_in(&mut self, name: &str, chain: &str) {
+            for p in self.0.iter_mut().filter(|p| p.key == Some(key(name))) {
+                p.rules.nat.chains.push(chain.to_string());
+            }
+        }
+
+        /// Without service `name`'s piece.
+        pub(crate) fn remove(&mut self, name: &str) {
+            self.0.retain(|p| p.key != Some(key(name)));
+        }
+
+        /// With `edit` applied to every piece's nat rules.
+        pub(crate) fn edited(&self, edit: impl Fn(&mut Vec<crate::Rule>)) -> Pieces {
+            let pieces = self.0.iter().map(|p| {
+                let mut rules = p.rules.clone();
+                edit(&mut rules.nat.rules);
+                TestPiece { rules, open: p.open, key: p.key.clone(), carried: p.carried }
+            });
+            Pieces(pieces.collect())
+        }
     }
 
     impl Rendering for Pieces {
         fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + Send + '_> {
-            Box::new(self.0.iter().map(|(rules, open)| Piece {
-                rules: Cow::Borrowed(rules),
-                open: *open,
-                no_local_endpoints: NoLocalEndpoints::default(),
-            }))
+            Box::new(self.0.iter().map(|p| Piece { key: p.key.clone(), carried: p.carried, ..Piece::new(Cow::Borrowed(&p.rules), p.open) }))
         }
 
         fn builtin_jumps(&self) -> Cow<'_, [BuiltinJump]> {
-            Cow::Owned(self.0.iter().flat_map(|(r, _)| r.builtin_jumps.iter().cloned()).collect())
+            Cow::Owned(self.0.iter().flat_map(|p| p.rules.builtin_jumps.iter().cloned()).collect())
         }
     }
 

@@ -5,6 +5,7 @@
 use crate::chain_name::{ServiceChains, endpoint_chain};
 use model::{Endpoint, ServicePortName};
 use plan::{PortPlan, Refusal};
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 /// What the filter table does with traffic that has no endpoint to go to.
@@ -25,8 +26,9 @@ pub(crate) struct NamedPlan<'a> {
     pub name: String,
     pub proto: &'static str,
     pub chains: ServiceChains,
-    /// `KUBE-SEP-<hash>` of each reachable endpoint, by address in memory.
-    sep_chains: HashMap<*const Endpoint, String>,
+    /// `KUBE-SEP-<hash>` of each reachable endpoint, by address in memory
+    /// (hashed when first asked for: a carried port's entries need none).
+    sep_chains: OnceCell<HashMap<*const Endpoint, String>>,
     pub internal_verdict: Option<Verdict>,
     pub external_verdict: Option<Verdict>,
 }
@@ -41,7 +43,7 @@ impl<'a> NamedPlan<'a> {
             external_verdict: port.external_refusal.map(|r| verdict(&name, r)),
             proto: svc.name.protocol.as_lower(),
             chains: ServiceChains::new(&svc.name),
-            sep_chains: sep_chains(&svc.name, &port.reachable),
+            sep_chains: OnceCell::new(),
             name,
             port,
         }
@@ -49,7 +51,8 @@ impl<'a> NamedPlan<'a> {
 
     /// The `KUBE-SEP` chain of `ep`, one of this port's reachable endpoints.
     pub(crate) fn sep_chain(&self, ep: &Endpoint) -> &str {
-        self.sep_chains.get(&std::ptr::from_ref(ep)).map_or("", String::as_str)
+        let chains = self.sep_chains.get_or_init(|| sep_chains(&self.port.svc.name, &self.port.reachable));
+        chains.get(&std::ptr::from_ref(ep)).map_or("", String::as_str)
     }
 
     /// Where ClusterIP traffic goes: `KUBE-SVL` for internalTrafficPolicy

@@ -50,6 +50,17 @@ pub fn render_service_port(ctx: &RenderContext, svc: &ServicePort, endpoints: &[
     out
 }
 
+/// The rules of `svc` in the shared chains only (`filter` and
+/// `nat_entries`; no chain of its own declared): a port a partial sync
+/// carries over unchanged.
+pub fn render_service_port_entries(ctx: &RenderContext, svc: &ServicePort, endpoints: &[Endpoint]) -> ServicePortRules {
+    let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
+    let plan = NamedPlan::new(PortPlan::new(&ctx.sync, svc, &endpoints));
+    let mut out = ServicePortRules { no_local_endpoints: plan.port.no_local_endpoints(), ..ServicePortRules::default() };
+    render_entries(ctx, &plan, &mut out);
+    out
+}
+
 /// Rules in the shared chains that lead to (or stand in for) the port.
 fn render_entries(ctx: &RenderContext, plan: &NamedPlan, out: &mut ServicePortRules) {
     cluster_ip::render_entry(ctx, plan, out);

@@ -1,6 +1,6 @@
 //! The chains of ours in one table, each with a 64-bit hash of its rules
 //! (in order) and a few flags: what a sync keeps between syncs and fills
-//! while it renders, compact enough for 110k chains (about 40 bytes a
+//! while it renders, compact enough for 110k chains (about 48 bytes a
 //! chain: the names in one arena, fixed-size entries, an index of `u32`s).
 //! Pure.
 //!
@@ -51,6 +51,8 @@ struct Entry {
     start: u32,
     len: u16,
     flags: u8,
+    /// Rules of the chain (as rendered).
+    rules: u32,
     hash: u64,
 }
 
@@ -88,7 +90,7 @@ impl ChainTable {
         let start = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
         self.names.push_str(name);
         let len = u16::try_from(name.len()).unwrap_or(u16::MAX);
-        self.entries.push(Entry { start, len, flags: 0, hash: 0 });
+        self.entries.push(Entry { start, len, flags: 0, rules: 0, hash: 0 });
         let (names, entries) = (&self.names, &self.entries);
         self.index.insert_unique(name_key(name), at, |&i| name_key(name_of(names, entries, i)));
         at
@@ -108,6 +110,18 @@ impl ChainTable {
     pub(crate) fn set_hash(&mut self, i: u32, hash: u64) {
         if let Some(entry) = self.entries.get_mut(i as usize) {
             entry.hash = hash;
+        }
+    }
+
+    /// The number of rules of chain `i`, as set by [`Self::set_rules`].
+    pub(crate) fn rules(&self, i: u32) -> u32 {
+        self.entries.get(i as usize).map_or(0, |e| e.rules)
+    }
+
+    /// Sets the number of rules of chain `i`.
+    pub(crate) fn set_rules(&mut self, i: u32, rules: u32) {
+        if let Some(entry) = self.entries.get_mut(i as usize) {
+            entry.rules = rules;
         }
     }
 

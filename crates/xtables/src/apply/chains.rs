@@ -1,7 +1,7 @@
 //! What a partial sync writes, found by comparing chain contents: every
 //! chain of a rendered table gets a 64-bit hash of its rules (in order),
 //! the hashes of the last successful sync are kept in memory
-//! ([`AppliedChains`], about 40 bytes per chain, never the rules), and a
+//! ([`AppliedChains`], about 50 bytes per chain, never the rules), and a
 //! partial sync rewrites exactly the chains whose hash differs or that are
 //! new, and deletes the chains the last sync wrote that are not rendered
 //! any more ([`diff_chains`]). Pure: no kernel, no I/O.
@@ -10,23 +10,31 @@
 //! also catches changes no service made: a node address, large-cluster
 //! mode dropping every endpoint comment, an option.
 
+use super::carried::PieceChains;
 use super::chain_table::{ChainTable, WRITE};
 use crate::Table;
 use std::collections::BTreeMap;
 
 /// The chains of ours one sync left in the kernel, per table: name and
-/// hash of its rules.
+/// hash of its rules, and which service port's piece declared them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AppliedChains {
     tables: BTreeMap<Table, ChainTable>,
+    pieces: PieceChains,
 }
 
 impl AppliedChains {
-    /// The chains of `tables` (as a sync's first walk hashed them), as the
-    /// sync leaves them.
-    pub(crate) fn of(mut tables: BTreeMap<Table, ChainTable>) -> Self {
+    /// The chains of `tables` (as a sync's first walk hashed them) and the
+    /// pieces that declared them, as the sync leaves them.
+    pub(crate) fn of(mut tables: BTreeMap<Table, ChainTable>, mut pieces: PieceChains) -> Self {
         tables.values_mut().for_each(ChainTable::clear_flags);
-        Self { tables }
+        pieces.shrink_to_fit();
+        Self { tables, pieces }
+    }
+
+    /// Which service port's piece declared which chains.
+    pub(crate) fn pieces(&self) -> &PieceChains {
+        &self.pieces
     }
 
     /// The chains of `table` the last sync left.
@@ -73,7 +81,7 @@ mod tests {
     }
 
     fn applied(ruleset: &Ruleset) -> AppliedChains {
-        AppliedChains::of(hash_rendering(ruleset).tables)
+        AppliedChains::of(hash_rendering(ruleset).tables, PieceChains::default())
     }
 
     /// Chains written (table and name) and chains deleted per table.
@@ -156,6 +164,6 @@ mod tests {
         let mut tables = hash_rendering(&now).tables;
         let deleted = diff_chains(&last, &mut tables);
         assert_eq!(deleted[&Table::Nat], vec!["KUBE-SEP-B1", "KUBE-SVC-B"]);
-        assert_eq!(AppliedChains::of(tables), applied(&now));
+        assert_eq!(AppliedChains::of(tables, PieceChains::default()), applied(&now));
     }
 }

@@ -6,12 +6,16 @@
 //! ([`hash_rendering_since`]): its one walk also keeps the nat rules of the
 //! service chains that changed since the last sync (a few); only when a
 //! shared chain changed (a service added or removed) does the restore walk
-//! again. Pure.
+//! again. A partial sync's carried pieces (service ports that did not
+//! change, not rendered) take their chains over from the last sync
+//! ([`super::carried`]). Pure.
 
+use super::carried::{PieceChains, carry_over};
 use super::chain_table::{ChainTable, ContentHasher, OPEN, WRITE, content_hasher, hash_rule};
 use super::chains::AppliedChains;
-use crate::rendering::{Rendering, RuleCounts};
-use crate::{BuiltinJump, Table, TableRules};
+use crate::rendering::{Piece, Rendering, RuleCounts};
+use crate::{BuiltinJump, Error, Table, TableRules};
+use model::ServicePortName;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -30,6 +34,11 @@ pub(crate) struct Hashed {
     pub(crate) counts: RuleCounts,
     /// The jumps from the built-in chains.
     pub(crate) jumps: Vec<BuiltinJump>,
+    /// The chains each service port's piece declared (or carried over).
+    pub(crate) pieces: PieceChains,
+    /// A carried piece whose chains the last sync does not know (or any
+    /// carried piece, in a full sync): the walk is no base for a sync.
+    pub(crate) unknown_carried: Option<ServicePortName>,
     /// How long the walk took (render and hash).
     pub(crate) took: Duration,
 }
@@ -38,6 +47,16 @@ impl Hashed {
     /// The chains of `table`.
     pub(crate) fn table(&self, table: Table) -> Option<&ChainTable> {
         self.tables.get(&table)
+    }
+
+    /// An error when a carried piece could not be carried over: the
+    /// renderer's idea of the last sync is not the applier's (nothing is
+    /// written; the caller's next sync should render everything).
+    pub(crate) fn check_carried(&self) -> Result<(), Error> {
+        match &self.unknown_carried {
+            None => Ok(()),
+            Some(key) => Err(Error::UnknownCarried { service_port: key.to_string() }),
+        }
     }
 
     /// After the diff flagged [`WRITE`] the chains to write: in each table
@@ -85,6 +104,7 @@ fn walk<R: Rendering + ?Sized>(rendering: &R, last: Option<&AppliedChains>) -> H
     let empty = ChainTable::default();
     for piece in rendering.pieces() {
         out.counts.add(&piece);
+        let before = lengths(&out.tables);
         for (table, rules) in piece.rules.tables() {
             let chains = out.tables.entry(table).or_default();
             let open = pending.entry(table).or_default();
@@ -98,6 +118,7 @@ fn walk<R: Rendering + ?Sized>(rendering: &R, last: Option<&AppliedChains>) -> H
                 keep_changed(out.kept.entry(table).or_default(), chains, open, rules, was);
             }
         }
+        own_chains(&mut out, &piece, before, last);
     }
     for (table, open) in pending {
         let chains = out.tables.entry(table).or_default();
@@ -108,6 +129,28 @@ fn walk<R: Rendering + ?Sized>(rendering: &R, last: Option<&AppliedChains>) -> H
     }
     out.took = started.elapsed();
     out
+}
+
+/// Chains per table, in slot order (filter, mangle, nat).
+fn lengths(tables: &BTreeMap<Table, ChainTable>) -> [u32; 3] {
+    [Table::Filter, Table::Mangle, Table::Nat].map(|t| tables.get(&t).map_or(0, |c| u32::try_from(c.len()).unwrap_or(u32::MAX)))
+}
+
+/// Records the chains a keyed piece declared (from `before`, the chain
+/// counts before it), or takes a carried piece's over from `last`.
+fn own_chains(out: &mut Hashed, piece: &Piece, before: [u32; 3], last: Option<&AppliedChains>) {
+    let Some(key) = &piece.key else { return };
+    if piece.carried {
+        let carried = last.is_some_and(|last| carry_over(key, last, &mut out.tables, &mut out.pieces, &mut out.counts));
+        if !carried && out.unknown_carried.is_none() {
+            out.unknown_carried = Some(key.clone());
+        }
+        return;
+    }
+    let after = lengths(&out.tables);
+    for ((table, from), to) in [Table::Filter, Table::Mangle, Table::Nat].into_iter().zip(before).zip(after) {
+        out.pieces.record(key, table, from, to);
+    }
 }
 
 /// Keeps the rules of one piece's table that a partial sync may write:
@@ -162,6 +205,7 @@ fn hash_piece(chains: &mut ChainTable, pending: &mut HashMap<u32, ContentHasher>
         run = Some((chain, at));
         if let Some(hasher) = pending.get_mut(&at) {
             hash_rule(hasher, rule.line());
+            chains.set_rules(at, chains.rules(at).saturating_add(1));
         }
     }
     if !open {
@@ -205,7 +249,7 @@ mod tests {
     fn kept_since(edit: impl Fn(&mut Vec<crate::Rule>)) -> Option<Vec<String>> {
         let mut before = sample().collected();
         edit(&mut before.nat.rules);
-        let last = AppliedChains::of(hash_rendering(&before).tables);
+        let last = AppliedChains::of(hash_rendering(&before).tables, PieceChains::default());
         let mut now = hash_rendering_since(&sample(), &last);
         let plain = hash_rendering(&sample());
         assert_eq!((&now.tables, &now.counts), (&plain.tables, &plain.counts), "hashes as a full walk's");
@@ -228,5 +272,66 @@ mod tests {
         // A shared (open) chain that changed: nothing kept, the restore walks again.
         let services = |rules: &mut Vec<crate::Rule>| rules.retain(|r| !r.line().contains("-j KUBE-SVC-A"));
         assert_eq!(kept_since(services), None);
+    }
+
+    /// The last sync's chains when it rendered `rendering` whole.
+    fn applied(rendering: &impl Rendering) -> AppliedChains {
+        let hashed = hash_rendering(rendering);
+        assert!(hashed.check_carried().is_ok());
+        AppliedChains::of(hashed.tables, hashed.pieces)
+    }
+
+    #[test]
+    fn carried_pieces_take_their_chains_over_as_a_full_walk_would_hash_them() {
+        let last = applied(&sample());
+        let plain = hash_rendering(&sample());
+        for changed in [&[][..], &["b"], &["a", "b", "dead"]] {
+            let mut now = hash_rendering_since(&sample().carrying(changed), &last);
+            assert!(now.check_carried().is_ok(), "{changed:?}");
+            assert_eq!((&now.tables, &now.counts), (&plain.tables, &plain.counts), "{changed:?}");
+            let deleted = crate::apply::chains::diff_chains(&last, &mut now.tables);
+            assert!(deleted.values().all(Vec::is_empty) && now.tables.values().all(|t| t.with(WRITE).next().is_none()));
+            // And the next sync carries them over again.
+            let next = AppliedChains::of(now.tables, now.pieces);
+            let again = hash_rendering_since(&sample().carrying(&[]), &next);
+            assert_eq!((&again.tables, &again.counts), (&plain.tables, &plain.counts), "{changed:?}");
+        }
+    }
+
+    #[test]
+    fn a_changed_piece_beside_carried_ones_is_written_and_its_old_chains_deleted() {
+        let before = sample().edited(|rules| {
+            for r in rules.iter_mut().filter(|r| r.chain() == "KUBE-SVC-B") {
+                *r = rule("KUBE-SVC-B -j KUBE-SEP-B0");
+            }
+            rules.push(rule("KUBE-SEP-B0 -j DNAT --to-destination 10.1.0.9:8080"));
+        });
+        let mut before_pieces = before;
+        before_pieces.declare_in("b", "KUBE-SEP-B0");
+        let last = applied(&before_pieces);
+        let mut now = hash_rendering_since(&sample().carrying(&["b"]), &last);
+        assert!(now.check_carried().is_ok());
+        let deleted = crate::apply::chains::diff_chains(&last, &mut now.tables);
+        let nat = &now.tables[&Table::Nat];
+        let written: Vec<&str> = nat.with(WRITE).map(|i| nat.name(i)).collect();
+        assert_eq!(written, ["KUBE-SVC-B"]);
+        assert_eq!(deleted[&Table::Nat], ["KUBE-SEP-B0"]);
+        now.keep_written();
+        let kept: Vec<&str> = now.kept[&Table::Nat].rules.iter().map(|r| r.line()).collect();
+        assert_eq!(kept, ["KUBE-SVC-B -j KUBE-SEP-B1"]);
+    }
+
+    #[test]
+    fn a_carried_piece_the_last_sync_did_not_render_is_refused() {
+        let mut fewer = sample();
+        fewer.remove("b");
+        let last = applied(&fewer);
+        let now = hash_rendering_since(&sample().carrying(&[]), &last);
+        assert_eq!(now.unknown_carried, Some(crate::rendering::tests::key("b")));
+        let Err(err) = now.check_carried() else { panic!("carried over from nothing") };
+        assert!(err.to_string().contains("ns/b:p"), "{err}");
+        // A full walk has nothing to carry over from.
+        assert!(hash_rendering(&sample().carrying(&["a", "b"])).check_carried().is_err());
+        assert!(hash_rendering(&sample().carrying(&["a", "b", "dead"])).check_carried().is_ok());
     }
 }

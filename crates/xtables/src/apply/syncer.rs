@@ -132,7 +132,7 @@ impl Syncer {
     async fn sync_full<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R) -> Result<Synced, Error> {
         let (applied, hashed) = self.iptables.apply_full(rendering).await?;
         let (counts, render) = (hashed.counts.clone(), hashed.took);
-        self.applied = Some(AppliedChains::of(hashed.tables));
+        self.applied = Some(AppliedChains::of(hashed.tables, hashed.pieces));
         let written_rules = [Table::Filter, Table::Mangle, Table::Nat].map(|t| (t, counts.rules(t))).into();
         Ok(Synced { partial: false, written_chains: applied.written_chains, written_rules, counts, render, applied })
     }
@@ -140,6 +140,7 @@ impl Syncer {
     async fn sync_partial<R: Rendering + Sync + ?Sized>(&mut self, rendering: &R, last: AppliedChains) -> Result<Synced, Error> {
         self.last_partial = true;
         let mut hashed = hash_rendering_since(rendering, &last);
+        hashed.check_carried()?;
         let mut deleted = diff_chains(&last, &mut hashed.tables);
         hashed.keep_written();
         drop(last);
@@ -147,7 +148,7 @@ impl Syncer {
         let applied = self.apply_partial(&inputs, &hashed, rendering).await?;
         drop(inputs);
         let (counts, render) = (hashed.counts.clone(), hashed.took);
-        self.applied = Some(AppliedChains::of(hashed.tables));
+        self.applied = Some(AppliedChains::of(hashed.tables, hashed.pieces));
         let written_rules = [Table::Filter, Table::Mangle, Table::Nat]
             .map(|t| (t, applied.written_rules.get(&t).copied().unwrap_or(0)))
             .into();
