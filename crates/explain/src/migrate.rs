@@ -69,6 +69,10 @@ pub struct MigrationReport {
     /// Node-wide differences (settings whose defaults differ, workarounds
     /// one mode has), each with why.
     pub node: Vec<Note>,
+    /// Probes of a port no Service has on a ClusterIP, when every
+    /// ClusterIP's ends alike: one difference for all (else each is its
+    /// Service's).
+    pub cluster_ip_other_ports: Option<Difference>,
     /// One entry per Service, in name order.
     pub services: Vec<ServiceChange>,
 }
@@ -154,12 +158,53 @@ pub fn compare(migration: &Migration<'_>) -> Result<MigrationReport, ExplainErro
             }
         }
     }
+    let mut services: Vec<ServiceChange> = by_service.into_values().collect();
+    let cluster_ip_other_ports = other_ports_alike(&mut services);
     Ok(MigrationReport {
         from: migration.from.to_string(),
         to: migration.to.to_string(),
         node: notes::of_node(migration),
-        services: by_service.into_values().collect(),
+        cluster_ip_other_ports,
+        services,
     })
+}
+
+/// When every Service's other-port probe ends alike (now and after), they
+/// leave the Services and the first, if they differ, is returned to stand
+/// for all.
+fn other_ports_alike(services: &mut [ServiceChange]) -> Option<Difference> {
+    let is_other = |target: probes::Target| target == probes::Target::ClusterIpOtherPort;
+    let mut pairs = BTreeSet::new();
+    let mut count = 0;
+    for service in services.iter() {
+        for d in service.differences.iter().filter(|d| is_other(d.probe.target)) {
+            pairs.insert((kinds(&d.before), kinds(&d.after)));
+            count += 1;
+        }
+        for u in service.unchanged.iter().filter(|u| is_other(u.probe.target)) {
+            pairs.insert((kinds(&u.outcomes), kinds(&u.outcomes)));
+            count += 1;
+        }
+    }
+    if pairs.len() != 1 || pairs.iter().any(|(a, b)| a == b) {
+        return None;
+    }
+    let mut first = None;
+    for service in services.iter_mut() {
+        let (moved, kept): (Vec<Difference>, Vec<Difference>) = service.differences.drain(..).partition(|d| is_other(d.probe.target));
+        service.differences = kept;
+        for d in moved {
+            if first.is_none() {
+                first = Some(Difference { why: format!("{} (alike on all {count} ClusterIPs)", d.why), ..d });
+            }
+        }
+    }
+    first
+}
+
+/// The endings' kinds, endpoints aside (`dnat`, `reject` …).
+fn kinds(reaches: &[Reach]) -> BTreeSet<String> {
+    reaches.iter().map(|r| format!("{:?}", std::mem::discriminant(r))).collect()
 }
 
 /// A port no Service port at `cluster_ip` has.

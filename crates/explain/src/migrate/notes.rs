@@ -55,6 +55,16 @@ pub fn of_node(m: &Migration<'_>) -> Vec<Note> {
             why: format!("{} mode drops forwarded packets conntrack marks INVALID; {} mode does not", m.to, m.from),
         });
     }
+    if let Some(dump) = m.ipvs.filter(|d| !d.bound.is_empty()) {
+        out.push(Note {
+            topic: "ping".into(),
+            why: format!(
+                "IPVS mode binds every ClusterIP, external and load-balancer IP to kube-ipvs0 ({} addresses, local to the \
+                 node): they answer ping from the node and its pods; after the switch they do not",
+                dump.bound.len()
+            ),
+        });
+    }
     if m.from == "ipvs" {
         out.push(Note {
             topic: "IPVS timeouts".into(),
@@ -98,22 +108,6 @@ pub fn of_port(m: &Migration<'_>, _name: &ServicePortName, port: &ServicePort) -
                 "ClientIP for {seconds}s in both, but IPVS mode remembers a client per virtual server (the ClusterIP, each \
                  NodePort address and each load-balancer IP apart); {} mode per Service port, whichever address it came through",
                 m.to
-            ),
-        });
-    }
-    let bound: Vec<String> = std::iter::once(port.cluster_ip)
-        .chain(port.external_ips.iter().copied())
-        .chain(port.load_balancer_ips.iter().copied())
-        .filter(|ip| dump.bound.contains(ip))
-        .map(|ip| ip.to_string())
-        .collect();
-    if !bound.is_empty() {
-        out.push(Note {
-            topic: "ping".into(),
-            why: format!(
-                "{} bound to kube-ipvs0 (local addresses of the node): they answer ping from the node and its pods; \
-                 after the switch nothing answers ping there",
-                bound.join(", ")
             ),
         });
     }

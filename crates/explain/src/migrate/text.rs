@@ -16,6 +16,10 @@ impl fmt::Display for MigrationReport {
                 writeln!(f, "  {}: {}", note.topic, note.why)?;
             }
         }
+        if let Some(other) = &self.cluster_ip_other_ports {
+            writeln!(f, "every ClusterIP, a port no Service has:")?;
+            write!(f, "{other}")?;
+        }
         for service in &self.services {
             write!(f, "{service}")?;
         }

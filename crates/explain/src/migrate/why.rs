@@ -39,11 +39,12 @@ fn cause(m: &Migration<'_>, probe: &Probe, port: &ServicePort, endpoints: &[Endp
     let (now_eps, then_eps) = (dnats(now), dnats(then));
     let external = matches!(probe.target, Target::NodePort | Target::LoadBalancerIp | Target::ExternalIp);
     let no_local = !endpoints.iter().any(|e| e.is_local && e.ready);
+    let unserved = |set: &BTreeSet<Outcome>| set.iter().all(|o| matches!(o, Outcome::Local | Outcome::Accept { .. }));
     match probe.target {
-        Target::LocalhostNodePort if now_eps.is_empty() && !then_eps.is_empty() => {
+        Target::LocalhostNodePort if unserved(now) && !unserved(then) => {
             return Some(format!("{to} mode serves NodePorts on 127.0.0.1 (localhost NodePorts, route_localnet); {from} mode does not"));
         }
-        Target::LocalhostNodePort if !now_eps.is_empty() && then_eps.is_empty() => {
+        Target::LocalhostNodePort if !unserved(now) && unserved(then) => {
             return Some(format!(
                 "{to} mode serves no NodePort on 127.0.0.1 (upstream's nftables mode never does; iptables mode only with localhost NodePorts on)"
             ));
@@ -55,12 +56,6 @@ fn cause(m: &Migration<'_>, probe: &Probe, port: &ServicePort, endpoints: &[Endp
             return Some(format!("{to} mode rejects connections to a ClusterIP's other ports"));
         }
         Target::ClusterIpOtherPort => return Some(format!("{from} mode rejects connections to a ClusterIP's other ports, {to} mode has no rule for them")),
-        Target::NodePort if now_eps.is_empty() != then_eps.is_empty() && m.settings.node_ports_before != m.settings.node_ports_after => {
-            return Some(format!(
-                "nodePortAddresses: {from} mode serves NodePorts on {}, {to} mode on {}",
-                m.settings.node_ports_before, m.settings.node_ports_after
-            ));
-        }
         _ => {}
     }
     if external && port.external_policy_local && from == "ipvs" && no_local && !now_eps.is_empty() && then_eps.is_empty() {
@@ -77,6 +72,12 @@ fn cause(m: &Migration<'_>, probe: &Probe, port: &ServicePort, endpoints: &[Endp
             if probe.sender == Sender::Pod { "a pod" } else { "the node" },
             locality(&now_eps, endpoints),
             locality(&then_eps, endpoints),
+        ));
+    }
+    if probe.target == Target::NodePort && (unserved(now) != unserved(then)) && m.settings.node_ports_before != m.settings.node_ports_after {
+        return Some(format!(
+            "nodePortAddresses: {from} mode serves NodePorts on {}, {to} mode on {}",
+            m.settings.node_ports_before, m.settings.node_ports_after
         ));
     }
     if now_eps == then_eps && !now_eps.is_empty() && masquerades(now) != masquerades(then) {
