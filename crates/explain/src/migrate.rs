@@ -9,8 +9,8 @@
 //! node's current rules and through what the new mode would program for
 //! the same cluster state, and each probe whose endings differ is a
 //! difference, with why ([`why`]); and what no first packet shows
-//! (the IPVS scheduler and weights, session affinity's scope, service
-//! addresses answering ping, the node-wide settings) is read from the
+//! (the IPVS scheduler and weights, session affinity's scope, the
+//! node-wide settings) is read from the
 //! current state and the configuration ([`notes`]). A Service with
 //! neither is reported as having no difference.
 
@@ -84,7 +84,7 @@ pub struct ServiceChange {
     pub service: String,
     /// Probes whose endings differ.
     pub differences: Vec<Difference>,
-    /// What no probe shows but differs (scheduler, affinity, ping).
+    /// What no probe shows but differs (scheduler, weights, affinity).
     pub notes: Vec<Note>,
     /// Probes whose endings are the same in both modes.
     pub unchanged: Vec<Unchanged>,
@@ -131,6 +131,7 @@ pub struct Note {
 /// Compares the two modes for every Service of the cluster state.
 pub fn compare(migration: &Migration<'_>) -> Result<MigrationReport, ExplainError> {
     let mut by_service: BTreeMap<String, ServiceChange> = BTreeMap::new();
+    let node_source = migration.snapshot.node.addresses.first().copied();
     for (name, port) in &migration.snapshot.services {
         let service = name.service.to_string();
         let other_port = (!by_service.contains_key(&service)).then(|| other_port(migration.snapshot, port.cluster_ip));
@@ -141,7 +142,7 @@ pub fn compare(migration: &Migration<'_>) -> Result<MigrationReport, ExplainErro
             unchanged: Vec::new(),
         });
         let endpoints = migration.snapshot.endpoints_of(name);
-        for probe in probes::of_port(name, port, migration.node, migration.clients, other_port) {
+        for probe in probes::of_port(name, port, migration.node, node_source, migration.clients, other_port) {
             let query = probe.query()?;
             let before = (migration.before)(&query)?;
             let after = (migration.after)(&query)?;

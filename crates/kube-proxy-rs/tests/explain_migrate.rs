@@ -157,10 +157,9 @@ fn ipvs_to_nftables_and_iptables_on_the_reference_agree_with_upstreams_flows() {
         // ETP Local without a local endpoint (F20: storefront/inventory's NodePort from outside)
         let inventory = whys(&probes, "storefront/inventory");
         assert!(inventory.iter().any(|w| w.contains("without a local endpoint") && w.contains("97081")), "{inventory:?}");
-        // IPVS mode's addresses on kube-ipvs0 answer ping; the ClusterIPs' other ports: rejected in IPVS
-        // and nftables mode, routed on in iptables mode (one difference for all)
+        // the ClusterIPs' other ports: rejected in IPVS and nftables mode, routed on in iptables mode
+        // (one difference for all)
         let node_notes: Vec<&str> = report["node"].as_array().unwrap().iter().map(|n| n["topic"].as_str().unwrap()).collect();
-        assert!(node_notes.contains(&"ping"), "{node_notes:?}");
         assert_eq!(report["cluster_ip_other_ports"].is_null(), to == "nftables", "{}", report["cluster_ip_other_ports"]);
         // nodePortAddresses unset: every address in IPVS and iptables mode, the primary one in nftables mode
         assert_eq!(node_notes.contains(&"nodePortAddresses"), to == "nftables", "{node_notes:?}");

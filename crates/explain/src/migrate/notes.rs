@@ -1,7 +1,9 @@
 //! What no first packet shows: the node-wide settings whose defaults
 //! differ between the modes, and per Service port what IPVS mode's state
-//! says (scheduler and weights, persistence, addresses bound to
-//! `kube-ipvs0`).
+//! says (scheduler and weights, persistence). Not a difference in v1.36:
+//! ping to a ClusterIP — IPVS mode binds it to `kube-ipvs0`, but
+//! KUBE-IPVS-FILTER rejects every new connection to it no virtual server
+//! takes, ICMP echo included, as nftables mode rejects it.
 
 use super::{Migration, Note};
 use crate::tracer::VirtualService;
@@ -53,16 +55,6 @@ pub fn of_node(m: &Migration<'_>) -> Vec<Note> {
         out.push(Note {
             topic: "conntrack INVALID".into(),
             why: format!("{} mode drops forwarded packets conntrack marks INVALID; {} mode does not", m.to, m.from),
-        });
-    }
-    if let Some(dump) = m.ipvs.filter(|d| !d.bound.is_empty()) {
-        out.push(Note {
-            topic: "ping".into(),
-            why: format!(
-                "IPVS mode binds every ClusterIP, external and load-balancer IP to kube-ipvs0 ({} addresses, local to the \
-                 node): they answer ping from the node and its pods; after the switch they do not",
-                dump.bound.len()
-            ),
         });
     }
     if m.from == "ipvs" {

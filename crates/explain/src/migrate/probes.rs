@@ -20,6 +20,9 @@ pub struct Clients {
     /// The interface outside clients arrive on (`None`: unknown, interface
     /// matches are explored both ways).
     pub outside_interface: Option<String>,
+    /// The pod network (cluster CIDRs): outside clients do not reach the
+    /// node's addresses in it.
+    pub pod_cidrs: Vec<ipnet::IpNet>,
 }
 
 /// What a probe is sent to.
@@ -103,12 +106,16 @@ impl Probe {
     }
 }
 
-/// The probes of `port` (named `name`); `other_port`: a port of its
+/// The probes of `port` (named `name`) on `node`, whose processes send
+/// from `node_source` (its InternalIP); `other_port`: a port of its
 /// ClusterIP no port of the Service has, probed once per Service.
-pub fn of_port(name: &ServicePortName, port: &ServicePort, node: &Node, clients: &Clients, other_port: Option<u16>) -> Vec<Probe> {
+pub fn of_port(name: &ServicePortName, port: &ServicePort, node: &Node, node_source: Option<IpAddr>, clients: &Clients, other_port: Option<u16>) -> Vec<Probe> {
     let v4 = port.cluster_ip.is_ipv4();
     let same_family = |ip: &IpAddr| ip.is_ipv4() == v4;
-    let node_source = node.addresses.iter().copied().find(|ip| same_family(ip) && !ip.is_loopback()).unwrap_or(loopback(v4));
+    let node_source = node_source
+        .filter(same_family)
+        .or_else(|| node.addresses.iter().copied().find(|ip| same_family(ip) && !ip.is_loopback()))
+        .unwrap_or(loopback(v4));
     let label = name.to_string();
     let probe = |target, sender, destination: SocketAddr| {
         let source = match sender {
@@ -140,7 +147,8 @@ pub fn of_port(name: &ServicePortName, port: &ServicePort, node: &Node, clients:
     }
     if let Some(node_port) = port.node_port {
         for address in node.addresses.iter().filter(|ip| same_family(ip) && !ip.is_loopback()) {
-            from_all(Target::NodePort, *address, node_port, &EVERYONE);
+            let in_pod_network = clients.pod_cidrs.iter().any(|c| c.contains(address));
+            from_all(Target::NodePort, *address, node_port, if in_pod_network { &EVERYONE[1..] } else { &EVERYONE });
         }
         if v4 {
             from_all(Target::LocalhostNodePort, loopback(true), node_port, &[Sender::Node]);

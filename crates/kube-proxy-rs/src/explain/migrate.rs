@@ -57,6 +57,10 @@ pub fn run(args: &MigrateArgs) -> anyhow::Result<String> {
         },
         outside: args.client_ip.unwrap_or(default_client(family)),
         outside_interface: args.client_interface.clone(),
+        pod_cidrs: match &before_config.detect_local {
+            DetectLocal::ClusterCidr(cidrs) => cidrs.clone(),
+            _ => snapshot.node.pod_cidrs.clone(),
+        },
     };
     let before_walk = |q: &Query| walk(&rules, &node, q);
     let after_walk = |q: &Query| after.walk(&node, q);
