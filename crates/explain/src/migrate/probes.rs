@@ -171,3 +171,14 @@ fn loopback(v4: bool) -> IpAddr {
 pub fn unused_port(used: &[u16]) -> u16 {
     (9..u16::MAX).find(|p| !used.contains(p)).unwrap_or(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_other_port_is_one_the_service_does_not_have() {
+        assert_eq!(unused_port(&[80, 443]), 9);
+        assert_eq!(unused_port(&[9, 10, 53]), 11);
+    }
+}

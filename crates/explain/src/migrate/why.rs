@@ -58,7 +58,8 @@ fn cause(m: &Migration<'_>, probe: &Probe, port: &ServicePort, endpoints: &[Endp
         Target::ClusterIpOtherPort => return Some(format!("{from} mode rejects connections to a ClusterIP's other ports, {to} mode has no rule for them")),
         _ => {}
     }
-    if external && port.external_policy_local && from == "ipvs" && no_local && !now_eps.is_empty() && then_eps.is_empty() {
+    let refused = |set: &BTreeSet<Outcome>| set.iter().all(|o| matches!(o, Outcome::Reject | Outcome::Drop));
+    if external && port.external_policy_local && from == "ipvs" && no_local && !now_eps.is_empty() && refused(then) {
         return Some(
             "externalTrafficPolicy: Local without a local endpoint: upstream's IPVS proxier keeps the cluster endpoints \
              (kubernetes PR #97081); iptables and nftables mode drop"
@@ -85,7 +86,6 @@ fn cause(m: &Migration<'_>, probe: &Probe, port: &ServicePort, endpoints: &[Endp
         return Some(format!("same endpoints, but {from} mode: {}, {to} mode: {}", masq(now), masq(then)));
     }
     let internal = matches!(probe.target, Target::ClusterIp);
-    let refused = |set: &BTreeSet<Outcome>| set.iter().all(|o| matches!(o, Outcome::Reject | Outcome::Drop));
     if internal && port.internal_policy_local && no_local && refused(now) && refused(then) {
         return Some(format!(
             "internalTrafficPolicy: Local without a local endpoint: {from} mode {}, {to} mode {}",
