@@ -16,6 +16,7 @@ pub mod explanation;
 pub mod iptables;
 pub mod ipvs;
 pub mod live;
+pub mod migrate;
 pub mod nft;
 mod node;
 mod query;

@@ -3,11 +3,13 @@
 //! argument is `explain`). `explain packet` walks a new connection
 //! through the rules the kernel holds now (or a saved dump);
 //! `explain service` shows what is programmed for one Service and what
-//! differs from what the proxy would program. The walking is the
+//! differs from what the proxy would program; `explain migrate` what
+//! behaves otherwise after a switch to another mode. The walking is the
 //! `explain` crate's; this file only parses, reads and prints.
 
 mod args;
 mod dump;
+mod migrate;
 mod packet;
 mod service;
 
@@ -36,6 +38,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
         What::Packet(packet) => packet::run(&packet),
         What::Service(service) => service::run(&service),
         What::Dump(dump) => dump::run(&dump),
+        What::Migrate(migrate) => migrate::run(&migrate),
     };
     match result {
         Ok(text) => {
@@ -70,15 +73,20 @@ impl ClusterState {
 /// else one complete list from its API server (`--kubeconfig`,
 /// `--master`, `KUBECONFIG`, in-cluster).
 fn proxy_state(proxy_flags: &[String], job: &str) -> anyhow::Result<(Config, ClusterState)> {
-    let program = std::iter::once("kube-proxy-rs".to_string());
-    let flags = Flags::parse_from_args(program.chain(proxy_flags.iter().cloned()))
-        .map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {}", e.to_string().trim()))?;
-    let config = crate::config::load(&flags).map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {e}"))?.config;
+    let config = proxy_config(proxy_flags)?;
     let snapshots = match config.manifests {
         Some(_) => crate::proxy::dry_run::manifests_snapshots(&config, job, true)?,
         None => listed_snapshots(&config)?,
     };
     Ok((config, ClusterState { snapshots }))
+}
+
+/// The configuration of a proxy started with `proxy_flags`.
+fn proxy_config(proxy_flags: &[String]) -> anyhow::Result<Config> {
+    let program = std::iter::once("kube-proxy-rs".to_string());
+    let flags = Flags::parse_from_args(program.chain(proxy_flags.iter().cloned()))
+        .map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {}", e.to_string().trim()))?;
+    Ok(crate::config::load(&flags).map_err(|e| anyhow::anyhow!("the proxy flags after `--`: {e}"))?.config)
 }
 
 /// Each family's cluster state once the API server has listed every

@@ -31,6 +31,19 @@
 //! explained otherwise — the checks can fail (also checked by hand: with
 //! F22 taken off the list of differences, the run fails naming F22's
 //! traffic, unmasqueraded, and `explain`'s answer, which follows it).
+//! Then `explain migrate --to nftables` is checked by traffic (issue 27):
+//! on a fresh node-a in IPVS mode the binary reports, live, what the
+//! switch changes; every probe it made (each Service port's addresses
+//! from the client pod, node-a and the outside client) is sent for real
+//! and must go as its `before` endings say; the proxy is restarted in
+//! nftables mode (the reference's nftables config) and every probe must go
+//! as its `after` endings say — so each reported difference and each
+//! "unchanged" is confirmed both sides of the switch; the reference flows
+//! must then go as upstream's nftables run sent them, and IPVS mode's
+//! ClusterIP and load-balancer IP answer ping neither before nor after
+//! (KUBE-IPVS-FILTER rejects it: no difference to report), while node-a
+//! answers. ICMP rate limiting is off in node-a for this part (dozens of
+//! probes are rejected from one client).
 //! A failure prints the VM's console: every flow as seen, node-a's IPVS
 //! table, ipsets and rules, and the proxy's log.
 //! Needs root, qemu and the network for the first boot's kernel package
@@ -41,7 +54,7 @@
 #[path = "support/replayed_proxy.rs"]
 mod replayed_proxy;
 
-use replayed_proxy::{ProxyMode, Replay, reference_responders};
+use replayed_proxy::{ProxyMode, Replay, Switch, reference_responders};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -58,8 +71,9 @@ const REFERENCE_IN_SHARE: &str = "reference";
 /// expected.
 const PASSED: &str = "FLOWS-IPVS-VM: ALL PASSED";
 /// Wall-clock limit for the whole VM run (boot, topology, first sync, two
-/// replays): 2½ minutes measured on 2 busy cores, 5½ beside another VM.
-const VM_TIMEOUT_SECS: u64 = 600;
+/// replays, then the migrate check: a second node-a, the probes sent
+/// twice, a restart in nftables mode, the flows again).
+const VM_TIMEOUT_SECS: u64 = 900;
 /// Guest vCPUs: the proxy, 40 echo servers and 4 replaying workers share
 /// them.
 const VM_CPUS: &str = "2";
@@ -85,7 +99,12 @@ const EXTRA_TOOLS: [&str; 1] = ["/usr/bin/setpriv"];
 const ENV: &str = "/usr/bin/env";
 
 /// The reference files the flows and the proxy read.
-const REFERENCE_FILES: [&str; 3] = ["cluster.yaml", "iptables/flows.json", "iptables/flows.txt"];
+const REFERENCE_FILES: [&str; 5] =
+    ["cluster.yaml", "iptables/flows.json", "iptables/flows.txt", "nftables/flows.json", "nftables/flows.txt"];
+/// IPVS mode's addresses on kube-ipvs0 the migrate check pings (no answer
+/// before or after): a ClusterIP (storefront/web) and a load-balancer IP
+/// (storefront/api).
+const PINGED: [&str; 2] = ["10.96.10.10", "192.0.2.20"];
 
 #[test]
 fn flows_ipvs_in_a_vm() {
@@ -105,6 +124,9 @@ fn flows_ipvs_in_a_vm() {
     let config = std::fs::read_to_string(dir.join("iptables/kube-proxy-config.yaml")).unwrap();
     assert!(config.contains("mode: iptables"), "the reference config names its mode");
     std::fs::write(share.path().join("config.yaml"), config.replace("mode: iptables", "mode: ipvs")).unwrap();
+    let nftables = std::fs::read_to_string(dir.join("nftables/kube-proxy-config.yaml")).unwrap();
+    assert!(nftables.contains("mode: nftables"), "the reference's nftables config names its mode");
+    std::fs::write(share.path().join("config-nftables.yaml"), nftables).unwrap();
     boot_vm(share.path());
 }
 
@@ -118,7 +140,7 @@ fn boot_vm(share: &Path) {
     let run = EXTRA_TOOLS.iter().fold(run.with_file(env!("CARGO_BIN_EXE_kube-proxy-rs")).with_file(&exe), |run, tool| run.with_file(tool));
     let command = vec![ENV.into(), reference.into(), format!("/payload/{exe_name}").into()];
     let console = run.share(share).command(command).boot(PASSED);
-    for line in console.lines().filter(|l| l.starts_with('F') || l.contains(" flows ") || l.starts_with("IPVS-VM:")) {
+    for line in console.lines().filter(|l| l.starts_with('F') || l.contains(" flows ") || l.contains("VM:")) {
         println!("{line}");
     }
 }
@@ -143,7 +165,8 @@ fn replay_in_vm() {
     }
     let flows = flows::ipvs_flows().expect("load the reference flows with IPVS mode's verdicts");
     assert_eq!(flows.len(), 64, "the reference has 64 flows");
-    let responders = reference_responders(&flows);
+    let flows_after = flows::load_flows("nftables").expect("load upstream's nftables flows");
+    let responders = reference_responders(&[flows.clone(), flows_after.clone()].concat());
     let replay = Replay {
         mode: ProxyMode::Ipvs,
         binary: PathBuf::from(VM_BINARY),
@@ -156,4 +179,11 @@ fn replay_in_vm() {
         flushed_control: Some(FLUSHED_AT_LEAST),
     };
     replay.run(&flows, &responders);
+    let switch = Switch {
+        to: ProxyMode::Nftables,
+        config: Path::new(VM_SHARE).join("config-nftables.yaml"),
+        flows_after,
+        ping: PINGED.map(String::from).to_vec(),
+    };
+    replay.migrate(&switch, &responders);
 }

@@ -23,6 +23,58 @@ pub enum What {
     /// format): the kernel's now, or with the proxy's flags after `--`, what
     /// the proxy would program.
     Dump(DumpArgs),
+    /// What behaves otherwise after restarting the proxy in another mode,
+    /// per Service, and why (the proxy's flags after `--`).
+    Migrate(MigrateArgs),
+}
+
+/// `explain migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The mode to switch to.
+    #[arg(long, value_enum)]
+    pub to: Target,
+    /// The IP family to compare.
+    #[arg(long, value_enum, default_value_t)]
+    pub family: Family,
+    /// The pod address the probes come from; default: the 200th address
+    /// of the cluster CIDR.
+    #[arg(long = "pod-ip", value_name = "IP")]
+    pub pod_ip: Option<IpAddr>,
+    /// The outside client the probes come from; default: 203.0.113.10
+    /// (2001:db8::a).
+    #[arg(long = "client-ip", value_name = "IP")]
+    pub client_ip: Option<IpAddr>,
+    /// The interface outside clients arrive on; default: unknown
+    /// (interface matches are explored both ways).
+    #[arg(long = "client-interface", value_name = "IF")]
+    pub client_interface: Option<String>,
+    #[command(flatten)]
+    pub source_of_rules: Source,
+    /// The proxy's own flags after `--` (`--config`, `--manifests` or
+    /// `--kubeconfig` …): the cluster state to probe, and the
+    /// configuration of both modes.
+    #[arg(last = true, value_name = "PROXY FLAGS")]
+    pub proxy_flags: Vec<String>,
+}
+
+/// The mode `explain migrate` switches to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    /// nftables mode.
+    Nftables,
+    /// iptables mode.
+    Iptables,
+}
+
+impl Target {
+    /// The mode's name as reports spell it.
+    pub fn mode_name(self) -> &'static str {
+        match self {
+            Target::Nftables => "nftables",
+            Target::Iptables => "iptables",
+        }
+    }
 }
 
 /// `explain dump`.

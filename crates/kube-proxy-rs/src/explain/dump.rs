@@ -54,7 +54,7 @@ fn rendered(args: &DumpArgs) -> anyhow::Result<String> {
 /// The jumps from the built-in chains (the applier ensures them one by
 /// one, so the restore text lacks them), as restore blocks of their own:
 /// a dump must hold the whole path from PREROUTING / OUTPUT.
-fn builtin_jumps(ruleset: &xtables::rules::Ruleset) -> String {
+pub(super) fn builtin_jumps(ruleset: &xtables::rules::Ruleset) -> String {
     let mut out = String::new();
     for jump in &ruleset.builtin_jumps {
         let args: Vec<String> = jump.args.iter().map(|a| if a.contains(' ') { format!("\"{a}\"") } else { a.clone() }).collect();

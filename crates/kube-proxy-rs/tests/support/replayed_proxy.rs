@@ -527,3 +527,240 @@ fn require_files(paths: &[&Path]) {
         assert!(path.exists(), "{} is missing", path.display());
     }
 }
+
+/// One probe of an `explain migrate -o json` report as a flow, with its
+/// endings now and after the switch.
+pub struct MigrateProbe {
+    /// The probe as a flow (`M001` …), sent from its client in node-a's
+    /// topology.
+    pub flow: FlowCase,
+    /// The endings the report gives it in the current mode.
+    pub now: BTreeSet<Outcome>,
+    /// The endings it gives after the switch.
+    pub after: BTreeSet<Outcome>,
+}
+
+/// Every probe of the report (its differences, its unchanged probes, the
+/// ClusterIPs' other ports); a probe of a Service with session affinity
+/// counts as sticky.
+pub fn migrate_probes(report: &serde_json::Value) -> Vec<MigrateProbe> {
+    let outcomes = |list: &serde_json::Value| {
+        testkit::flows::explained_outcomes(&serde_json::json!({ "outcomes": list }).to_string()).expect("endings in the report")
+    };
+    let mut out = Vec::new();
+    let mut push = |probe: &serde_json::Value, now: BTreeSet<Outcome>, after: BTreeSet<Outcome>, sticky: bool| {
+        let id = format!("M{:03}", out.len() + 1);
+        out.push(MigrateProbe { flow: probe_flow(&id, probe, &now, sticky), now, after });
+    };
+    if let Some(other) = report.get("cluster_ip_other_ports").filter(|o| !o.is_null()) {
+        push(&other["probe"], outcomes(&other["before"]), outcomes(&other["after"]), false);
+    }
+    for service in report["services"].as_array().expect("services") {
+        let sticky = service["notes"].as_array().expect("notes").iter().any(|n| n["topic"] == "session affinity");
+        for d in service["differences"].as_array().expect("differences") {
+            push(&d["probe"], outcomes(&d["before"]), outcomes(&d["after"]), sticky);
+        }
+        for u in service["unchanged"].as_array().expect("unchanged") {
+            push(&u["probe"], outcomes(&u["outcomes"]), outcomes(&u["outcomes"]), sticky);
+        }
+    }
+    out
+}
+
+fn probe_flow(id: &str, probe: &serde_json::Value, now: &BTreeSet<Outcome>, sticky: bool) -> FlowCase {
+    let text = |key: &str| probe[key].as_str().unwrap_or_else(|| panic!("probe without {key}: {probe}")).to_string();
+    let source: std::net::IpAddr = text("source").parse().expect("probe source");
+    let from = match text("sender").as_str() {
+        "pod" => testkit::flows::FlowSource::Pod(source),
+        "node" => {
+            let sent_from = testkit::flows::FlowSource::Node.address(text("destination").parse::<SocketAddr>().expect("destination").ip());
+            assert_eq!(source, sent_from, "{id}: the report probes from node-a's {source}, the replay sends from {sent_from}");
+            testkit::flows::FlowSource::Node
+        }
+        _ => testkit::flows::FlowSource::External(source),
+    };
+    let protocol = match text("protocol").as_str() {
+        "udp" => testkit::tracer::Protocol::Udp,
+        "sctp" => testkit::tracer::Protocol::Sctp,
+        _ => testkit::tracer::Protocol::Tcp,
+    };
+    let endpoints: BTreeSet<SocketAddr> = now.iter().filter_map(|o| if let Outcome::Dnat { to, .. } = o { Some(*to) } else { None }).collect();
+    let expected = match now.iter().next() {
+        Some(Outcome::Dnat { masquerade, .. }) => Expected::Dnat {
+            endpoints,
+            masquerade: if *masquerade { testkit::flows::Masquerade::Yes } else { testkit::flows::Masquerade::No },
+            sticky,
+        },
+        Some(Outcome::Drop) => Expected::Drop,
+        Some(Outcome::Reject) => Expected::Reject,
+        Some(Outcome::Local) => Expected::DeliveredLocally,
+        Some(Outcome::Accept { .. }) | None => Expected::NoRule,
+    };
+    FlowCase {
+        id: id.to_string(),
+        scenario: "migrate".to_string(),
+        service: text("port"),
+        from,
+        protocol,
+        destination: text("destination").parse().expect("probe destination"),
+        target: text("target"),
+        expected,
+        observed: Default::default(),
+        rule_hits: Vec::new(),
+        nft_trace: Vec::new(),
+    }
+}
+
+/// What `explain migrate` is checked with: the mode to switch to with its
+/// config file, the flows to replay after the switch with that mode's
+/// verdicts, the addresses that answer ping only before it.
+pub struct Switch {
+    /// The mode after the switch.
+    pub to: ProxyMode,
+    /// The proxy's `--config` in that mode.
+    pub config: PathBuf,
+    /// The reference flows with the new mode's verdicts.
+    pub flows_after: Vec<FlowCase>,
+    /// Addresses IPVS mode binds to kube-ipvs0: in v1.36 they answer ping
+    /// from the client pod neither before the switch (KUBE-IPVS-FILTER
+    /// rejects it) nor after, so `explain migrate` names no difference.
+    pub ping: Vec<String>,
+}
+
+impl Replay {
+    /// `explain migrate --to` (live, in node-a, with the proxy's flags)
+    /// checked by real traffic: every probe it reports is sent before the
+    /// switch (must go as its `before` endings say) and after the proxy is
+    /// restarted in the new mode (as its `after` endings say); the
+    /// reference flows then go as upstream's new mode sends them, and the
+    /// addresses in `switch.ping` answer ping before and not after.
+    pub fn migrate(&self, switch: &Switch, responders: &[Responder]) {
+        let started = Instant::now();
+        let mut node = ReferenceNode::build(responders).expect("build the reference topology");
+        node.bind_node_source();
+        // many probes are rejected from the same client: no ICMP rate limit in node-a
+        node.node().exec("sysctl", &["-w", "net.ipv4.icmp_ratelimit=0"]).expect("sysctl in node-a");
+        let mut proxy = RunningProxy::start(node.node(), self);
+        proxy.wait_for(self.mode.synced(), self.patience);
+        let (report, text) = self.migrate_report(node.node(), switch.to);
+        eprintln!("{text}");
+        let probes = migrate_probes(&report);
+        let differing = probes.iter().filter(|p| p.now != p.after).count();
+        let mut failures = self.send_probes(&node, &probes, true);
+        let pinged_before = ping_answers(&node, &switch.ping);
+        drop(proxy);
+        let after = Replay { mode: switch.to, config: switch.config.clone(), ..self.clone() };
+        let mut proxy = RunningProxy::start(node.node(), &after);
+        proxy.wait_for(switch.to.synced(), self.patience);
+        let switched = started.elapsed();
+        failures.extend(self.send_probes(&node, &probes, false));
+        let pinged_after = ping_answers(&node, &switch.ping);
+        if !pinged_before.is_empty() || !pinged_after.is_empty() {
+            failures.push(format!("ping answered from {pinged_before:?} before the switch, {pinged_after:?} after: none should"));
+        }
+        if ping_answers(&node, &[POD_GATEWAY_PINGED.to_string()]).is_empty() {
+            failures.push(format!("node-a's {POD_GATEWAY_PINGED} does not answer ping from the client pod: ping cannot tell"));
+        }
+        node.node().exec("nft", &["delete", "table", "ip", WITNESS_TABLE]).expect("remove the witness table");
+        let replays = replay_all(&node, &switch.flows_after, self.timeout, self.workers).expect("the witness table in node-a");
+        let mut flows_as_upstream = 0;
+        for (flow, replayed) in switch.flows_after.iter().zip(&replays) {
+            match replayed {
+                Ok(r) if r.mismatch.is_none() => flows_as_upstream += 1,
+                Ok(r) => failures.push(format!("after the switch: {}", r.report(flow))),
+                Err(e) => failures.push(format!("after the switch: {}: {e:#}", flow.label())),
+            }
+        }
+        if let Some(status) = proxy.exited() {
+            failures.push(format!("kube-proxy-rs exited after the switch: {status}"));
+        }
+        eprintln!(
+            "MIGRATE-VM: {} probes ({differing} reported as differing), each sent before and after the switch {} -> {}; \
+             {} of {} reference flows as upstream's {}; ping answered {}/{} before, {} after; switched at {switched:?}, done in {:?}; {} failure(s)",
+            probes.len(),
+            self.mode.dir(),
+            switch.to.dir(),
+            flows_as_upstream,
+            switch.flows_after.len(),
+            switch.to.dir(),
+            pinged_before.len(),
+            switch.ping.len(),
+            pinged_after.len(),
+            started.elapsed(),
+            failures.len()
+        );
+        assert!(
+            failures.is_empty(),
+            "explain migrate --to {} checked by traffic: {} failure(s):\n\n{}\n\n=== node-a rules ===\n{}\n=== kube-proxy-rs log (last {LOG_TAIL} lines) ===\n{}",
+            switch.to.dir(),
+            failures.len(),
+            failures.join("\n\n"),
+            switch.to.rules(node.node()),
+            proxy.log_tail()
+        );
+    }
+
+    /// `explain migrate --to MODE -o json` and its text, live in node-a,
+    /// probing from the reference's clients.
+    fn migrate_report(&self, ns: &Netns, to: ProxyMode) -> (serde_json::Value, String) {
+        let run = |json: bool| {
+            let mut command = ns.command(&self.binary.to_string_lossy());
+            command.args(["explain", "migrate", "--to", to.dir(), "--pod-ip", "10.244.0.200", "--client-ip", "172.20.0.10"]);
+            command.args(["--client-interface", "ext0"]);
+            if json {
+                command.args(["-o", "json"]);
+            }
+            command.arg("--").arg("--config").arg(&self.config).arg("--manifests").arg(&self.manifests);
+            let out = command.args(["--hostname-override", "node-a"]).output().expect("run explain migrate");
+            assert!(out.status.success(), "explain migrate --to {}: {}", to.dir(), String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let json = run(true);
+        (serde_json::from_str(&json).unwrap_or_else(|e| panic!("explain migrate -o json ({e}): {json}")), run(false))
+    }
+
+    /// Sends every probe; the failures: each whose traffic did not go as
+    /// the report's endings for that side of the switch say, twice (a
+    /// probe that fails is sent once more: one connection in thousands
+    /// ends oddly in the VM, `POLLHUP` without an error; each re-send is
+    /// printed).
+    fn send_probes(&self, node: &ReferenceNode, probes: &[MigrateProbe], before: bool) -> Vec<String> {
+        let side = if before { "before the switch" } else { "after the switch" };
+        let mut failing: Vec<(&MigrateProbe, String)> = self.probe_failures(node, probes.iter().collect(), before);
+        if !failing.is_empty() {
+            let again: Vec<&MigrateProbe> = failing.iter().map(|(p, _)| *p).collect();
+            eprintln!("MIGRATE-VM: {} probe(s) re-sent {side}: {:?}", again.len(), failing.iter().map(|(p, e)| format!("{}: {e}", p.flow.id)).collect::<Vec<_>>());
+            failing = self.probe_failures(node, again, before);
+        }
+        failing.into_iter().map(|(p, e)| format!("{} {side} (twice): {e}", p.flow.label())).collect()
+    }
+
+    fn probe_failures<'a>(&self, node: &ReferenceNode, probes: Vec<&'a MigrateProbe>, before: bool) -> Vec<(&'a MigrateProbe, String)> {
+        let _ = node.node().exec("nft", &["delete", "table", "ip", WITNESS_TABLE]);
+        let flows: Vec<FlowCase> = probes.iter().map(|p| p.flow.clone()).collect();
+        let replays = replay_all(node, &flows, self.timeout, self.workers).expect("the witness table in node-a");
+        let side = if before { "before the switch" } else { "after the switch" };
+        let mut failures = Vec::new();
+        for (probe, replayed) in probes.into_iter().zip(&replays) {
+            let endings = if before { &probe.now } else { &probe.after };
+            let result = match replayed {
+                Ok(r) => check_explained_traffic(&probe.flow, probe.flow.source(), &r.seen, r.passage, endings)
+                    .map_err(|e| format!("{e} ({})", summary(&r.seen))),
+                Err(e) => Err(format!("could not be sent: {e:#}")),
+            };
+            match result {
+                Ok(()) => eprintln!("{} {side}: as reported: {}", probe.flow.label(), testkit::tracer::describe_outcomes(endings)),
+                Err(e) => failures.push((probe, e)),
+            }
+        }
+        failures
+    }
+}
+
+/// node-a's address on the pod network: answers ping (the control).
+const POD_GATEWAY_PINGED: &str = "10.244.0.1";
+
+/// The addresses of `addresses` that answer one ping from the client pod.
+fn ping_answers(node: &ReferenceNode, addresses: &[String]) -> Vec<String> {
+    addresses.iter().filter(|a| node.client_pod().exec("ping", &["-c", "1", "-W", "2", a]).is_ok()).cloned().collect()
+}
