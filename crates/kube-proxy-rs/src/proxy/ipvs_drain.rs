@@ -44,6 +44,8 @@ use xtables::apply::Backend;
 
 /// How often the drain looks at the connection counts.
 const POLL: Duration = Duration::from_millis(500);
+/// How often the drain says what it still waits for.
+const SAY_EVERY: Duration = Duration::from_secs(10);
 
 /// IPVS mode's leftovers on this node, drained after the new mode's
 /// first syncs.
@@ -119,6 +121,7 @@ impl IpvsDrain {
     /// Until every family served has synced and has no virtual server
     /// left: deletes the drained ones, and those past the limit.
     async fn drain_virtual_servers(&self, ipvs: &IpvsSocket) {
+        let mut said = Instant::now();
         loop {
             let deadlines = self.deadlines();
             let mut left = 0;
@@ -133,6 +136,10 @@ impl IpvsDrain {
             }
             if left == 0 && self.families.iter().all(|f| deadlines.contains_key(f)) {
                 return;
+            }
+            if said.elapsed() >= SAY_EVERY {
+                tracing::info!(virtual_servers = left, "IPVS mode's virtual servers still have active connections: kept");
+                said = Instant::now();
             }
             tokio::time::sleep(POLL).await;
         }

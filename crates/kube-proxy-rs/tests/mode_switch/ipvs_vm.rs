@@ -23,6 +23,10 @@ pub const PASSED: &str = "MODE-SWITCH-IPVS-VM: ALL PASSED";
 /// Filler services in the VM (emulated CPUs: an IPVS sync of hundreds of
 /// services takes seconds there).
 pub const FILLERS: usize = 20;
+/// Fresh-connection openers per target in the VM (one elsewhere): one
+/// opener's connections are made one after the other, and each takes a
+/// few milliseconds on the emulated CPUs.
+pub const OPENERS: usize = 3;
 /// How long a proxy may take to sync in the VM (emulated CPUs, shared).
 pub const SYNC_PATIENCE: Duration = Duration::from_secs(120);
 /// How long the long-lived connections outlive the new mode's first sync.
@@ -113,4 +117,14 @@ pub fn active_connections(node: &Netns) -> u64 {
         .filter_map(|l| l.trim_start().strip_prefix("->"))
         .filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
         .sum()
+}
+
+/// IPVS's connection table and the conntrack table of `node`, for a
+/// failure message.
+pub fn connections(node: &Netns) -> String {
+    let table = node.exec("ipvsadm", &["-Ln"]).unwrap_or_else(|e| e.to_string());
+    let ipvs = node.exec("ipvsadm", &["-Lnc"]).unwrap_or_else(|e| e.to_string());
+    let ipvs = format!("{table}\n{ipvs}");
+    let conntrack = node.exec("conntrack", &["-L"]).unwrap_or_else(|e| e.to_string());
+    format!("ipvsadm -Lnc:\n{ipvs}\nconntrack -L:\n{conntrack}")
 }
