@@ -15,6 +15,10 @@
 //! rule that can drop what the new state admits, and that the mark one
 //! mode sets is masqueraded by the other when its postrouting runs first.
 //!
+//! `ipvs_to_nftables_and_iptables_in_a_vm` leaves IPVS mode the same way,
+//! in the VM (`mode_switch/ipvs_vm.rs`); ignored until reliable (run it
+//! with `--run-ignored all`).
+//!
 //! `KPRS_SWITCH_FILLERS=n` adds n more services (default 200) so the new
 //! mode's start-up is longer; `KPRS_SWITCH_BINARY=path` runs another build
 //! of the binary (main's, to see the gap it leaves). Needs root, `nft` and

@@ -58,7 +58,10 @@ pub fn boot(test: &str) {
         println!("binary run in the VM: {other}");
         binary = copy.display().to_string();
     }
+    // The test is ignored for now (not yet reliable): run it inside too.
+    let this = std::env::current_exe().unwrap().into_os_string();
     let run = testkit::vm::VmRun::new(test, "IPVS mode switches").cpus("2").timeout_secs(VM_TIMEOUT_SECS);
+    let run = run.command(vec![this, "--include-ignored".into()]);
     let console = run.with_file(binary).with_file("/usr/bin/setpriv").share(share.path()).boot(PASSED);
     for line in console.lines().filter(|l| l.starts_with("[mode-switch]") || l.starts_with("  ")) {
         println!("{line}");
