@@ -36,6 +36,18 @@ pub struct CleanupReport {
 /// interface, our chains in both iptables backends and families, and our
 /// ipsets. Missing pieces are fine; failures are collected.
 pub async fn apply_cleanup(opts: &ApplyOptions) -> Result<CleanupReport, Error> {
+    apply_cleanup_sparing(opts, &[]).await
+}
+
+/// The chains IPVS mode shares by name with iptables mode: where iptables
+/// mode now runs, they are its own (rewritten by its first sync).
+pub const IPTABLES_MODE_CHAINS: [&str; 5] = ["KUBE-SERVICES", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL"];
+
+/// [`apply_cleanup`], but in the iptables backends and families of
+/// `iptables_mode` (where iptables mode runs now) the chains of
+/// [`IPTABLES_MODE_CHAINS`] and the jumps to them stay: only IPVS mode's
+/// own chains go there.
+pub async fn apply_cleanup_sparing(opts: &ApplyOptions, iptables_mode: &[(Backend, IpFamily)]) -> Result<CleanupReport, Error> {
     let mut report = CleanupReport::default();
     let mut errors: Vec<String> = Vec::new();
     match delete_virtual_servers(opts).await {
@@ -49,7 +61,8 @@ pub async fn apply_cleanup(opts: &ApplyOptions) -> Result<CleanupReport, Error> 
     }
     for backend in Backend::ALL {
         for family in [IpFamily::V4, IpFamily::V6] {
-            match apply_iptables_cleanup(backend, family).await {
+            let spared: &[&str] = if iptables_mode.contains(&(backend, family)) { &IPTABLES_MODE_CHAINS } else { &[] };
+            match apply_iptables_cleanup_sparing(backend, family, spared).await {
                 Ok(true) => report.iptables_cleaned.push((backend, family)),
                 Ok(false) => {}
                 Err(e) => errors.push(e.to_string()),
@@ -105,8 +118,13 @@ async fn delete_dummy(name: &str) -> Result<bool, Error> {
 /// Removes IPVS mode's chains and jumps from one backend and family;
 /// `Ok(false)` when there was nothing (or the backend's tools are absent).
 pub async fn apply_iptables_cleanup(backend: Backend, family: IpFamily) -> Result<bool, Error> {
+    apply_iptables_cleanup_sparing(backend, family, &[]).await
+}
+
+/// [`apply_iptables_cleanup`], keeping the chains named in `spared`.
+async fn apply_iptables_cleanup_sparing(backend: Backend, family: IpFamily, spared: &[&str]) -> Result<bool, Error> {
     let Ok(saved) = Iptables::new(backend, family).save().await else { return Ok(false) };
-    let Some(input) = render_iptables_cleanup(&saved) else { return Ok(false) };
+    let Some(input) = render_iptables_cleanup_sparing(&saved, spared) else { return Ok(false) };
     let base = if family == IpFamily::V6 { "ip6tables" } else { "iptables" };
     let program = format!("{base}-{backend}-restore");
     run(&program, &["--noflush", "--wait=5"], Some(&input)).await.map_err(|e| match e {
@@ -121,11 +139,17 @@ pub async fn apply_iptables_cleanup(backend: Backend, family: IpFamily) -> Resul
 /// (flushed, then `-X`). A chain of ours that a rule of someone else still
 /// jumps to is kept. `None` when there is nothing of ours.
 pub fn render_iptables_cleanup(saved: &str) -> Option<String> {
+    render_iptables_cleanup_sparing(saved, &[])
+}
+
+/// [`render_iptables_cleanup`], keeping the chains named in `spared` (and
+/// so the chains their rules jump to).
+pub fn render_iptables_cleanup_sparing(saved: &str, spared: &[&str]) -> Option<String> {
     let tables = parse_save(saved);
     let mut out = String::new();
     for (table, ours) in [("nat", &NAT_CHAINS[..]), ("filter", &FILTER_CHAINS[..])] {
         let Some(t) = tables.get(table) else { continue };
-        let mut doomed: BTreeSet<&str> = ours.iter().copied().filter(|c| t.chains.contains(*c)).collect();
+        let mut doomed: BTreeSet<&str> = ours.iter().copied().filter(|c| t.chains.contains(*c) && !spared.contains(c)).collect();
         // Keep chains still used by rules that stay (a fixed point: keeping
         // a chain keeps the chains it jumps to).
         loop {
@@ -220,6 +244,15 @@ mod tests {
             "*nat\n-D PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n\
              :KUBE-MARK-MASQ - [0:0]\n:KUBE-SERVICES - [0:0]\n-X KUBE-MARK-MASQ\n-X KUBE-SERVICES\nCOMMIT\n"
         );
+    }
+
+    #[test]
+    fn spares_iptables_modes_chains_where_it_runs() {
+        let saved = "*nat\n:PREROUTING ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-NODE-PORT - [0:0]\n:KUBE-MARK-MASQ - [0:0]\n\
+                     -A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n\
+                     -A KUBE-NODE-PORT -j KUBE-MARK-MASQ\nCOMMIT\n";
+        let input = render_iptables_cleanup_sparing(saved, &IPTABLES_MODE_CHAINS).unwrap_or_default();
+        assert_eq!(input, "*nat\n:KUBE-NODE-PORT - [0:0]\n-X KUBE-NODE-PORT\nCOMMIT\n");
     }
 
     #[test]

@@ -20,6 +20,7 @@
 
 pub mod apply;
 pub mod cleanup;
+pub mod drain;
 mod command;
 mod dummy_link;
 mod error;

@@ -216,6 +216,10 @@ pub struct Config {
     pub init_only: bool,
     /// `--iptables-backend`.
     pub iptables_backend: IptablesBackend,
+    /// `--ipvs-drain-timeout`: how long IPVS mode's leftover virtual
+    /// servers are kept for their connections after another mode's first
+    /// sync.
+    pub ipvs_drain_timeout: std::time::Duration,
 }
 
 /// The outcome of [`load`]: the configuration, warnings to log once logging

@@ -371,6 +371,14 @@ pub struct Flags {
     #[arg(long = "nftables-shared-endpoint-maps", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub nftables_shared_endpoint_maps: Option<bool>,
+
+    /// iptables and nftables mode, starting where IPVS mode ran: how long
+    /// a virtual server IPVS mode left is kept for its established
+    /// connections before it is deleted anyway (then kube-ipvs0, the
+    /// ipsets and IPVS mode's chains go). 0 deletes them at the first sync.
+    /// Our addition; default 5m.
+    #[arg(long = "ipvs-drain-timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub ipvs_drain_timeout: Option<GoDuration>,
 }
 
 impl Flags {

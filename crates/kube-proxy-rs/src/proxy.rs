@@ -7,6 +7,7 @@ mod conntrack_setup;
 pub(crate) mod dry_run;
 mod families;
 mod init_only;
+mod ipvs_drain;
 mod leftovers;
 mod mode;
 pub(crate) mod mode_options;

@@ -15,6 +15,10 @@
 //! rule that can drop what the new state admits, and that the mark one
 //! mode sets is masqueraded by the other when its postrouting runs first.
 //!
+//! `ipvs_to_nftables_and_iptables_in_a_vm` leaves IPVS mode the same way,
+//! in the VM (`mode_switch/ipvs_vm.rs`); ignored until reliable (run it
+//! with `--run-ignored all`).
+//!
 //! `KPRS_SWITCH_FILLERS=n` adds n more services (default 200) so the new
 //! mode's start-up is longer; `KPRS_SWITCH_BINARY=path` runs another build
 //! of the binary (main's, to see the gap it leaves). Needs root, `nft` and
@@ -25,10 +29,12 @@
 #[path = "support/proxy.rs"]
 mod proxy;
 mod mode_switch {
+    pub mod ipvs_vm;
     pub mod manifests;
     pub mod traffic;
 }
 
+use mode_switch::ipvs_vm;
 use mode_switch::manifests::{self, CLIENT_POD, CLUSTER_IP, LATE_IP, LB_IP, LOCAL_NODE_PORT, NODE_PORT, SERVERS, State};
 use mode_switch::traffic::{self, Failure, Record, Target};
 use proxy::Proxy;
@@ -46,6 +52,8 @@ enum Mode {
     /// ours).
     IptablesNft,
     Nftables,
+    /// IPVS mode, legacy backend (in the VM only: [`ipvs_vm`]).
+    Ipvs,
 }
 
 impl Mode {
@@ -54,6 +62,7 @@ impl Mode {
             Mode::Iptables => &["--proxy-mode", "iptables", "--iptables-backend", "legacy"],
             Mode::IptablesNft => &["--proxy-mode", "iptables", "--iptables-backend", "nft"],
             Mode::Nftables => &["--proxy-mode", "nftables"],
+            Mode::Ipvs => &["--proxy-mode", "ipvs", "--iptables-backend", "legacy"],
         }
     }
 
@@ -61,6 +70,7 @@ impl Mode {
         match self {
             Mode::Iptables | Mode::IptablesNft => "synced iptables rules ip_family=IPv4",
             Mode::Nftables => "synced nftables rules ip_family=IPv4",
+            Mode::Ipvs => "synced IPVS rules ip_family=IPv4",
         }
     }
 }
@@ -90,6 +100,22 @@ fn nftables_to_iptables_nft_backend_drops_no_connection() {
     switch(Mode::Nftables, Mode::IptablesNft);
 }
 
+/// IPVS mode into nftables mode, then into iptables mode, in the VM
+/// ([`ipvs_vm`]): no connection dropped, the IPVS objects drained.
+#[test]
+#[ignore = "not yet reliable (issue 27): 0-5 of 50 long-lived IPVS connections stall near the old proxy's SIGTERM in 3 of 8 runs; see docs/migrating.md"]
+fn ipvs_to_nftables_and_iptables_in_a_vm() {
+    if testkit::vm::inside() {
+        ipvs_vm::prepare();
+        switch(Mode::Ipvs, Mode::Nftables);
+        switch(Mode::Ipvs, Mode::Iptables);
+        println!("{}", ipvs_vm::PASSED);
+        return;
+    }
+    testkit::netns::require_kernel();
+    ipvs_vm::boot("ipvs_to_nftables_and_iptables_in_a_vm");
+}
+
 /// node-a with the server pods and the client pod, the manifests of
 /// `state` written.
 fn build_node(state: State) -> Cluster {
@@ -108,14 +134,18 @@ fn build_node(state: State) -> Cluster {
     };
     plan.pods = SERVERS.into_iter().chain([CLIENT_POD]).map(pod).collect();
     let cluster = Cluster::build(&plan).expect("build node-a");
-    let fillers = std::env::var("KPRS_SWITCH_FILLERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let fillers = if testkit::vm::inside() { ipvs_vm::FILLERS } else { 200 };
+    let fillers = std::env::var("KPRS_SWITCH_FILLERS").ok().and_then(|v| v.parse().ok()).unwrap_or(fillers);
     cluster.write_manifests(&manifests::manifests(state, fillers)).unwrap();
     cluster
 }
 
 /// The binary in `mode` on node-a, with a private xtables lock file.
 fn start(cluster: &Cluster, mode: Mode, lock: &std::path::Path) -> Proxy {
-    let binary = std::env::var("KPRS_SWITCH_BINARY").unwrap_or_else(|_| proxy::BINARY.to_string());
+    let binary = match testkit::vm::inside() {
+        true => ipvs_vm::binary(),
+        false => std::env::var("KPRS_SWITCH_BINARY").unwrap_or_else(|_| proxy::BINARY.to_string()),
+    };
     let node = cluster.node("node-a").unwrap().ns();
     let mut command = node.command("setpriv");
     command.args(["--pdeathsig", "KILL", "--", &binary]).args(mode.flags());
@@ -143,6 +173,7 @@ fn targets(cluster: &Cluster) -> [(Target, &Netns); 3] {
 /// What is left of `mode`'s rules on node-a (empty: nothing).
 fn left_of(node: &Netns, mode: Mode) -> Vec<String> {
     match mode {
+        Mode::Ipvs => ipvs_vm::left_of_ipvs(node),
         Mode::Nftables => {
             let tables = node.exec("nft", &["list", "tables"]).unwrap();
             tables.lines().filter(|l| l.contains("kube-proxy")).map(String::from).collect()
@@ -155,11 +186,16 @@ fn left_of(node: &Netns, mode: Mode) -> Vec<String> {
     }
 }
 
-/// Waits up to `patience` for `mode`'s rules to be gone from node-a.
-fn wait_gone(node: &Netns, mode: Mode, patience: Duration) -> Vec<String> {
+/// Waits up to `patience` for `mode`'s rules to be gone from node-a
+/// (leaving IPVS mode for nftables mode, none of iptables mode's chains
+/// may stay either).
+fn wait_gone(node: &Netns, mode: Mode, to: Mode, patience: Duration) -> Vec<String> {
     let deadline = Instant::now() + patience;
     loop {
-        let left = left_of(node, mode);
+        let mut left = left_of(node, mode);
+        if mode == Mode::Ipvs && to == Mode::Nftables {
+            left.extend(left_of(node, Mode::Iptables));
+        }
         if left.is_empty() || Instant::now() > deadline {
             return left;
         }
@@ -181,20 +217,28 @@ fn switch(from: Mode, to: Mode) {
     let node = cluster.node("node-a").unwrap().ns();
     let servers_stop = serve(&cluster);
     let lock = tempfile::NamedTempFile::new().unwrap();
+    let patience = if testkit::vm::inside() { ipvs_vm::SYNC_PATIENCE } else { proxy::PATIENCE };
     let mut old = start(&cluster, from, lock.path());
-    old.wait_for(from.synced());
+    old.wait_for_within(from.synced(), patience);
     let targets = targets(&cluster);
     let record = Record::new();
     let (mut term_at, mut synced_at) = (0.0, 0.0);
     let mut new = None;
+    let mut held = 0;
+    // When the clients were told to stop (the rate's time span).
+    let mut stopped_at = 0.0;
     std::thread::scope(|scope| {
+        // A failure below stops the clients, so the scope can end.
+        let _stop = StopOnDrop(&record.stop);
         for ((target, ns), count) in targets.iter().zip(LONG_LIVED) {
             for conn in traffic::open_long_lived(ns, *target, count) {
                 let record = &record;
                 scope.spawn(move || traffic::keep_alive(record, target.kind, conn));
             }
         }
-        for (target, ns) in &targets {
+        // In the VM a connection takes longer (emulated CPUs): more openers.
+        let openers = if testkit::vm::inside() { ipvs_vm::OPENERS } else { 1 };
+        for (target, ns) in targets.iter().flat_map(|t| std::iter::repeat_n(t, openers)) {
             let record = &record;
             scope.spawn(move || traffic::open_fresh(ns, record, *target, FRESH_EVERY));
         }
@@ -202,11 +246,23 @@ fn switch(from: Mode, to: Mode) {
         term_at = record.now();
         old.stop();
         let mut proxy = start(&cluster, to, lock.path());
-        proxy.wait_for(to.synced());
+        proxy.wait_for_within(to.synced(), patience);
         synced_at = record.now();
-        let left = wait_gone(node, from, Duration::from_secs(10));
-        std::thread::sleep(Duration::from_secs(2));
-        record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let left = if from == Mode::Ipvs {
+            // The long-lived connections outlive the new mode's first sync
+            // by a while; their virtual servers must wait for them.
+            std::thread::sleep(ipvs_vm::HOLD);
+            held = ipvs_vm::active_connections(node);
+            record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            stopped_at = record.now();
+            wait_gone(node, from, to, ipvs_vm::DRAIN_PATIENCE)
+        } else {
+            let left = wait_gone(node, from, to, Duration::from_secs(10));
+            std::thread::sleep(Duration::from_secs(2));
+            record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            stopped_at = record.now();
+            left
+        };
         new = Some((proxy, left));
     });
     servers_stop.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -214,15 +270,27 @@ fn switch(from: Mode, to: Mode) {
     let log = proxy.drain_all().join("\n");
     let seen = record.seen();
     let figures = figures(&seen, term_at, synced_at);
-    let removed: Vec<&str> = log.lines().filter(|l| l.contains("leftovers removed")).collect();
+    let removed: Vec<&str> = log.lines().filter(|l| l.contains("leftovers removed") || l.contains("IPVS")).collect();
+    let figures = if from == Mode::Ipvs { format!("{figures}; active IPVS connections {:.0?} after the new mode's sync: {held}", ipvs_vm::HOLD) } else { figures };
     println!("[mode-switch] {from:?} -> {to:?}: {figures}\n  {}", removed.join("\n  "));
     assert!(seen.new_failed.is_empty() && seen.established_broken.is_empty(), "{from:?} -> {to:?}: {figures}\n{}\nnew mode's log:\n{log}", failures(&seen));
     assert_eq!(seen.established_ok, LONG_LIVED.iter().sum::<usize>(), "{figures}");
+    let connections = if from == Mode::Ipvs { ipvs_vm::connections(node) } else { String::new() };
+    assert!(left.is_empty(), "{from:?} mode's rules are still on the node after the switch: {left:#?}\n{connections}\n{log}");
     let rate: usize = seen.attempts.iter().map(|(_, n)| n).sum();
-    assert!(rate as f64 / record.now() >= 100.0, "fresh connections at under 100/s: {figures}");
-    assert!(left.is_empty(), "{from:?} mode's rules are still on the node after the switch: {left:#?}\n{log}");
+    assert!(rate as f64 / stopped_at >= 100.0, "fresh connections at under 100/s: {figures}");
+    assert!(from != Mode::Ipvs || held > 0, "no IPVS connection was still active after the new mode's sync: the drain was not shown waiting\n{log}");
     drop(seen);
     proxy.stop();
+}
+
+/// Sets the clients' stop flag when dropped (a panic included).
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// The figures of a run, times in seconds since SIGTERM.
@@ -373,6 +441,7 @@ fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std:
     let path = file.path().display().to_string();
     match mode {
         Mode::Nftables => drop(node.exec("nft", &["-f", &path]).unwrap()),
+        Mode::Ipvs => panic!("no stale IPVS rules from a dry run"),
         Mode::Iptables | Mode::IptablesNft => {
             let tool = if mode == Mode::Iptables { "iptables-legacy" } else { "iptables-nft" };
             let jumps = text.lines().filter_map(|l| l.strip_prefix("#   -t ")).filter(|l| !l.contains("KUBE-FIREWALL"));

@@ -106,6 +106,7 @@ pub fn validate(s: &Settings, flags: &Flags, from_file: bool) -> Result<Config, 
     let client = validate_client(s, flags, &namer, &mut errs);
     let logging = validate_logging(s, flags, from_file, &mut errs);
     let hostname_override = validate_hostname(s, flags, &mut errs);
+    let ipvs_drain_timeout = validate_ipvs_drain_timeout(flags, &mut errs);
     if !errs.0.is_empty() {
         return Err(ConfigError::Invalid(errs.0));
     }
@@ -140,8 +141,22 @@ pub fn validate(s: &Settings, flags: &Flags, from_file: bool) -> Result<Config, 
         init_only: flags.init_only.unwrap_or(false),
         iptables_backend: flags.iptables_backend.unwrap_or_default(),
         nftables_shared_endpoint_maps: flags.nftables_shared_endpoint_maps.unwrap_or(false),
+        ipvs_drain_timeout: ipvs_drain_timeout.ok_or_else(invalid)?,
     })
 }
+
+/// `--ipvs-drain-timeout` (ours): default 5m, not negative.
+fn validate_ipvs_drain_timeout(flags: &Flags, errs: &mut Errors) -> Option<Duration> {
+    let Some(value) = flags.ipvs_drain_timeout else { return Some(DEFAULT_IPVS_DRAIN_TIMEOUT) };
+    let drain = value.to_std();
+    if drain.is_none() {
+        errs.push("--ipvs-drain-timeout".to_string(), value, "must be greater than or equal to 0");
+    }
+    drain
+}
+
+/// `--ipvs-drain-timeout`'s default.
+pub const DEFAULT_IPVS_DRAIN_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 fn validate_mode(s: &Settings, namer: &Namer, errs: &mut Errors) -> Option<ProxyMode> {
     match s.mode.as_str() {

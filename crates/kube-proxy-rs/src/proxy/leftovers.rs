@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn each_mode_defers_the_other_modes_removal() {
-        let modes = |mode| super::super::mode::deferred_leftovers(mode).iter().map(|c| c.mode()).collect::<Vec<_>>();
+        let modes = |mode| super::super::mode::deferred_leftovers(mode, None).iter().map(|c| c.mode()).collect::<Vec<_>>();
         assert_eq!(modes(Mode::Nftables), vec![Mode::Iptables]);
         assert_eq!(modes(Mode::Iptables), vec![Mode::Nftables]);
         assert!(modes(Mode::Ipvs).is_empty());

@@ -48,7 +48,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let tracker = Arc::new(Mutex::new(Tracker::with_families(node_name, families.primary, &families.all())));
 
     super::conntrack_setup::apply(&config);
-    let proxiers = mode::choose(&config, &families.all()).await?;
+    let mode::Chosen { proxiers, ipvs_drain } = mode::choose(&config, &families.all()).await?;
     let mode = proxiers.first().map_or(Mode::Iptables, |(_, p)| p.mode());
     let metrics = Metrics::new(mode::metrics_mode(mode));
     nfacct_metrics::read_nfacct_at_scrape(&metrics);
@@ -70,7 +70,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             service_health: Arc::clone(&service_health),
             health: health.clone(),
             metrics: metrics.clone(),
-            leftovers: Leftovers::new(family, mode::deferred_leftovers(mode)),
+            leftovers: Leftovers::new(family, mode::deferred_leftovers(mode, ipvs_drain.as_ref())),
         };
         let (runner, handle) = family_runner(state, periods);
         loops.push(runner);

@@ -12,8 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::netns::Netns;
 
-/// How long a connect or a read may take before it counts as failed.
-const PATIENCE: Duration = Duration::from_secs(1);
+/// How long a connect or a read may take before it counts as failed
+/// (three times that in the VM, whose CPUs are emulated).
+fn patience() -> Duration {
+    if testkit::vm::inside() { Duration::from_secs(3) } else { Duration::from_secs(1) }
+}
 
 /// A service as a client reaches it, and the source its endpoint must see.
 #[derive(Debug, Clone, Copy)]
@@ -127,8 +130,8 @@ fn echo(mut stream: TcpStream, peer: SocketAddr, stop: &AtomicBool) {
 /// the right peer, with the reader past the `peer=` line, and the
 /// endpoint reached.
 fn connect(target: &Target) -> Result<(BufReader<TcpStream>, String), String> {
-    let stream = TcpStream::connect_timeout(&target.addr, PATIENCE).map_err(|e| format!("connect: {e}"))?;
-    stream.set_read_timeout(Some(PATIENCE)).map_err(|e| e.to_string())?;
+    let stream = TcpStream::connect_timeout(&target.addr, patience()).map_err(|e| format!("connect: {e}"))?;
+    stream.set_read_timeout(Some(patience())).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).map_err(|e| format!("read peer: {e}"))?;

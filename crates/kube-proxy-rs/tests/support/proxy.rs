@@ -71,7 +71,12 @@ impl Proxy {
 
     /// Blocks until a new line contains `needle`.
     pub fn wait_for(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
+        self.wait_for_within(needle, PATIENCE)
+    }
+
+    /// [`Proxy::wait_for`] with another patience (an emulated VM's).
+    pub fn wait_for_within(&mut self, needle: &str, patience: Duration) -> String {
+        let deadline = Instant::now() + patience;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             match self.lines.recv_timeout(left) {
                 Ok(line) if line.contains(needle) => return line,
@@ -79,7 +84,7 @@ impl Proxy {
                 Err(_) => break,
             }
         }
-        self.give_up(needle)
+        self.give_up(needle, patience)
     }
 
     /// Waits until a new line contains `needle`, letting other tasks of
@@ -92,11 +97,11 @@ impl Proxy {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        self.give_up(needle)
+        self.give_up(needle, PATIENCE)
     }
 
-    fn give_up(&self, needle: &str) -> ! {
-        panic!("no log line with {needle:?} within {PATIENCE:?}; log so far:\n{}", self.seen.join("\n"))
+    fn give_up(&self, needle: &str, patience: Duration) -> ! {
+        panic!("no log line with {needle:?} within {patience:?}; log so far:\n{}", self.seen.join("\n"))
     }
 
     /// Waits up to [`PATIENCE`] for the process to exit by itself; its

@@ -232,7 +232,7 @@ impl Replay {
             node.bind_node_source();
         }
         let built = started.elapsed();
-        let mut proxy = RunningProxy::start(node.node(), self);
+        let mut proxy = RunningProxy::start(node.node(), self, &[]);
         proxy.wait_for(mode.synced(), self.patience);
         let synced = started.elapsed();
         let replays = replay_all(&node, flows, self.timeout, self.workers).expect("the witness table in node-a");
@@ -462,7 +462,7 @@ struct RunningProxy {
 }
 
 impl RunningProxy {
-    fn start(ns: &Netns, replay: &Replay) -> Self {
+    fn start(ns: &Netns, replay: &Replay, extra_args: &[&str]) -> Self {
         require_files(&[&replay.binary, &replay.config, &replay.manifests]);
         let mut command = ns.command("setpriv");
         command
@@ -474,6 +474,7 @@ impl RunningProxy {
             .arg(&replay.manifests)
             .args(["--hostname-override", "node-a"])
             .args(replay.mode.own_args())
+            .args(extra_args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -640,7 +641,7 @@ impl Replay {
         node.bind_node_source();
         // many probes are rejected from the same client: no ICMP rate limit in node-a
         node.node().exec("sysctl", &["-w", "net.ipv4.icmp_ratelimit=0"]).expect("sysctl in node-a");
-        let mut proxy = RunningProxy::start(node.node(), self);
+        let mut proxy = RunningProxy::start(node.node(), self, &[]);
         proxy.wait_for(self.mode.synced(), self.patience);
         let (report, text) = self.migrate_report(node.node(), switch.to);
         eprintln!("{text}");
@@ -650,8 +651,14 @@ impl Replay {
         let pinged_before = ping_answers(&node, &switch.ping);
         drop(proxy);
         let after = Replay { mode: switch.to, config: switch.config.clone(), ..self.clone() };
-        let mut proxy = RunningProxy::start(node.node(), &after);
+        // `explain migrate` tells what the new mode does once IPVS mode's
+        // leftovers are gone: drained at once (the drain itself is
+        // mode_switch's), and the probes sent after
+        let mut proxy = RunningProxy::start(node.node(), &after, &["--ipvs-drain-timeout=0s"]);
         proxy.wait_for(switch.to.synced(), self.patience);
+        if self.mode == ProxyMode::Ipvs {
+            proxy.wait_for("IPVS mode's leftovers drained and removed", self.patience);
+        }
         let switched = started.elapsed();
         failures.extend(self.send_probes(&node, &probes, false));
         let pinged_after = ping_answers(&node, &switch.ping);
