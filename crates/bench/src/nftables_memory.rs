@@ -85,8 +85,10 @@ fn load_tracker(load: &Load, out: &mut String) -> Result<(Tracker, Snapshot)> {
 /// The render options the binary uses by default, with the load's pod CIDR
 /// (and the shared endpoint maps if `options` says so).
 fn render_options(options: Options) -> RenderOptions {
-    let mut opts = RenderOptions::default();
-    opts.shared_endpoint_maps = options.shared_endpoint_maps;
+    let mut opts = RenderOptions {
+        shared_endpoint_maps: options.shared_endpoint_maps,
+        ..RenderOptions::default()
+    };
     if let Ok(cidr) = generate::POD_CIDR.parse() {
         opts.common.local_detection = plan::Options::with_cluster_cidr(cidr).local_detection;
     }
