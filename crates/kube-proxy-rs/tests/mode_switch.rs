@@ -103,7 +103,7 @@ fn nftables_to_iptables_nft_backend_drops_no_connection() {
 /// IPVS mode into nftables mode, then into iptables mode, in the VM
 /// ([`ipvs_vm`]): no connection dropped, the IPVS objects drained.
 #[test]
-#[ignore = "not yet reliable (issue 27): 0-5 of 50 long-lived IPVS connections stall near the old proxy's SIGTERM in 3 of 8 runs; see docs/migrating.md"]
+#[ignore = "not yet reliable (issue 27): 0-5 of 50 long-lived IPVS connections stall near the old proxy's SIGTERM in 4 of 9 runs; see docs/migrating.md"]
 fn ipvs_to_nftables_and_iptables_in_a_vm() {
     if testkit::vm::inside() {
         ipvs_vm::prepare();
