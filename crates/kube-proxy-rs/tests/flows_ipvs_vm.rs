@@ -16,9 +16,11 @@
 //! what upstream's iptables run did, except the flows IPVS mode answers
 //! otherwise by design (`testkit::flows::ipvs_differences`, the list
 //! `explain_ipvs` checks IPVS mode's plan against); and `kube-proxy-rs
-//! explain packet --mode ipvs`, reading the live kernel (IPVS netlink,
-//! ipsets, iptables, `kube-ipvs0`), must answer each flow with what its
-//! traffic did. node-a's own flows are sent from the source `explain` is
+//! explain`, reading the live kernel once per replay (`explain dump --mode
+//! ipvs`: IPVS netlink, ipsets, iptables, `kube-ipvs0`, the readers of a
+//! live `explain packet`; a live read per flow spawns five tools, 1.5 s a
+//! flow in the emulated VM), must answer each flow (`explain packet
+//! --from-file`) with what its traffic did. node-a's own flows are sent from the source `explain` is
 //! asked about (its InternalIP): in IPVS mode the kernel would pick the
 //! service address bound on `kube-ipvs0` as their source.
 //!

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use testkit::flows::{
     Expected, FlowCase, Replayed, Seen, check_explained, check_explained_traffic, check_hits, check_paths, count_all,
-    explain_args, explained_outcomes, ipvs_difference, replay_all, summary, trace_all,
+    NODE_A_ADDRESSES, explain_args, explained_outcomes, ipvs_difference, replay_all, summary, trace_all,
 };
 use testkit::tracer::Outcome;
 use testkit::netns::Netns;
@@ -236,6 +236,7 @@ impl Replay {
         proxy.wait_for(mode.synced(), self.patience);
         let synced = started.elapsed();
         let replays = replay_all(&node, flows, self.timeout, self.workers).expect("the witness table in node-a");
+        let sent = started.elapsed();
         let mut failures = Vec::new();
         for (flow, replayed) in flows.iter().zip(&replays) {
             match replayed {
@@ -279,6 +280,7 @@ impl Replay {
                 flows.len()
             );
         }
+        let checked = started.elapsed();
         let before = failures.len();
         failures.extend(self.explain_differences(node.node(), flows, &replays));
         eprintln!(
@@ -295,7 +297,8 @@ impl Replay {
             drop(proxy);
             self.flushed_control(&node, flows, at_least);
             eprintln!(
-                "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), as expected; \
+                "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}, traffic sent at {sent:?}, \
+                 traced or counted at {checked:?}, then explained), as expected; \
                  again with the rules flushed, in {:?} in all",
                 flows.len(),
                 mode.dir(),
@@ -304,7 +307,8 @@ impl Replay {
             return;
         }
         eprintln!(
-            "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}), {} difference(s) from upstream",
+            "{} {} flows replayed in {replayed:?} (topology {built:?}, first sync at {synced:?}, traffic sent at {sent:?}, \
+             traced or counted at {checked:?}, then explained), {} difference(s) from upstream",
             flows.len(),
             mode.dir(),
             failures.len()
@@ -322,9 +326,13 @@ impl Replay {
 
     /// `explain packet`'s endings for `flow` (reading node-a's live
     /// kernel), with its JSON answer; `Err` if it failed.
-    fn explain(&self, ns: &Netns, flow: &FlowCase) -> Result<(BTreeSet<Outcome>, String), String> {
+    fn explain(&self, ns: &Netns, flow: &FlowCase, dump: Option<&Path>) -> Result<(BTreeSet<Outcome>, String), String> {
         let mut args = explain_args(flow);
         args.extend(self.mode.explain_mode().iter().map(|a| a.to_string()));
+        if let Some(dump) = dump {
+            args.extend(["--from-file".to_string(), dump.display().to_string()]);
+            args.extend(NODE_A_ADDRESSES.iter().flat_map(|ip| ["--node-ip".to_string(), ip.to_string()]));
+        }
         let output = match ns.command(&self.binary.to_string_lossy()).args(&args).output() {
             Ok(output) if output.status.success() => output,
             Ok(output) => {
@@ -338,13 +346,51 @@ impl Replay {
         Ok((endings, json))
     }
 
+    /// IPVS mode's live state as `explain dump --mode ipvs` reads it (the
+    /// same readers as a live `explain packet`), for every flow to be
+    /// explained from: a live read spawns five tools, 1.5 s a flow in the
+    /// emulated VM. Other modes' flows are explained live, one by one.
+    fn live_dump(&self, ns: &Netns) -> Option<tempfile::NamedTempFile> {
+        if self.mode != ProxyMode::Ipvs {
+            return None;
+        }
+        let output = ns.command(&self.binary.to_string_lossy()).args(["explain", "dump", "--mode", "ipvs"]).output().expect("run explain dump");
+        assert!(output.status.success(), "explain dump --mode ipvs failed: {}", String::from_utf8_lossy(&output.stderr));
+        let file = tempfile::NamedTempFile::new().expect("a file for the dump");
+        std::fs::write(file.path(), &output.stdout).expect("write the dump");
+        Some(file)
+    }
+
+    /// [`Self::explain`] for every flow, `self.workers` at a time, answers
+    /// in the flows' order.
+    fn explain_all(&self, ns: &Netns, flows: &[FlowCase]) -> Vec<Result<(BTreeSet<Outcome>, String), String>> {
+        let dump = self.live_dump(ns);
+        let dump = dump.as_ref().map(|f| f.path());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let answers: Vec<Mutex<Option<Result<(BTreeSet<Outcome>, String), String>>>> =
+            flows.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..self.workers.max(1) {
+                scope.spawn(|| {
+                    loop {
+                        let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(flow) = flows.get(at) else { break };
+                        *answers[at].lock().unwrap() = Some(self.explain(ns, flow, dump));
+                    }
+                });
+            }
+        });
+        answers.into_iter().map(|a| a.into_inner().unwrap().expect("every flow explained")).collect()
+    }
+
     /// Asks the binary's `explain packet` (reading node-a's live kernel)
     /// about each flow: every flow whose answer is not the flow's verdict,
     /// or not what its traffic did in `replays`, with the answer.
     fn explain_differences(&self, ns: &Netns, flows: &[FlowCase], replays: &[anyhow::Result<Replayed>]) -> Vec<String> {
         let mut failures = Vec::new();
-        for (flow, replayed) in flows.iter().zip(replays) {
-            let (endings, json) = match self.explain(ns, flow) {
+        let answers = self.explain_all(ns, flows);
+        for ((flow, replayed), answer) in flows.iter().zip(replays).zip(answers) {
+            let (endings, json) = match answer {
                 Ok(answer) => answer,
                 Err(e) => {
                     failures.push(format!("{}\n    {e}", flow.label()));
@@ -385,7 +431,8 @@ impl Replay {
         let mut went_otherwise = Vec::new();
         let mut explained_otherwise = Vec::new();
         let mut failures = Vec::new();
-        for (flow, replayed) in flows.iter().zip(&replays) {
+        let answers = self.explain_all(node.node(), flows);
+        for ((flow, replayed), answer) in flows.iter().zip(&replays).zip(answers) {
             let replayed = match replayed {
                 Ok(r) => r,
                 Err(e) => {
@@ -396,7 +443,7 @@ impl Replay {
             if replayed.mismatch.is_some() {
                 went_otherwise.push(flow.id.as_str());
             }
-            match self.explain(node.node(), flow) {
+            match answer {
                 Ok((endings, json)) => {
                     if check_explained(flow, &endings).is_err() {
                         explained_otherwise.push(flow.id.as_str());
