@@ -121,6 +121,10 @@ impl ProxyMode {
     }
 }
 
+/// `explain packet`'s endings for a flow and its JSON answer, or why
+/// there is none.
+type Explained = Result<(BTreeSet<Outcome>, String), String>;
+
 /// One replay: the mode, the proxy binary and the files it runs with, and
 /// how patient to be.
 #[derive(Debug, Clone)]
@@ -326,7 +330,7 @@ impl Replay {
 
     /// `explain packet`'s endings for `flow` (reading node-a's live
     /// kernel), with its JSON answer; `Err` if it failed.
-    fn explain(&self, ns: &Netns, flow: &FlowCase, dump: Option<&Path>) -> Result<(BTreeSet<Outcome>, String), String> {
+    fn explain(&self, ns: &Netns, flow: &FlowCase, dump: Option<&Path>) -> Explained {
         let mut args = explain_args(flow);
         args.extend(self.mode.explain_mode().iter().map(|a| a.to_string()));
         if let Some(dump) = dump {
@@ -363,12 +367,11 @@ impl Replay {
 
     /// [`Self::explain`] for every flow, `self.workers` at a time, answers
     /// in the flows' order.
-    fn explain_all(&self, ns: &Netns, flows: &[FlowCase]) -> Vec<Result<(BTreeSet<Outcome>, String), String>> {
+    fn explain_all(&self, ns: &Netns, flows: &[FlowCase]) -> Vec<Explained> {
         let dump = self.live_dump(ns);
         let dump = dump.as_ref().map(|f| f.path());
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let answers: Vec<Mutex<Option<Result<(BTreeSet<Outcome>, String), String>>>> =
-            flows.iter().map(|_| Mutex::new(None)).collect();
+        let answers: Vec<Mutex<Option<Explained>>> = flows.iter().map(|_| Mutex::new(None)).collect();
         std::thread::scope(|scope| {
             for _ in 0..self.workers.max(1) {
                 scope.spawn(|| {
