@@ -308,14 +308,28 @@ fn figures(seen: &traffic::Seen, term_at: f64, synced_at: f64) -> String {
         })
         .collect();
     format!(
-        "new mode synced {:.3} s after SIGTERM; fresh connections: {attempts} attempted, {} failed [{}]; long-lived: {} kept, {} broken ({})",
+        "new mode synced {:.3} s after SIGTERM; fresh connections: {attempts} attempted, {} failed [{}]; long-lived: {} kept, {} broken ({}); {}",
         synced_at - term_at,
         seen.new_failed.len(),
         per_kind.join(", "),
         seen.established_ok,
         seen.established_broken.len(),
-        window(&seen.established_broken)
+        window(&seen.established_broken),
+        stalls(&seen.stalls, term_at)
     )
+}
+
+/// The late echoes of long-lived connections (intact, so not dropped):
+/// how many, when (since SIGTERM), how long, and what TCP retransmitted.
+fn stalls(stalls: &[traffic::Stall], term_at: f64) -> String {
+    if stalls.is_empty() {
+        return format!("no echo later than {:.0?}", traffic::STALL);
+    }
+    let each: Vec<String> = stalls
+        .iter()
+        .map(|s| format!("{} sent at {:.3} s, back after {:.1} s, {} retransmits", s.kind, s.at - term_at, s.lasted, s.retransmits))
+        .collect();
+    format!("{} echoes later than {:.0?}, all intact (not dropped): {}", stalls.len(), traffic::STALL, each.join("; "))
 }
 
 /// The first few failures of each kind, for the failure message.

@@ -111,15 +111,12 @@ pub fn left_of_ipvs(node: &Netns) -> Vec<String> {
     left
 }
 
-/// The active connections `ipvsadm -Ln` shows on `node`, all real
-/// servers summed.
+/// The IPVS connections open on `node` (established or closing, as the
+/// drain counts them: `/proc/net/ip_vs_conn` read by
+/// [`ipvs::conn_table::count_open`]), all virtual servers summed.
 pub fn active_connections(node: &Netns) -> u64 {
-    let table = node.exec("ipvsadm", &["-Ln"]).unwrap();
-    table
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("->"))
-        .filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
-        .sum()
+    let table = node.exec("cat", &["/proc/net/ip_vs_conn"]).unwrap();
+    ipvs::conn_table::count_open(&table).values().sum()
 }
 
 /// IPVS's connection table and the conntrack table of `node`, for a

@@ -40,6 +40,20 @@ pub struct Failure {
     pub what: String,
 }
 
+/// A long-lived connection's echo that came back intact, late.
+#[derive(Debug, Clone)]
+pub struct Stall {
+    /// When the round was sent (seconds since the [`Record`] started).
+    pub at: f64,
+    /// How long its echo took, in seconds.
+    pub lasted: f64,
+    /// The target's kind.
+    pub kind: &'static str,
+    /// Segments the client retransmitted meanwhile (0: nothing was lost
+    /// on the client's side; the wait was elsewhere).
+    pub retransmits: u32,
+}
+
 /// What the clients saw.
 #[derive(Debug, Default)]
 pub struct Seen {
@@ -48,8 +62,12 @@ pub struct Seen {
     /// Fresh connections that failed (refused, timed out, reset, or the
     /// endpoint saw the wrong peer).
     pub new_failed: Vec<Failure>,
-    /// Long-lived connections that broke (reset, timed out, wrong echo).
+    /// Long-lived connections that broke (reset, closed, wrong echo, or
+    /// no echo within [`stall_limit`]).
     pub established_broken: Vec<Failure>,
+    /// Echo rounds of long-lived connections that came back intact but
+    /// late (over [`STALL`]).
+    pub stalls: Vec<Stall>,
     /// Long-lived connections that kept echoing to the end.
     pub established_ok: usize,
 }
@@ -154,27 +172,81 @@ pub fn open_long_lived(ns: &Netns, target: Target, count: usize) -> Vec<BufReade
     ns.run(move || (0..count).map(|_| connect(&target).expect("a long-lived connection").0).collect()).unwrap()
 }
 
-/// Echoes 8 bytes every 50 ms on `conn` until stopped; a failure ends it.
+/// Echoes 8 bytes every 50 ms on `conn` until stopped. A reset, the
+/// peer's close, a wrong echo or no echo within [`stall_limit`] ends it
+/// as broken (dropped); an echo that comes back intact after more than
+/// [`STALL`] is recorded as a [`Stall`] and the connection goes on (late
+/// is not dropped: TCP delivered every byte).
 pub fn keep_alive(record: &Record, kind: &'static str, mut conn: BufReader<TcpStream>) {
     let mut round: u64 = 0;
     while !record.stopped() {
         round += 1;
-        let sent = round.to_be_bytes();
-        let mut back = [0u8; 8];
-        let result = conn.get_mut().write_all(&sent).and_then(|()| conn.read_exact(&mut back));
-        let broken = match result {
-            Ok(()) if back == sent => None,
-            Ok(()) => Some("echo came back wrong".to_string()),
-            Err(e) => Some(format!("round {round}: {e}")),
-        };
-        if let Some(what) = broken {
-            let failure = record.failure(kind, what);
-            record.seen().established_broken.push(failure);
-            return;
+        let began = record.now();
+        let retransmits = total_retransmits(conn.get_ref());
+        match echo_round(&mut conn, round) {
+            Ok(waited) if waited > STALL => {
+                let retransmits = total_retransmits(conn.get_ref()).saturating_sub(retransmits);
+                record.seen().stalls.push(Stall { at: began, lasted: waited.as_secs_f64(), kind, retransmits });
+            }
+            Ok(_) => {}
+            Err(what) => {
+                let failure = record.failure(kind, format!("round {round}: {what}"));
+                record.seen().established_broken.push(failure);
+                return;
+            }
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     record.seen().established_ok += 1;
+}
+
+/// An echo round that took longer than this is a stall.
+pub const STALL: Duration = Duration::from_secs(1);
+
+/// How long a long-lived connection may go without its echo before it
+/// counts as dropped: far beyond any retransmission a live connection
+/// needs through the switch (emulated CPUs in the VM: more).
+pub fn stall_limit() -> Duration {
+    if testkit::vm::inside() { Duration::from_secs(30) } else { Duration::from_secs(10) }
+}
+
+/// One round on `conn`: `round`'s 8 bytes sent and read back; how long
+/// the echo took, or why the connection is broken.
+fn echo_round(conn: &mut BufReader<TcpStream>, round: u64) -> Result<Duration, String> {
+    let sent = round.to_be_bytes();
+    conn.get_mut().write_all(&sent).map_err(|e| format!("send: {e}"))?;
+    let start = Instant::now();
+    let mut back = [0u8; 8];
+    let mut got = 0;
+    while got < back.len() {
+        match conn.read(&mut back[got..]) {
+            Ok(0) => return Err("closed by the other end".to_string()),
+            Ok(n) => got += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if start.elapsed() > stall_limit() {
+                    return Err(format!("no echo for {:.0?}", start.elapsed()));
+                }
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    match back == sent {
+        true => Ok(start.elapsed()),
+        false => Err("echo came back wrong".to_string()),
+    }
+}
+
+/// The segments TCP has retransmitted on `stream` so far (`tcpi_total_retrans`).
+#[allow(unsafe_code)] // one getsockopt(TCP_INFO); neither std nor nix reads it
+fn total_retransmits(stream: &TcpStream) -> u32 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: tcp_info is plain data; getsockopt writes at most `len` bytes.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&raw mut info).cast(), &raw mut len);
+        if rc == 0 { info.tcpi_total_retrans } else { 0 }
+    }
 }
 
 /// From `ns`, a fresh connection to `target` every `every` until stopped
