@@ -271,7 +271,7 @@ fn switch(from: Mode, to: Mode) {
     let seen = record.seen();
     let figures = figures(&seen, term_at, synced_at);
     let removed: Vec<&str> = log.lines().filter(|l| l.contains("leftovers removed") || l.contains("IPVS")).collect();
-    let figures = if from == Mode::Ipvs { format!("{figures}; active IPVS connections {:.0?} after the new mode's sync: {held}", ipvs_vm::HOLD) } else { figures };
+    let figures = if from == Mode::Ipvs { format!("{figures}; open IPVS connections {:.0?} after the new mode's sync: {held}", ipvs_vm::HOLD) } else { figures };
     println!("[mode-switch] {from:?} -> {to:?}: {figures}\n  {}", removed.join("\n  "));
     assert!(seen.new_failed.is_empty() && seen.established_broken.is_empty(), "{from:?} -> {to:?}: {figures}\n{}\nnew mode's log:\n{log}", failures(&seen));
     assert_eq!(seen.established_ok, LONG_LIVED.iter().sum::<usize>(), "{figures}");
@@ -279,7 +279,7 @@ fn switch(from: Mode, to: Mode) {
     assert!(left.is_empty(), "{from:?} mode's rules are still on the node after the switch: {left:#?}\n{connections}\n{log}");
     let rate: usize = seen.attempts.iter().map(|(_, n)| n).sum();
     assert!(rate as f64 / stopped_at >= 100.0, "fresh connections at under 100/s: {figures}");
-    assert!(from != Mode::Ipvs || held > 0, "no IPVS connection was still active after the new mode's sync: the drain was not shown waiting\n{log}");
+    assert!(from != Mode::Ipvs || held > 0, "no IPVS connection was still open after the new mode's sync: the drain was not shown waiting\n{log}");
     drop(seen);
     proxy.stop();
 }
