@@ -59,6 +59,9 @@ pub struct Stall {
 pub struct Seen {
     /// Fresh connections attempted, per target kind.
     pub attempts: Vec<(&'static str, usize)>,
+    /// When each fresh connection was attempted (seconds since the
+    /// [`Record`] started), all targets.
+    pub attempted_at: Vec<f64>,
     /// Fresh connections that failed (refused, timed out, reset, or the
     /// endpoint saw the wrong peer).
     pub new_failed: Vec<Failure>,
@@ -256,16 +259,20 @@ pub fn open_fresh(ns: &Netns, record: &Record, target: Target, every: Duration) 
     let record = record.clone();
     ns.run(move || {
         let mut attempts = 0;
+        let mut attempted_at = Vec::new();
         while !record.stopped() {
             let next = Instant::now() + every;
             attempts += 1;
+            attempted_at.push(record.now());
             if let Err(what) = connect(&target) {
                 let failure = record.failure(target.kind, what);
                 record.seen().new_failed.push(failure);
             }
             std::thread::sleep(next.saturating_duration_since(Instant::now()));
         }
-        record.seen().attempts.push((target.kind, attempts));
+        let mut seen = record.seen();
+        seen.attempts.push((target.kind, attempts));
+        seen.attempted_at.extend(attempted_at);
     })
     .unwrap();
 }
