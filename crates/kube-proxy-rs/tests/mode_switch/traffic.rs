@@ -71,6 +71,10 @@ pub struct Seen {
     /// Echo rounds of long-lived connections that came back intact but
     /// late (over [`STALL`]).
     pub stalls: Vec<Stall>,
+    /// Times this process was not run for over [`FREEZE`] (when the gap
+    /// began, seconds since the [`Record`] started, and how long it was):
+    /// a thread asleep 10 ms at a time woke up that much later.
+    pub freezes: Vec<(f64, f64)>,
     /// Long-lived connections that kept echoing to the end.
     pub established_ok: usize,
 }
@@ -249,6 +253,25 @@ fn total_retransmits(stream: &TcpStream) -> u32 {
         let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
         let rc = libc::getsockopt(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&raw mut info).cast(), &raw mut len);
         if rc == 0 { info.tcpi_total_retrans } else { 0 }
+    }
+}
+
+/// A gap in a 10 ms sleeper's wake-ups longer than this is a freeze.
+pub const FREEZE: Duration = Duration::from_millis(300);
+
+/// Until stopped, sleeps 10 ms at a time and records each wake-up that
+/// came over [`FREEZE`] late: the clients' process (in the VM, the whole
+/// emulated machine, whose CPUs the host may not run for a while) was
+/// frozen, so a late echo then is the clients' lateness, not the path's.
+pub fn watch_freezes(record: &Record) {
+    let tick = Duration::from_millis(10);
+    while !record.stopped() {
+        let before = record.now();
+        std::thread::sleep(tick);
+        let gap = record.now() - before;
+        if gap > (FREEZE + tick).as_secs_f64() {
+            record.seen().freezes.push((before, gap));
+        }
     }
 }
 
