@@ -226,6 +226,7 @@ fn switch(from: Mode, to: Mode) {
     let (mut term_at, mut synced_at, mut exited_at) = (0.0, 0.0, 0.0);
     let mut term_clock = String::new();
     let mut drops_before = 0;
+    let mut snapshot = String::new();
     let mut new = None;
     let mut held = 0;
     // When the clients were told to stop (the rate's time span).
@@ -260,6 +261,9 @@ fn switch(from: Mode, to: Mode) {
             // by a while; their virtual servers must wait for them.
             std::thread::sleep(ipvs_vm::HOLD);
             held = ipvs_vm::active_connections(node);
+            // The tables while every long-lived connection should still
+            // echo, to look up one that does not.
+            snapshot = ipvs_vm::connections(node) + &ipvs_vm::sockets(cluster.client().ns());
             record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
             stopped_at = record.now();
             wait_gone(node, from, to, ipvs_vm::DRAIN_PATIENCE)
@@ -283,6 +287,14 @@ fn switch(from: Mode, to: Mode) {
     let removed: Vec<&str> = log.lines().filter(|l| from == Mode::Ipvs || l.contains("leftovers removed")).collect();
     let figures = if from == Mode::Ipvs { format!("{figures}; open IPVS connections {:.0?} after the new mode's sync: {held}", ipvs_vm::HOLD) } else { figures };
     println!("[mode-switch] {from:?} -> {to:?}: {figures}\n  {}", removed.join("\n  "));
+    if !seen.established_broken.is_empty() {
+        println!("  tables and client sockets {:.1} s after SIGTERM, lines of the broken connections' ports:", stopped_at - term_at);
+        for failure in &seen.established_broken {
+            let port = failure.what.split("client port ").nth(1).and_then(|t| t.split(')').next()).unwrap_or("?");
+            let lines: Vec<&str> = snapshot.lines().filter(|l| l.contains(&format!(":{port} ")) || l.contains(&format!("={port} "))).collect();
+            println!("  port {port}:\n    {}", lines.join("\n    "));
+        }
+    }
     assert!(seen.new_failed.is_empty() && seen.established_broken.is_empty(), "{from:?} -> {to:?}: {figures}\n{}\nnew mode's log:\n{log}", failures(&seen));
     assert_eq!(seen.established_ok, LONG_LIVED.iter().sum::<usize>(), "{figures}");
     let connections = if from == Mode::Ipvs { ipvs_vm::connections(node) } else { String::new() };

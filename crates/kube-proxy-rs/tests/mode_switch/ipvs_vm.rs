@@ -26,7 +26,7 @@ pub const FILLERS: usize = 20;
 /// Fresh-connection openers per target in the VM (one elsewhere): one
 /// opener's connections are made one after the other, and each takes a
 /// few milliseconds on the emulated CPUs.
-pub const OPENERS: usize = 3;
+pub const OPENERS: usize = 6;
 /// How long a proxy may take to sync in the VM (emulated CPUs, shared).
 pub const SYNC_PATIENCE: Duration = Duration::from_secs(120);
 /// How long the long-lived connections outlive the new mode's first sync.
@@ -127,4 +127,12 @@ pub fn connections(node: &Netns) -> String {
     let ipvs = format!("{table}\n{ipvs}");
     let conntrack = node.exec("conntrack", &["-L"]).unwrap_or_else(|e| e.to_string());
     format!("ipvsadm -Lnc:\n{ipvs}\nconntrack -L:\n{conntrack}")
+}
+
+/// The TCP sockets of `ns` with their TCP details (`ss -tnio`), for a
+/// failure message.
+pub fn sockets(ns: &Netns) -> String {
+    let sockets = ns.exec("ss", &["-tnio"]).unwrap_or_else(|e| e.to_string());
+    // One line per socket: ss puts the details on a line of their own.
+    format!("\nss -tnio (client):\n{}", sockets.replace("\n\t", " ").replace("\n ", " "))
 }

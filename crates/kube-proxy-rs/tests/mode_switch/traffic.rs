@@ -197,7 +197,8 @@ pub fn keep_alive(record: &Record, kind: &'static str, mut conn: BufReader<TcpSt
             }
             Ok(_) => {}
             Err(what) => {
-                let failure = record.failure(kind, format!("round {round}: {what}"));
+                let port = conn.get_ref().local_addr().map(|a| a.port()).unwrap_or_default();
+                let failure = record.failure(kind, format!("round {round} (client port {port}): {what}"));
                 record.seen().established_broken.push(failure);
                 return;
             }
