@@ -263,7 +263,10 @@ fn switch(from: Mode, to: Mode) {
             held = ipvs_vm::active_connections(node);
             // The tables while every long-lived connection should still
             // echo, to look up one that does not.
-            snapshot = ipvs_vm::connections(node) + &ipvs_vm::sockets(cluster.client().ns());
+            // (Listing them takes seconds in the VM: only then.)
+            if record.stuck.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                snapshot = ipvs_vm::connections(node) + &ipvs_vm::sockets(cluster.client().ns());
+            }
             record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
             stopped_at = record.now();
             wait_gone(node, from, to, ipvs_vm::DRAIN_PATIENCE)

@@ -85,12 +85,18 @@ pub struct Record {
     start: Instant,
     seen: Arc<Mutex<Seen>>,
     pub stop: Arc<AtomicBool>,
+    /// Long-lived connections waiting for their echo over [`STUCK`] now.
+    pub stuck: Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// A long-lived connection waiting this long for its echo is stuck (not
+/// broken yet: [`stall_limit`]); the test then keeps the tables.
+pub const STUCK: Duration = Duration::from_secs(5);
 
 impl Record {
     /// A clock starting now.
     pub fn new() -> Self {
-        Self { start: Instant::now(), seen: Arc::default(), stop: Arc::default() }
+        Self { start: Instant::now(), seen: Arc::default(), stop: Arc::default(), stuck: Arc::default() }
     }
 
     /// Seconds since the start.
@@ -190,7 +196,7 @@ pub fn keep_alive(record: &Record, kind: &'static str, mut conn: BufReader<TcpSt
         round += 1;
         let began = record.now();
         let retransmits = total_retransmits(conn.get_ref());
-        match echo_round(&mut conn, round) {
+        match echo_round(&mut conn, round, &record.stuck) {
             Ok(waited) if waited > STALL => {
                 let retransmits = total_retransmits(conn.get_ref()).saturating_sub(retransmits);
                 record.seen().stalls.push(Stall { at: began, lasted: waited.as_secs_f64(), kind, retransmits });
@@ -220,24 +226,36 @@ pub fn stall_limit() -> Duration {
 
 /// One round on `conn`: `round`'s 8 bytes sent and read back; how long
 /// the echo took, or why the connection is broken.
-fn echo_round(conn: &mut BufReader<TcpStream>, round: u64) -> Result<Duration, String> {
+fn echo_round(conn: &mut BufReader<TcpStream>, round: u64, stuck: &std::sync::atomic::AtomicUsize) -> Result<Duration, String> {
     let sent = round.to_be_bytes();
     conn.get_mut().write_all(&sent).map_err(|e| format!("send: {e}"))?;
     let start = Instant::now();
     let mut back = [0u8; 8];
     let mut got = 0;
-    while got < back.len() {
+    let mut counted = false;
+    let result = loop {
+        if got == back.len() {
+            break Ok(());
+        }
+        if !counted && start.elapsed() > STUCK {
+            stuck.fetch_add(1, Ordering::SeqCst);
+            counted = true;
+        }
         match conn.read(&mut back[got..]) {
-            Ok(0) => return Err("closed by the other end".to_string()),
+            Ok(0) => break Err("closed by the other end".to_string()),
             Ok(n) => got += n,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 if start.elapsed() > stall_limit() {
-                    return Err(format!("no echo for {:.0?}", start.elapsed()));
+                    break Err(format!("no echo for {:.0?}", start.elapsed()));
                 }
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => break Err(e.to_string()),
         }
+    };
+    if counted {
+        stuck.fetch_sub(1, Ordering::SeqCst);
     }
+    result?;
     match back == sent {
         true => Ok(start.elapsed()),
         false => Err("echo came back wrong".to_string()),
