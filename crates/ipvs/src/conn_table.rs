@@ -85,6 +85,7 @@ fn parse_address(text: &str) -> Option<IpAddr> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
