@@ -63,7 +63,7 @@ pub fn boot(test: &str) {
     let run = testkit::vm::VmRun::new(test, "IPVS mode switches").cpus("2").timeout_secs(VM_TIMEOUT_SECS);
     let run = run.command(vec![this, "--include-ignored".into()]);
     let console = run.with_file(binary).with_file("/usr/bin/setpriv").share(share.path()).boot(PASSED);
-    for line in console.lines().filter(|l| l.starts_with("[mode-switch]") || l.starts_with("  ")) {
+    for line in console.lines().filter(|l| l.contains("[mode-switch]") || l.starts_with("  ")) {
         println!("{line}");
     }
 }
