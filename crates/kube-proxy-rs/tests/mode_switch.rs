@@ -110,7 +110,7 @@ fn nftables_to_iptables_nft_backend_drops_no_connection() {
 /// IPVS mode into nftables mode, then into iptables mode, in the VM
 /// ([`ipvs_vm`]): no connection dropped, the IPVS objects drained.
 #[test]
-#[ignore = "not reliable in the emulated VM (issue 27, 9 runs): under 100 fresh connections/s during the restart when the host is loaded (every run but 2 IPVS -> iptables passes); 3 NodePort connections stuck for good in 1 run and 1 fresh connection reset in another, both while neither proxy was changing anything; see docs/migrating.md"]
+#[ignore = "not reliable in the emulated VM (issue 27, 11 runs, 1 passed): under 100 fresh connections/s during the restart when the host is loaded; 3 NodePort connections stuck for good in 1 run and 1 fresh connection reset in another, both while neither proxy was changing anything; see docs/migrating.md"]
 fn ipvs_to_nftables_and_iptables_in_a_vm() {
     if testkit::vm::inside() {
         ipvs_vm::prepare();
