@@ -79,6 +79,14 @@ pub enum Error {
         /// Each failure.
         errors: Vec<String>,
     },
+    /// IPVS's connection table could not be read.
+    #[error("cannot read {path}: {source}")]
+    ConnectionTable {
+        /// The procfs file.
+        path: String,
+        /// The OS error.
+        source: io::Error,
+    },
     /// A kernel reply could not be decoded.
     #[error("{operation}: cannot decode the kernel's reply: {reason}")]
     Decode {

@@ -22,6 +22,7 @@ pub mod apply;
 pub mod cleanup;
 pub mod drain;
 mod command;
+pub mod conn_table;
 mod dummy_link;
 mod error;
 pub mod ipset;

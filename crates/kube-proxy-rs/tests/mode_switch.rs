@@ -19,6 +19,13 @@
 //! in the VM (`mode_switch/ipvs_vm.rs`); ignored until reliable (run it
 //! with `--run-ignored all`).
 //!
+//! A long-lived connection is broken when it is reset, closed, echoes
+//! wrong bytes or gets no echo for 30 s (10 s outside the VM); an echo
+//! that comes back intact over 1 s late is a stall, reported with the
+//! segments TCP retransmitted meanwhile, beside the times the clients'
+//! process was frozen and the packets full input backlogs dropped: late
+//! is not dropped (the emulated VM is slow under host load).
+//!
 //! `KPRS_SWITCH_FILLERS=n` adds n more services (default 200) so the new
 //! mode's start-up is longer; `KPRS_SWITCH_BINARY=path` runs another build
 //! of the binary (main's, to see the gap it leaves). Needs root, `nft` and
@@ -103,12 +110,13 @@ fn nftables_to_iptables_nft_backend_drops_no_connection() {
 /// IPVS mode into nftables mode, then into iptables mode, in the VM
 /// ([`ipvs_vm`]): no connection dropped, the IPVS objects drained.
 #[test]
-#[ignore = "not yet reliable (issue 27): 0-5 of 50 long-lived IPVS connections stall near the old proxy's SIGTERM in 4 of 9 runs; see docs/migrating.md"]
+#[ignore = "not reliable in the emulated VM (issue 27, 11 runs, 1 passed): under 100 fresh connections/s during the restart when the host is loaded; 3 NodePort connections stuck for good in 1 run and 1 fresh connection reset in another, both while neither proxy was changing anything; see docs/migrating.md"]
 fn ipvs_to_nftables_and_iptables_in_a_vm() {
     if testkit::vm::inside() {
         ipvs_vm::prepare();
-        switch(Mode::Ipvs, Mode::Nftables);
-        switch(Mode::Ipvs, Mode::Iptables);
+        // Both switches run whatever the first one's outcome.
+        let outcomes = [Mode::Nftables, Mode::Iptables].map(|to| std::panic::catch_unwind(|| switch(Mode::Ipvs, to)).is_ok());
+        assert_eq!(outcomes, [true, true], "IPVS -> nftables, IPVS -> iptables passed");
         println!("{}", ipvs_vm::PASSED);
         return;
     }
@@ -222,7 +230,10 @@ fn switch(from: Mode, to: Mode) {
     old.wait_for_within(from.synced(), patience);
     let targets = targets(&cluster);
     let record = Record::new();
-    let (mut term_at, mut synced_at) = (0.0, 0.0);
+    let (mut term_at, mut synced_at, mut exited_at) = (0.0, 0.0, 0.0);
+    let mut term_clock = String::new();
+    let mut drops_before = 0;
+    let mut snapshot = String::new();
     let mut new = None;
     let mut held = 0;
     // When the clients were told to stop (the rate's time span).
@@ -230,6 +241,7 @@ fn switch(from: Mode, to: Mode) {
     std::thread::scope(|scope| {
         // A failure below stops the clients, so the scope can end.
         let _stop = StopOnDrop(&record.stop);
+        scope.spawn(|| traffic::watch_freezes(&record));
         for ((target, ns), count) in targets.iter().zip(LONG_LIVED) {
             for conn in traffic::open_long_lived(ns, *target, count) {
                 let record = &record;
@@ -244,7 +256,10 @@ fn switch(from: Mode, to: Mode) {
         }
         std::thread::sleep(Duration::from_secs(1));
         term_at = record.now();
+        term_clock = wall_clock();
+        drops_before = backlog_drops();
         old.stop();
+        exited_at = record.now();
         let mut proxy = start(&cluster, to, lock.path());
         proxy.wait_for_within(to.synced(), patience);
         synced_at = record.now();
@@ -253,6 +268,12 @@ fn switch(from: Mode, to: Mode) {
             // by a while; their virtual servers must wait for them.
             std::thread::sleep(ipvs_vm::HOLD);
             held = ipvs_vm::active_connections(node);
+            // The tables while every long-lived connection should still
+            // echo, to look up one that does not.
+            // (Listing them takes seconds in the VM: only then.)
+            if record.stuck.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                snapshot = ipvs_vm::connections(node) + &ipvs_vm::sockets(cluster.client().ns());
+            }
             record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
             stopped_at = record.now();
             wait_gone(node, from, to, ipvs_vm::DRAIN_PATIENCE)
@@ -270,18 +291,56 @@ fn switch(from: Mode, to: Mode) {
     let log = proxy.drain_all().join("\n");
     let seen = record.seen();
     let figures = figures(&seen, term_at, synced_at);
-    let removed: Vec<&str> = log.lines().filter(|l| l.contains("leftovers removed") || l.contains("IPVS")).collect();
-    let figures = if from == Mode::Ipvs { format!("{figures}; active IPVS connections {:.0?} after the new mode's sync: {held}", ipvs_vm::HOLD) } else { figures };
+    let drops = backlog_drops().saturating_sub(drops_before);
+    let figures = format!("SIGTERM at {term_clock}, old proxy exited {:.3} s after; {figures}; packets dropped by full input backlogs since SIGTERM: {drops}", exited_at - term_at);
+    // Leaving IPVS: the new proxy's whole log, to set the stalls beside.
+    let removed: Vec<&str> = log.lines().filter(|l| from == Mode::Ipvs || l.contains("leftovers removed")).collect();
+    let figures = if from == Mode::Ipvs { format!("{figures}; open IPVS connections {:.0?} after the new mode's sync: {held}", ipvs_vm::HOLD) } else { figures };
     println!("[mode-switch] {from:?} -> {to:?}: {figures}\n  {}", removed.join("\n  "));
+    if !seen.established_broken.is_empty() {
+        println!("  tables and client sockets {:.1} s after SIGTERM, lines of the broken connections' ports:", stopped_at - term_at);
+        for failure in &seen.established_broken {
+            let port = failure.what.split("client port ").nth(1).and_then(|t| t.split(')').next()).unwrap_or("?");
+            let lines: Vec<&str> = snapshot.lines().filter(|l| l.contains(&format!(":{port} ")) || l.contains(&format!("={port} "))).collect();
+            println!("  port {port}:\n    {}", lines.join("\n    "));
+        }
+    }
     assert!(seen.new_failed.is_empty() && seen.established_broken.is_empty(), "{from:?} -> {to:?}: {figures}\n{}\nnew mode's log:\n{log}", failures(&seen));
     assert_eq!(seen.established_ok, LONG_LIVED.iter().sum::<usize>(), "{figures}");
     let connections = if from == Mode::Ipvs { ipvs_vm::connections(node) } else { String::new() };
     assert!(left.is_empty(), "{from:?} mode's rules are still on the node after the switch: {left:#?}\n{connections}\n{log}");
-    let rate: usize = seen.attempts.iter().map(|(_, n)| n).sum();
-    assert!(rate as f64 / stopped_at >= 100.0, "fresh connections at under 100/s: {figures}");
-    assert!(from != Mode::Ipvs || held > 0, "no IPVS connection was still active after the new mode's sync: the drain was not shown waiting\n{log}");
+    // The rate while the proxy was restarted: SIGTERM to the new mode's sync.
+    let restarting = seen.attempted_at.iter().filter(|at| (term_at..=synced_at).contains(*at)).count();
+    let rate = restarting as f64 / (synced_at - term_at);
+    println!("  fresh connections at {rate:.0}/s from SIGTERM to the new mode's sync; clients stopped {:.1} s after SIGTERM", stopped_at - term_at);
+    assert!(rate >= 100.0, "fresh connections at {rate:.0}/s (under 100/s) during the restart: {figures}");
+    assert!(from != Mode::Ipvs || held > 0, "no IPVS connection was still open after the new mode's sync: the drain was not shown waiting\n{log}");
     drop(seen);
     proxy.stop();
+}
+
+/// When the clients' process was frozen (since SIGTERM), and how long.
+fn freezes(freezes: &[(f64, f64)], term_at: f64) -> String {
+    let each: Vec<String> = freezes.iter().map(|(at, gap)| format!("{:.3} s for {gap:.1} s", at - term_at)).collect();
+    format!("clients frozen over {:.0?}: {}", traffic::FREEZE, if each.is_empty() { "never".to_string() } else { each.join(", ") })
+}
+
+/// The time of day (UTC, as the proxy's log prints it), to set the
+/// test's events beside the log's.
+fn wall_clock() -> String {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (secs, millis) = (since.as_secs() % 86_400, since.subsec_millis());
+    format!("{:02}:{:02}:{:02}.{millis:03}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// Packets the kernel dropped because a CPU's input backlog was full
+/// (`/proc/net/softnet_stat`'s second column, all CPUs; the count is the
+/// whole machine's, whatever the netns): a veth delivers through that
+/// backlog, so when softirqs fall behind (emulated CPUs starved by the
+/// host) segments are lost there and TCP retransmits them.
+fn backlog_drops() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/softnet_stat").unwrap_or_default();
+    text.lines().filter_map(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok()).sum()
 }
 
 /// Sets the clients' stop flag when dropped (a panic included).
@@ -308,14 +367,29 @@ fn figures(seen: &traffic::Seen, term_at: f64, synced_at: f64) -> String {
         })
         .collect();
     format!(
-        "new mode synced {:.3} s after SIGTERM; fresh connections: {attempts} attempted, {} failed [{}]; long-lived: {} kept, {} broken ({})",
+        "new mode synced {:.3} s after SIGTERM; fresh connections: {attempts} attempted, {} failed [{}]; long-lived: {} kept, {} broken ({}); {}; {}",
         synced_at - term_at,
         seen.new_failed.len(),
         per_kind.join(", "),
         seen.established_ok,
         seen.established_broken.len(),
-        window(&seen.established_broken)
+        window(&seen.established_broken),
+        stalls(&seen.stalls, term_at),
+        freezes(&seen.freezes, term_at)
     )
+}
+
+/// The late echoes of long-lived connections (intact, so not dropped):
+/// how many, when (since SIGTERM), how long, and what TCP retransmitted.
+fn stalls(stalls: &[traffic::Stall], term_at: f64) -> String {
+    if stalls.is_empty() {
+        return format!("no echo later than {:.0?}", traffic::STALL);
+    }
+    let each: Vec<String> = stalls
+        .iter()
+        .map(|s| format!("{} sent at {:.3} s, back after {:.1} s, {} retransmits", s.kind, s.at - term_at, s.lasted, s.retransmits))
+        .collect();
+    format!("{} echoes later than {:.0?}, all intact (not dropped): {}", stalls.len(), traffic::STALL, each.join("; "))
 }
 
 /// The first few failures of each kind, for the failure message.

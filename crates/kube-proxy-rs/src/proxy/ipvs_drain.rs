@@ -22,7 +22,10 @@
 //! which the new mode has DNATed away.
 //!
 //! So, once a family has synced, each of its virtual servers is deleted
-//! when its real servers' active connections reach zero, or when
+//! when no connection through it is open any more in IPVS's connection
+//! table (established or closing; `TIME_WAIT` entries do not count, nor
+//! the real servers' `ActiveConn` counters, which can stay above zero
+//! after the connections closed: [`ipvs::conn_table`]), or when
 //! `--ipvs-drain-timeout` has passed since that sync (logged as cut, with
 //! the connections it had). When every family served has synced and none
 //! of their virtual servers is left, the rest goes: virtual servers of
@@ -138,7 +141,7 @@ impl IpvsDrain {
                 return;
             }
             if said.elapsed() >= SAY_EVERY {
-                tracing::info!(virtual_servers = left, "IPVS mode's virtual servers still have active connections: kept");
+                tracing::info!(virtual_servers = left, "IPVS mode's virtual servers still have open connections: kept");
                 said = Instant::now();
             }
             tokio::time::sleep(POLL).await;
@@ -150,7 +153,7 @@ impl IpvsDrain {
         let mut left = 0;
         let past_limit = Instant::now() >= deadline;
         for vs in draining(ipvs, &self.opts, family).await? {
-            if vs.active > 0 && !past_limit {
+            if vs.open > 0 && !past_limit {
                 left += 1;
                 continue;
             }
@@ -164,15 +167,16 @@ impl IpvsDrain {
 /// logged as cut.
 async fn delete(ipvs: &IpvsSocket, vs: &Draining) -> Result<(), Error> {
     ipvs.delete_service(&vs.key).await?;
-    if vs.active > 0 {
+    if vs.open > 0 {
         tracing::warn!(
             virtual_server = %vs.key,
+            open = vs.open,
             active = vs.active,
             inactive = vs.inactive,
             "--ipvs-drain-timeout passed: IPVS virtual server deleted with its connections"
         );
     } else {
-        tracing::info!(virtual_server = %vs.key, inactive = vs.inactive, "IPVS virtual server drained and deleted");
+        tracing::info!(virtual_server = %vs.key, active = vs.active, inactive = vs.inactive, "IPVS virtual server drained and deleted");
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ pub const FILLERS: usize = 20;
 /// Fresh-connection openers per target in the VM (one elsewhere): one
 /// opener's connections are made one after the other, and each takes a
 /// few milliseconds on the emulated CPUs.
-pub const OPENERS: usize = 3;
+pub const OPENERS: usize = 6;
 /// How long a proxy may take to sync in the VM (emulated CPUs, shared).
 pub const SYNC_PATIENCE: Duration = Duration::from_secs(120);
 /// How long the long-lived connections outlive the new mode's first sync.
@@ -63,7 +63,7 @@ pub fn boot(test: &str) {
     let run = testkit::vm::VmRun::new(test, "IPVS mode switches").cpus("2").timeout_secs(VM_TIMEOUT_SECS);
     let run = run.command(vec![this, "--include-ignored".into()]);
     let console = run.with_file(binary).with_file("/usr/bin/setpriv").share(share.path()).boot(PASSED);
-    for line in console.lines().filter(|l| l.starts_with("[mode-switch]") || l.starts_with("  ")) {
+    for line in console.lines().filter(|l| l.contains("[mode-switch]") || l.starts_with("  ")) {
         println!("{line}");
     }
 }
@@ -111,15 +111,12 @@ pub fn left_of_ipvs(node: &Netns) -> Vec<String> {
     left
 }
 
-/// The active connections `ipvsadm -Ln` shows on `node`, all real
-/// servers summed.
+/// The IPVS connections open on `node` (established or closing, as the
+/// drain counts them: `/proc/net/ip_vs_conn` read by
+/// [`ipvs::conn_table::count_open`]), all virtual servers summed.
 pub fn active_connections(node: &Netns) -> u64 {
-    let table = node.exec("ipvsadm", &["-Ln"]).unwrap();
-    table
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("->"))
-        .filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
-        .sum()
+    let table = node.exec("cat", &["/proc/net/ip_vs_conn"]).unwrap();
+    ipvs::conn_table::count_open(&table).values().sum()
 }
 
 /// IPVS's connection table and the conntrack table of `node`, for a
@@ -130,4 +127,12 @@ pub fn connections(node: &Netns) -> String {
     let ipvs = format!("{table}\n{ipvs}");
     let conntrack = node.exec("conntrack", &["-L"]).unwrap_or_else(|e| e.to_string());
     format!("ipvsadm -Lnc:\n{ipvs}\nconntrack -L:\n{conntrack}")
+}
+
+/// The TCP sockets of `ns` with their TCP details (`ss -tnio`), for a
+/// failure message.
+pub fn sockets(ns: &Netns) -> String {
+    let sockets = ns.exec("ss", &["-tnio"]).unwrap_or_else(|e| e.to_string());
+    // One line per socket: ss puts the details on a line of their own.
+    format!("\nss -tnio (client):\n{}", sockets.replace("\n\t", " ").replace("\n ", " "))
 }
