@@ -52,6 +52,8 @@ pub(crate) struct Written {
     pub(crate) found: Option<(String, Option<Table>)>,
     /// The whole input, when recorded.
     pub(crate) recorded: Option<String>,
+    /// Whether the native writer wrote it.
+    pub(crate) native: bool,
 }
 
 impl InputWriter {

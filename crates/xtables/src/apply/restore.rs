@@ -239,7 +239,7 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
     input: &RestoreInput<'_, R>,
     record: bool,
 ) -> Result<Written, Error> {
-    if ipt.backend() == Backend::Legacy && native_enabled() {
+    if ipt.backend() == Backend::Legacy && ipt.native_writer() {
         match native_restore(ipt, input, record).await {
             Ok(written) => return Ok(written),
             Err(Native::Failed(err)) => return Err(err),
@@ -283,7 +283,7 @@ pub const NATIVE_VARIABLE: &str = "KPRS_XTABLES_NATIVE";
 /// Whether the native writer is tried when [`NATIVE_VARIABLE`] is unset.
 const NATIVE_DEFAULT: bool = false;
 
-fn native_enabled() -> bool {
+pub(crate) fn native_enabled() -> bool {
     std::env::var(NATIVE_VARIABLE).map_or(NATIVE_DEFAULT, |v| v != "0")
 }
 
@@ -318,7 +318,11 @@ async fn native_restore<R: Rendering + Sync + ?Sized>(ipt: &Iptables, input: &Re
     let result = restore.commit();
     drop((held, turn));
     match result {
-        Ok(_) => Ok(written),
+        Ok(_) => {
+            let mut written = written;
+            written.native = true;
+            Ok(written)
+        }
         Err(CommitError::Input(problem)) => Err(Native::Declined(problem)),
         Err(CommitError::Refused(refused)) => {
             let table = [Table::Filter, Table::Nat, Table::Mangle].into_iter().find(|t| t.as_str() == refused.table);
