@@ -140,7 +140,7 @@ pub(crate) fn apply(family: Family, image: &mut Image, text: &str) -> Result<(),
             let entry = encode_spec(family, spec).map_err(|e| e.to_string())?;
             image.delete_rule(chain, &entry)
         }
-        "-F" if spec.is_empty() => image.chain_mut(chain).map(|c| c.rules.clear()).ok_or_else(|| format!("-F {chain}: no such chain")),
+        "-F" if spec.is_empty() => image.flush(chain),
         "-X" if spec.is_empty() => image.delete_chain(chain),
         _ => Err(format!("command {command}")),
     }

@@ -2,12 +2,16 @@
 //! chain and rule of other owners kept as raw entries, jumps turned into
 //! chain names), changed chain by chain as `iptables-restore --noflush`
 //! changes it, and laid out again as libiptc lays it out (built-in chains
-//! in hook order, user chains in the order read, new ones inserted by
-//! name; each user chain an `ERROR` head, its rules, a `RETURN` tail; a
-//! final `ERROR` entry).
+//! in hook order, then the user chains by name: libiptc inserts a new
+//! chain by name and writes them in its list's order, so a table it wrote
+//! is always sorted; each user chain an `ERROR` head, its rules, a
+//! `RETURN` tail; a final `ERROR` entry). Chains are found by name and
+//! `-X` checks a count of the jumps to each chain, so a sync of 110,000
+//! chains does no work quadratic in them.
 
 use super::encode::{Entry, VERDICT_RETURN, error_entry, standard_entry};
 use super::layout::{Family, put_u32, u16_at, u32_at};
+use std::collections::{BTreeMap, HashMap};
 
 /// The chain name a rule without target "jumps" to: the next entry.
 pub const FALLTHROUGH: &str = "\0fallthrough";
@@ -49,8 +53,12 @@ pub struct Image {
     pub name: String,
     /// Bit set of the hooks it has.
     pub valid_hooks: u32,
-    /// Its chains, built-in ones first.
-    pub chains: Vec<Chain>,
+    /// Its built-in chains, in hook order.
+    pub builtins: Vec<Chain>,
+    /// Its user chains, by name.
+    pub users: BTreeMap<String, Chain>,
+    /// Rules jumping to each chain (by name).
+    refs: HashMap<String, u32>,
     /// Entries in the table read (the kernel hands back their counters).
     pub old_entries: u32,
 }
@@ -114,38 +122,69 @@ impl Image {
             chain.rules.push(Rule { entry, old: Some(index) });
         }
         chains.extend(current.take().map(drop_tail));
-        Ok(Image { family, name: name.into(), valid_hooks, chains, old_entries: raws.len() as u32 })
+        let mut image = Image { family, name: name.into(), valid_hooks, builtins: Vec::new(), users: BTreeMap::new(), refs: HashMap::new(), old_entries: raws.len() as u32 };
+        for chain in chains {
+            for rule in &chain.rules {
+                image.count(rule, 1);
+            }
+            if chain.hook.is_some() {
+                image.builtins.push(chain);
+            } else {
+                image.users.insert(chain.name.clone(), chain);
+            }
+        }
+        Ok(image)
+    }
+
+    /// Every chain in table order.
+    pub fn chains(&self) -> impl Iterator<Item = &Chain> {
+        self.builtins.iter().chain(self.users.values())
     }
 
     /// The chain named `name`.
     pub fn chain_mut(&mut self, name: &str) -> Option<&mut Chain> {
-        self.chains.iter_mut().find(|c| c.name == name)
+        match self.users.get_mut(name) {
+            Some(chain) => Some(chain),
+            None => self.builtins.iter_mut().find(|c| c.name == name),
+        }
+    }
+
+    /// Counts `rule`'s jump (`by` = 1) or uncounts it (`by` = -1).
+    fn count(&mut self, rule: &Rule, by: i32) {
+        if let Some(to) = rule.entry.jump.as_deref().filter(|j| *j != FALLTHROUGH) {
+            let n = self.refs.entry(to.to_string()).or_default();
+            *n = n.saturating_add_signed(by);
+        }
+    }
+
+    /// Empties chain `name` (`-F`).
+    pub fn flush(&mut self, name: &str) -> Result<(), Problem> {
+        let rules = std::mem::take(&mut self.chain_mut(name).ok_or_else(|| format!("-F {name}: no such chain"))?.rules);
+        rules.iter().for_each(|r| self.count(r, -1));
+        Ok(())
     }
 
     /// Flushes `name`, creating it (placed by name, as libiptc places a new
     /// chain) when it does not exist.
     pub fn declare(&mut self, name: &str) {
-        if let Some(chain) = self.chain_mut(name) {
-            chain.rules.clear();
+        if self.flush(name).is_ok() {
             return;
         }
         let chain = Chain { name: name.into(), hook: None, policy: 0, rules: Vec::new(), old_ends: (None, None) };
-        let first_user = self.chains.iter().position(|c| c.hook.is_none()).unwrap_or(self.chains.len());
-        let at = self.chains[first_user..].iter().position(|c| c.name.as_str() > name).map_or(self.chains.len(), |p| first_user + p);
-        self.chains.insert(at, chain);
+        self.users.insert(name.into(), chain);
     }
 
     /// Deletes the user chain `name` (`-X`): it must be empty and no rule
     /// may jump to it.
     pub fn delete_chain(&mut self, name: &str) -> Result<(), Problem> {
-        let at = self.chains.iter().position(|c| c.name == name && c.hook.is_none()).ok_or_else(|| format!("-X {name}: no such chain"))?;
-        if !self.chains[at].rules.is_empty() {
+        let chain = self.users.get(name).ok_or_else(|| format!("-X {name}: no such chain"))?;
+        if !chain.rules.is_empty() {
             return Err(format!("-X {name}: the chain is not empty"));
         }
-        if self.chains.iter().flat_map(|c| &c.rules).any(|r| r.entry.jump.as_deref() == Some(name)) {
+        if self.refs.get(name).is_some_and(|n| *n > 0) {
             return Err(format!("-X {name}: a rule jumps to it"));
         }
-        self.chains.remove(at);
+        self.users.remove(name);
         Ok(())
     }
 
@@ -154,7 +193,8 @@ impl Image {
         let family = self.family;
         let c = self.chain_mut(chain).ok_or_else(|| format!("-D {chain}: no such chain"))?;
         let at = c.rules.iter().position(|r| same_rule(family, &r.entry, entry)).ok_or_else(|| format!("-D {chain}: no matching rule"))?;
-        c.rules.remove(at);
+        let rule = c.rules.remove(at);
+        self.count(&rule, -1);
         Ok(())
     }
 
@@ -163,7 +203,10 @@ impl Image {
     pub fn insert_rule(&mut self, chain: &str, position: usize, entry: Entry) -> Result<(), Problem> {
         let c = self.chain_mut(chain).ok_or_else(|| format!("{chain}: no such chain"))?;
         let at = position.min(c.rules.len());
-        c.rules.insert(at, Rule { entry, old: None });
+        let rule = Rule { entry, old: None };
+        self.count(&rule, 1);
+        let c = self.chain_mut(chain).ok_or_else(|| format!("{chain}: no such chain"))?;
+        c.rules.insert(at, rule);
         Ok(())
     }
 
@@ -174,9 +217,9 @@ impl Image {
         let head = error_entry(family, "X").len();
         let tail = standard_entry(family, 0).len();
         // First pass: where each chain starts.
-        let mut starts = std::collections::HashMap::with_capacity(self.chains.len());
+        let mut starts = HashMap::with_capacity(self.builtins.len() + self.users.len());
         let mut offset = 0usize;
-        for chain in &self.chains {
+        for chain in self.chains() {
             if chain.hook.is_none() {
                 offset += head;
             }
@@ -186,7 +229,7 @@ impl Image {
         let total = offset + head;
         u32::try_from(total).map_err(|_| "a table over 4 GiB".to_string())?;
         let mut blob = Blob { bytes: Vec::with_capacity(total), entries: 0, hook_entry: [0; 5], underflow: [0; 5], old: Vec::new() };
-        for chain in &self.chains {
+        for chain in self.chains() {
             if chain.hook.is_none() {
                 blob.push(&error_entry(family, &chain.name), chain.old_ends.0);
             } else if let Some(hook) = chain.hook {
@@ -248,8 +291,8 @@ fn split(family: Family, blob: &[u8]) -> Result<Vec<Raw<'_>>, Problem> {
 }
 
 /// Offset of each chain's first entry → its name (jumps land there).
-fn chain_starts(family: Family, raws: &[Raw], valid_hooks: u32, hook_entry: &[u32; 5]) -> std::collections::HashMap<u32, String> {
-    let mut starts = std::collections::HashMap::new();
+fn chain_starts(family: Family, raws: &[Raw], valid_hooks: u32, hook_entry: &[u32; 5]) -> HashMap<u32, String> {
+    let mut starts = HashMap::new();
     for raw in raws.iter().filter(|r| target_name(family, r.bytes) == "ERROR") {
         starts.insert((raw.offset + raw.bytes.len()) as u32, error_name(family, raw.bytes));
     }
@@ -284,7 +327,7 @@ fn standard_verdict(family: Family, entry: &[u8]) -> Option<i32> {
 
 /// A rule read: counters and `comefrom` cleared, a jump's verdict turned
 /// into the chain it enters (zeroed in the bytes).
-fn read_entry(family: Family, raw: &Raw, starts: &std::collections::HashMap<u32, String>) -> Result<Entry, Problem> {
+fn read_entry(family: Family, raw: &Raw, starts: &HashMap<u32, String>) -> Result<Entry, Problem> {
     let mut bytes = raw.bytes.to_vec();
     clear_runtime(family, &mut bytes);
     let mut jump = None;

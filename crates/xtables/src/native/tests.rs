@@ -121,7 +121,7 @@ fn splicing_deletes_inserts_and_refuses_what_the_tool_refuses() {
     apply(family, &mut image, ":KUBE-U - [0:0]").unwrap();
     assert!(apply(family, &mut image, "-X KUBE-U").unwrap_err().contains("jumps to it"));
     apply(family, &mut image, ":KUBE-A - [0:0]").unwrap();
-    let names: Vec<&str> = image.chains.iter().map(|c| c.name.as_str()).collect();
+    let names: Vec<&str> = image.chains().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING", "KUBE-A", "KUBE-T", "KUBE-U"]);
     assert!(apply(family, &mut image, "-A KUBE-A -j LOG --log-prefix x").unwrap_err().contains("LOG"));
     assert!(apply(family, &mut image, "-A KUBE-A -m set --match-set x dst -j RETURN").unwrap_err().contains("-m set"));
