@@ -318,7 +318,10 @@ async fn native_restore<R: Rendering + Sync + ?Sized>(ipt: &Iptables, input: &Re
     let result = restore.commit();
     drop((held, turn));
     match result {
-        Ok(_) => {
+        Ok(tables) => {
+            static FIRST: std::sync::Once = std::sync::Once::new();
+            FIRST.call_once(|| tracing::info!("legacy tables written by the native x_tables writer ({NATIVE_VARIABLE}=0: iptables-restore only)"));
+            tracing::debug!(tables, "native x_tables writer replaced the tables");
             let mut written = written;
             written.native = true;
             Ok(written)

@@ -70,8 +70,9 @@ impl Restore {
             return Ok(());
         }
         if text == "COMMIT" {
-            let image = self.current.take().ok_or_else(|| self.problem("COMMIT outside a table"))?;
+            let mut image = self.current.take().ok_or_else(|| self.problem("COMMIT outside a table"))?;
             let blob = image.layout().map_err(|p| self.problem(p))?;
+            image.drop_chains();
             self.done.push((image, blob, self.line));
             return Ok(());
         }
@@ -88,10 +89,11 @@ impl Restore {
         if self.current.is_some() {
             return Err(CommitError::Input(self.problem("input ended inside a table (no COMMIT)")));
         }
-        for (image, blob, line) in &self.done {
-            self.socket.replace(image, blob).map_err(|error| CommitError::Refused(Refused { line: *line, table: image.name.clone(), error }))?;
+        let (socket, mut done) = (self.socket, self.done);
+        for (image, blob, line) in &mut done {
+            socket.replace(image, blob).map_err(|error| CommitError::Refused(Refused { line: *line, table: image.name.clone(), error }))?;
         }
-        Ok(self.done.len())
+        Ok(done.len())
     }
 }
 

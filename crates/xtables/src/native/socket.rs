@@ -8,7 +8,7 @@
 #![allow(unsafe_code)]
 
 use super::layout::{Family, u32_at};
-use super::table::{Blob, Image};
+use super::table::{Blob, HEAD, Image};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -21,8 +21,6 @@ const NAME_LEN: usize = 32;
 const GETINFO_LEN: usize = NAME_LEN + 4 + 20 + 20 + 4 + 4;
 /// Offset of the entries in `struct ipt_get_entries`.
 const GET_ENTRIES_HEAD: usize = 40;
-/// Offset of the entries in `struct ipt_replace`.
-const REPLACE_HEAD: usize = 96;
 /// Offset of the counters in `struct xt_counters_info`.
 const COUNTERS_HEAD: usize = 40;
 const COUNTER_LEN: usize = 16;
@@ -73,24 +71,26 @@ impl Socket {
             .map_err(|problem| io::Error::new(io::ErrorKind::InvalidData, problem))
     }
 
-    /// Replaces table `image` with `blob` (laid out from it), then adds
-    /// back the counters of the entries kept.
-    pub fn replace(&self, image: &Image, blob: &Blob) -> io::Result<()> {
+    /// Replaces table `image` with `blob` (laid out from it; its header
+    /// is filled in here), then adds back the counters of the entries kept.
+    pub fn replace(&self, image: &Image, blob: &mut Blob) -> io::Result<()> {
         let mut old = vec![0u8; image.old_entries as usize * COUNTER_LEN];
-        let mut buf = named(&image.name, REPLACE_HEAD + blob.bytes.len())?;
+        let size = u32::try_from(blob.entries_bytes().len()).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let (entries, hook_entry, underflow) = (blob.entries, blob.hook_entry, blob.underflow);
+        let buf = &mut blob.bytes;
+        buf[..HEAD].copy_from_slice(&named(&image.name, HEAD)?);
         let put = |buf: &mut [u8], at: usize, v: u32| buf[at..at + 4].copy_from_slice(&v.to_ne_bytes());
-        put(&mut buf, 32, image.valid_hooks);
-        put(&mut buf, 36, blob.entries);
-        put(&mut buf, 40, u32::try_from(blob.bytes.len()).map_err(|_| io::ErrorKind::InvalidInput)?);
+        put(buf, 32, image.valid_hooks);
+        put(buf, 36, entries);
+        put(buf, 40, size);
         for hook in 0..5 {
-            put(&mut buf, 44 + 4 * hook, blob.hook_entry[hook]);
-            put(&mut buf, 64 + 4 * hook, blob.underflow[hook]);
+            put(buf, 44 + 4 * hook, hook_entry[hook]);
+            put(buf, 64 + 4 * hook, underflow[hook]);
         }
-        put(&mut buf, 84, image.old_entries);
+        put(buf, 84, image.old_entries);
         buf[88..96].copy_from_slice(&(old.as_mut_ptr() as u64).to_ne_bytes());
-        buf[REPLACE_HEAD..].copy_from_slice(&blob.bytes);
         // `old` receives the old table's counters: alive and sized above.
-        self.set(SO_SET_REPLACE, &buf)?;
+        self.set(SO_SET_REPLACE, buf)?;
         self.add_counters(&image.name, blob, &old)
     }
 

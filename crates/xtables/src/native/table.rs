@@ -66,7 +66,8 @@ pub struct Image {
 /// A laid-out table: what `IPT_SO_SET_REPLACE` takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blob {
-    /// The entries.
+    /// Room for the `ipt_replace` header ([`HEAD`] bytes, zero), then
+    /// the entries: the replace is written without copying 100 MiB.
     pub bytes: Vec<u8>,
     /// Entries in `bytes`.
     pub entries: u32,
@@ -77,6 +78,10 @@ pub struct Blob {
     /// Per entry, the index of the entry read it continues (counters).
     pub old: Vec<Option<u32>>,
 }
+
+/// Bytes before the entries in [`Blob::bytes`]: `struct ipt_replace`
+/// (and `ip6t_replace`) up to its entries.
+pub const HEAD: usize = 96;
 
 /// Why a table cannot be read or changed natively.
 pub type Problem = String;
@@ -134,6 +139,14 @@ impl Image {
             }
         }
         Ok(image)
+    }
+
+    /// Drops the chains (once laid out: only the table's name, hooks and
+    /// count of entries read are needed to replace it).
+    pub fn drop_chains(&mut self) {
+        self.builtins = Vec::new();
+        self.users = BTreeMap::new();
+        self.refs = HashMap::new();
     }
 
     /// Every chain in table order.
@@ -228,15 +241,16 @@ impl Image {
         }
         let total = offset + head;
         u32::try_from(total).map_err(|_| "a table over 4 GiB".to_string())?;
-        let mut blob = Blob { bytes: Vec::with_capacity(total), entries: 0, hook_entry: [0; 5], underflow: [0; 5], old: Vec::new() };
+        let mut blob = Blob { bytes: vec![0; HEAD], entries: 0, hook_entry: [0; 5], underflow: [0; 5], old: Vec::new() };
+        blob.bytes.reserve_exact(total);
         for chain in self.chains() {
             if chain.hook.is_none() {
                 blob.push(&error_entry(family, &chain.name), chain.old_ends.0);
             } else if let Some(hook) = chain.hook {
-                blob.hook_entry[hook] = blob.bytes.len() as u32;
+                blob.hook_entry[hook] = blob.offset();
             }
             for rule in &chain.rules {
-                let at = blob.bytes.len();
+                let at = blob.offset() as usize;
                 blob.push(&rule.entry.bytes, rule.old);
                 if let Some(jump) = &rule.entry.jump {
                     let to = if jump == FALLTHROUGH {
@@ -245,11 +259,11 @@ impl Image {
                         *starts.get(jump.as_str()).ok_or_else(|| format!("a jump to {jump}, which is no chain"))?
                     };
                     let verdict_at = at + usize::from(u16_at(&rule.entry.bytes, family.offsets_at())) + 32;
-                    put_u32(&mut blob.bytes, verdict_at, to as u32);
+                    put_u32(&mut blob.bytes, HEAD + verdict_at, to as u32);
                 }
             }
             if let Some(hook) = chain.hook {
-                blob.underflow[hook] = blob.bytes.len() as u32;
+                blob.underflow[hook] = blob.offset();
                 blob.push(&standard_entry(family, chain.policy), chain.old_ends.1);
             } else {
                 blob.push(&standard_entry(family, VERDICT_RETURN), chain.old_ends.1);
@@ -261,6 +275,16 @@ impl Image {
 }
 
 impl Blob {
+    /// The entries.
+    pub fn entries_bytes(&self) -> &[u8] {
+        self.bytes.get(HEAD..).unwrap_or_default()
+    }
+
+    /// Offset of the next entry in the table.
+    fn offset(&self) -> u32 {
+        (self.bytes.len() - HEAD) as u32
+    }
+
     fn push(&mut self, entry: &[u8], old: Option<u32>) {
         self.bytes.extend_from_slice(entry);
         self.entries += 1;
