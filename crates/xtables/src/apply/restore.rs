@@ -306,7 +306,7 @@ async fn native_restore<R: Rendering + Sync + ?Sized>(ipt: &Iptables, input: &Re
     let wait = ipt.lock_wait();
     let held = lock::hold(wait.file, std::time::Duration::from_secs(wait.seconds.into())).await.map_err(|e| declined(format!("xtables lock: {e}")))?;
     if held.is_none() {
-        let stderr = format!("Another app is currently holding the xtables lock; waited {}s", wait.seconds);
+        let stderr = format!("Another app is currently holding the xtables lock ({}); waited {}s", lock::path(wait.file), wait.seconds);
         let failure = RestoreFailure { command, line: None, text: String::new(), table: None, stderr, rollback: Rollback::NotNeeded };
         return Err(Native::Failed(Error::Restore(Box::new(failure))));
     }
