@@ -85,6 +85,7 @@ pub use node::{
 };
 pub use ownership::is_owned_chain;
 pub use syncer::{Synced, Syncer};
+pub use restore::NATIVE_VARIABLE;
 pub use turn::{LOCK_FILE_VARIABLE, LOCK_WAIT_SECONDS, LockWait};
 
 use crate::chains::KUBE_PROXY_CANARY;
@@ -113,6 +114,8 @@ pub struct Iptables {
     record_input: bool,
     /// How the tools wait for another program's xtables lock.
     lock: LockWait,
+    /// Write legacy tables with the native writer first ([`crate::native`]).
+    native: bool,
 }
 
 /// Services per `COMMIT` of the nft backend's full syncs: at 1k services
@@ -149,6 +152,8 @@ pub struct Applied {
     pub removed: Vec<TableChanges>,
     /// Built-in jumps that were missing and were added (rule lines).
     pub added_jumps: Vec<String>,
+    /// Whether the native writer wrote the tables (not `iptables-restore`).
+    pub native: bool,
 }
 
 impl Applied {
@@ -162,7 +167,21 @@ impl Iptables {
 /// The tools of `backend` for `family`.
     pub fn new(backend: Backend, family: IpFamily) -> Self {
         let services_per_commit = (backend == Backend::Nft).then_some(NFT_SERVICES_PER_COMMIT);
-        Self { backend, family, services_per_commit, record_input: false, lock: LockWait::default() }
+        let native = backend == Backend::Legacy && restore::native_enabled();
+        Self { backend, family, services_per_commit, record_input: false, lock: LockWait::default(), native }
+    }
+
+    /// The same tools writing legacy tables with the native writer first
+    /// (`true`; it falls back to `iptables-restore` for an input it cannot
+    /// take) or with `iptables-restore` only. The default comes from
+    /// [`NATIVE_VARIABLE`]. Ignored for nft.
+    pub fn with_native_writer(self, on: bool) -> Self {
+        Self { native: on && self.backend == Backend::Legacy, ..self }
+    }
+
+    /// Whether legacy tables are written by the native writer first.
+    pub fn native_writer(&self) -> bool {
+        self.native
     }
 
     /// The same tools, keeping a copy of every restore input they feed in
@@ -266,6 +285,7 @@ impl Iptables {
                 Ok(written) => {
                     applied.restore_input = written.recorded;
                     applied.written_rules = written.rules;
+                    applied.native = written.native;
                 }
                 Err(err) => return Err(self.roll_back(err, &inputs, &saved).await),
             }

@@ -14,6 +14,7 @@
 
 pub mod apply;
 pub mod chains;
+pub mod native;
 mod error;
 pub mod rendering;
 pub mod rules;

@@ -4,6 +4,7 @@
 //! (tests), or only counted to find the text of a line the tool named in
 //! its error (the input is written a second time for that).
 
+use crate::native::restore::{Problem, Restore};
 use crate::{Rule, Table};
 use std::collections::BTreeMap;
 use tokio::io::AsyncWriteExt;
@@ -27,6 +28,15 @@ pub(crate) struct InputWriter {
     find: Option<usize>,
     record: bool,
     error: Option<std::io::Error>,
+    /// The native writer taking the lines instead of a tool (legacy).
+    native: Option<Native>,
+}
+
+/// The native writer's side: the restore it builds, or why it stopped.
+#[derive(Debug)]
+enum Native {
+    Taking(Box<Restore>),
+    Declined(Problem),
 }
 
 /// What was written.
@@ -42,6 +52,8 @@ pub(crate) struct Written {
     pub(crate) found: Option<(String, Option<Table>)>,
     /// The whole input, when recorded.
     pub(crate) recorded: Option<String>,
+    /// Whether the native writer wrote it.
+    pub(crate) native: bool,
 }
 
 impl InputWriter {
@@ -54,6 +66,12 @@ impl InputWriter {
     #[cfg(test)]
     pub(crate) fn recording() -> Self {
         Self::to_pipe(None, true)
+    }
+
+    /// Feeds the native writer's `restore` (no pipe); with `record`, also
+    /// keeps the whole input.
+    pub(crate) fn to_native(restore: Restore, record: bool) -> Self {
+        Self { native: Some(Native::Taking(Box::new(restore))), ..Self::to_pipe(None, record) }
     }
 
     /// Only looks for line `n` (1-based).
@@ -79,6 +97,11 @@ impl InputWriter {
     /// Counts the line starting at `start` of the buffer and ends it.
     async fn end_line(&mut self, start: usize) {
         let header = self.note(start);
+        if let Some(Native::Taking(restore)) = self.native.as_mut()
+            && let Err(problem) = restore.line(self.buf.get(start..).unwrap_or_default())
+        {
+            self.native = Some(Native::Declined(problem));
+        }
         self.buf.push('\n');
         if self.pipe.is_none() && !self.record {
             self.buf.clear();
@@ -119,6 +142,19 @@ impl InputWriter {
             self.pipe = None;
         }
         self.buf.clear();
+    }
+
+    /// Ends a native write: what was written and the restore to commit,
+    /// or why the native writer declined the input.
+    pub(crate) async fn finish_native(mut self) -> (Written, Result<Restore, Problem>) {
+        let native = self.native.take();
+        let written = self.finish().await.0;
+        let restore = match native {
+            Some(Native::Taking(restore)) => Ok(*restore),
+            Some(Native::Declined(problem)) => Err(problem),
+            None => Err(Problem { line: 0, problem: "no native writer".into() }),
+        };
+        (written, restore)
     }
 
     /// Flushes and closes the pipe; returns what was written, or the

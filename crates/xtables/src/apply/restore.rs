@@ -13,7 +13,7 @@
 //! `COMMIT`s of one nft table ([`super::blocks`]): blocks before the
 //! failing one have landed.
 
-use super::backend::{Tool, program};
+use super::backend::{Backend, Tool, program};
 use super::turn::take_turn;
 use super::Iptables;
 use super::blocks::{Block, split_blocks};
@@ -239,6 +239,13 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
     input: &RestoreInput<'_, R>,
     record: bool,
 ) -> Result<Written, Error> {
+    if ipt.backend() == Backend::Legacy && ipt.native_writer() {
+        match native_restore(ipt, input, record).await {
+            Ok(written) => return Ok(written),
+            Err(Native::Failed(err)) => return Err(err),
+            Err(Native::Declined(problem)) => tracing::info!(%problem, "native x_tables writer declined the input; using iptables-restore"),
+        }
+    }
     let turn = take_turn(ipt.backend()).await;
     let mut child = command::spawn_piped(inv)?;
     let mut out = InputWriter::to_pipe(child.stdin.take(), record);
@@ -267,6 +274,66 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
     };
     let failure = RestoreFailure { command: inv.to_string(), line, text, table, stderr, rollback: Rollback::NotNeeded };
     Err(Error::Restore(Box::new(failure)))
+}
+
+/// `1` writes legacy tables with the native writer first, `0` with
+/// `iptables-restore` only (for comparisons); unset: [`NATIVE_DEFAULT`].
+pub const NATIVE_VARIABLE: &str = "KPRS_XTABLES_NATIVE";
+
+/// Whether the native writer is tried when [`NATIVE_VARIABLE`] is unset.
+const NATIVE_DEFAULT: bool = false;
+
+pub(crate) fn native_enabled() -> bool {
+    std::env::var(NATIVE_VARIABLE).map_or(NATIVE_DEFAULT, |v| v != "0")
+}
+
+/// Why the native writer did not write an input.
+enum Native {
+    /// It cannot take this input (nothing was written): use the tool.
+    Declined(crate::native::restore::Problem),
+    /// The kernel refused a table, or the lock was held: the restore failed.
+    Failed(Error),
+}
+
+/// Writes `input` with the native legacy writer ([`crate::native`]): the
+/// same tables `iptables-legacy-restore --noflush` would leave, in the
+/// process's turn and under the xtables lock.
+async fn native_restore<R: Rendering + Sync + ?Sized>(ipt: &Iptables, input: &RestoreInput<'_, R>, record: bool) -> Result<Written, Native> {
+    use crate::native::{Family, lock, restore::{CommitError, Problem, Restore}};
+    let command = "native x_tables writer".to_string();
+    let declined = |problem: String| Native::Declined(Problem { line: 0, problem });
+    let turn = take_turn(Backend::Legacy).await;
+    let wait = ipt.lock_wait();
+    let held = lock::hold(wait.file, std::time::Duration::from_secs(wait.seconds.into())).await.map_err(|e| declined(format!("xtables lock: {e}")))?;
+    if held.is_none() {
+        let stderr = format!("Another app is currently holding the xtables lock ({}); waited {}s", lock::path(wait.file), wait.seconds);
+        let failure = RestoreFailure { command, line: None, text: String::new(), table: None, stderr, rollback: Rollback::NotNeeded };
+        return Err(Native::Failed(Error::Restore(Box::new(failure))));
+    }
+    let restore = Restore::new(Family::of(ipt.family())).map_err(|e| declined(format!("raw socket: {e}")))?;
+    let mut out = InputWriter::to_native(restore, record);
+    input.write(&mut out).await;
+    let (written, restore) = out.finish_native().await;
+    let restore = restore.map_err(Native::Declined)?;
+    let result = restore.commit();
+    drop((held, turn));
+    match result {
+        Ok(tables) => {
+            static FIRST: std::sync::Once = std::sync::Once::new();
+            FIRST.call_once(|| tracing::info!("legacy tables written by the native x_tables writer ({NATIVE_VARIABLE}=0: iptables-restore only)"));
+            tracing::debug!(tables, "native x_tables writer replaced the tables");
+            let mut written = written;
+            written.native = true;
+            Ok(written)
+        }
+        Err(CommitError::Input(problem)) => Err(Native::Declined(problem)),
+        Err(CommitError::Refused(refused)) => {
+            let table = [Table::Filter, Table::Nat, Table::Mangle].into_iter().find(|t| t.as_str() == refused.table);
+            let stderr = format!("the kernel refused table {}: {}", refused.table, refused.error);
+            let failure = RestoreFailure { command, line: Some(refused.line), text: "COMMIT".into(), table, stderr, rollback: Rollback::NotNeeded };
+            Err(Native::Failed(Error::Restore(Box::new(failure))))
+        }
+    }
 }
 
 /// `-I CHAIN 1 args` (prepend) or `-A CHAIN args`: adds a missing jump.

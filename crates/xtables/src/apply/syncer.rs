@@ -180,6 +180,7 @@ impl Syncer {
             Ok(written) => {
                 applied.restore_input = written.recorded;
                 applied.written_rules = written.rules;
+                applied.native = written.native;
                 return Ok(applied);
             }
             Err(err) => err,

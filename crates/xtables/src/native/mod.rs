@@ -1,0 +1,27 @@
+//! The native legacy writer (work in progress, not wired into the
+//! applier yet): builds an x_tables table blob itself and writes it with
+//! `IPT_SO_SET_REPLACE`, skipping `iptables-legacy-restore`'s user space
+//! (parsing and libiptc's chain building: almost all of a legacy first
+//! full sync at 10,000 services).
+//!
+//! [`encode`] turns one typed rule into an entry, byte for byte as
+//! `iptables-legacy-restore` 1.8.9 builds it, for exactly the matches and
+//! targets the modes render (anything else is [`Unsupported`], naming
+//! what); [`table`] reads a table blob into chains (keeping every chain and
+//! rule of other owners as raw entries), splices chains in and out as
+//! `iptables-restore --noflush` does, and lays the blob out again;
+//! [`socket`] reads and replaces a table through the raw socket options.
+
+pub mod encode;
+pub mod layout;
+pub mod lock;
+mod parse;
+pub mod restore;
+pub mod socket;
+pub mod table;
+
+pub use encode::{Entry, Unsupported, encode_rule};
+pub use layout::Family;
+
+#[cfg(test)]
+mod tests;
