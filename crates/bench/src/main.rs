@@ -287,8 +287,10 @@ enum Command {
         /// (each read back and diffed; the periodic resync).
         #[arg(long, default_value_t = 1)]
         full_syncs: usize,
-        /// Renders with `--nftables-shared-endpoint-maps`.
-        #[arg(long)]
+        /// Renders with `--nftables-shared-endpoint-maps` (the binary's
+        /// default); `=false`: upstream's table.
+        #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+              default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
         shared_endpoint_maps: bool,
     },
     /// The real binary through the source crate's fake API server (v1.36's

@@ -207,8 +207,9 @@ pub struct Config {
     pub manifests: Option<PathBuf>,
     /// `--dry-run`: print the rules and exit.
     pub dry_run: bool,
-    /// `--nftables-shared-endpoint-maps`: nftables mode's balancing chains
-    /// pick from shared endpoint maps.
+    /// `--nftables-shared-endpoint-maps` (default true): nftables mode's
+    /// balancing chains pick from shared endpoint maps; false: upstream's
+    /// table exactly.
     pub nftables_shared_endpoint_maps: bool,
     /// `--cleanup`: remove everything we ever created and exit.
     pub cleanup: bool,

@@ -365,9 +365,9 @@ pub struct Flags {
 
     /// nftables mode: balancing chains pick their endpoint from shared
     /// interval maps (`service-endpoints-<n>`) instead of one anonymous map
-    /// each (upstream's table): a cold start linear in the services, an
-    /// endpoint change an element update; the cold start holds more memory
-    /// for now (docs/scale.md). Our addition; default false.
+    /// each: a cold start linear in the services, an endpoint change an
+    /// element update (docs/scale.md). false: upstream v1.36's table
+    /// exactly, to diff against upstream's. Our addition; default true.
     #[arg(long = "nftables-shared-endpoint-maps", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub nftables_shared_endpoint_maps: Option<bool>,

@@ -59,6 +59,9 @@ enum Mode {
     /// ours).
     IptablesNft,
     Nftables,
+    /// nftables mode with `--nftables-shared-endpoint-maps=false`:
+    /// upstream v1.36's table (an anonymous map per balancing chain).
+    NftablesUpstream,
     /// IPVS mode, legacy backend (in the VM only: [`ipvs_vm`]).
     Ipvs,
 }
@@ -69,6 +72,7 @@ impl Mode {
             Mode::Iptables => &["--proxy-mode", "iptables", "--iptables-backend", "legacy"],
             Mode::IptablesNft => &["--proxy-mode", "iptables", "--iptables-backend", "nft"],
             Mode::Nftables => &["--proxy-mode", "nftables"],
+            Mode::NftablesUpstream => &["--proxy-mode", "nftables", "--nftables-shared-endpoint-maps=false"],
             Mode::Ipvs => &["--proxy-mode", "ipvs", "--iptables-backend", "legacy"],
         }
     }
@@ -76,7 +80,7 @@ impl Mode {
     fn synced(self) -> &'static str {
         match self {
             Mode::Iptables | Mode::IptablesNft => "synced iptables rules ip_family=IPv4",
-            Mode::Nftables => "synced nftables rules ip_family=IPv4",
+            Mode::Nftables | Mode::NftablesUpstream => "synced nftables rules ip_family=IPv4",
             Mode::Ipvs => "synced IPVS rules ip_family=IPv4",
         }
     }
@@ -105,6 +109,15 @@ fn iptables_nft_backend_to_nftables_drops_no_connection() {
 #[test]
 fn nftables_to_iptables_nft_backend_drops_no_connection() {
     switch(Mode::Nftables, Mode::IptablesNft);
+}
+
+/// A restart of nftables mode on a table of upstream's layout (written
+/// with `--nftables-shared-endpoint-maps=false`) with the default layout:
+/// the first sync leaves no anonymous endpoint map, and no connection
+/// breaks.
+#[test]
+fn upstream_table_to_shared_endpoint_maps_in_one_sync_drops_no_connection() {
+    switch(Mode::NftablesUpstream, Mode::Nftables);
 }
 
 /// IPVS mode into nftables mode, then into iptables mode, in the VM
@@ -186,6 +199,12 @@ fn left_of(node: &Netns, mode: Mode) -> Vec<String> {
             let tables = node.exec("nft", &["list", "tables"]).unwrap();
             tables.lines().filter(|l| l.contains("kube-proxy")).map(String::from).collect()
         }
+        // Upstream's layout in the one table both layouts share: the
+        // balancing rules that pick from an anonymous map.
+        Mode::NftablesUpstream => {
+            let table = node.exec("nft", &["list", "table", "ip", "kube-proxy"]).unwrap();
+            table.lines().filter(|l| l.contains("numgen random mod") && l.contains(" map {")).map(String::from).collect()
+        }
         Mode::Iptables | Mode::IptablesNft => {
             let tools = ["iptables-legacy-save", "ip6tables-legacy-save", "iptables-nft-save", "ip6tables-nft-save"];
             let saved: String = tools.iter().map(|tool| node.exec(tool, &[]).unwrap()).collect();
@@ -255,6 +274,9 @@ fn switch(from: Mode, to: Mode) {
             scope.spawn(move || traffic::open_fresh(ns, record, *target, FRESH_EVERY));
         }
         std::thread::sleep(Duration::from_secs(1));
+        if from == Mode::NftablesUpstream {
+            assert!(!left_of(node, from).is_empty(), "upstream's layout has no anonymous endpoint map to replace");
+        }
         term_at = record.now();
         term_clock = wall_clock();
         drops_before = backlog_drops();
@@ -277,6 +299,16 @@ fn switch(from: Mode, to: Mode) {
             record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
             stopped_at = record.now();
             wait_gone(node, from, to, ipvs_vm::DRAIN_PATIENCE)
+        } else if from == Mode::NftablesUpstream {
+            // Converged in the first sync: nothing of the old layout left
+            // when it is logged.
+            let left = left_of(node, from);
+            let kept = left_of(node, to);
+            assert!(kept.iter().any(|t| t == "table ip kube-proxy"), "the table went away: {kept:?}");
+            std::thread::sleep(Duration::from_secs(2));
+            record.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            stopped_at = record.now();
+            left
         } else {
             let left = wait_gone(node, from, to, Duration::from_secs(10));
             std::thread::sleep(Duration::from_secs(2));
@@ -514,7 +546,7 @@ fn load_stale(node: &Netns, mode: Mode, manifests: &std::path::Path, lock: &std:
     std::fs::write(file.path(), rules.join("\n") + "\n").unwrap();
     let path = file.path().display().to_string();
     match mode {
-        Mode::Nftables => drop(node.exec("nft", &["-f", &path]).unwrap()),
+        Mode::Nftables | Mode::NftablesUpstream => drop(node.exec("nft", &["-f", &path]).unwrap()),
         Mode::Ipvs => panic!("no stale IPVS rules from a dry run"),
         Mode::Iptables | Mode::IptablesNft => {
             let tool = if mode == Mode::Iptables { "iptables-legacy" } else { "iptables-nft" };

@@ -57,14 +57,15 @@ pub struct RenderOptions {
     /// it knows the CIDRs).
     pub service_cidrs: Vec<IpNet>,
     /// Balancing chains pick their endpoint from shared endpoint maps
-    /// ([`endpoint_slots`]); else each from its own anonymous map, as
-    /// upstream v1.36.
+    /// ([`endpoint_slots`]), the default; false: each from its own
+    /// anonymous map, upstream v1.36's table exactly.
     pub shared_endpoint_maps: bool,
 }
 
 impl RenderOptions {
     /// nftables mode's defaults for `family`: `nodePortAddresses` unset
-    /// means `primary`, and there are no localhost NodePorts.
+    /// means `primary`, there are no localhost NodePorts, and balancing
+    /// chains pick from the shared endpoint maps.
     pub fn nftables_defaults(family: plan::IpFamily) -> Self {
         Self {
             common: Options {
@@ -74,7 +75,7 @@ impl RenderOptions {
                 ..Options::default()
             },
             service_cidrs: Vec::new(),
-            shared_endpoint_maps: false,
+            shared_endpoint_maps: true,
         }
     }
 }

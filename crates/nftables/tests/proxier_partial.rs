@@ -135,7 +135,6 @@ fn snapshot_of(defs: &BTreeMap<u16, Def>) -> Snapshot {
 fn options() -> RenderOptions {
     let mut opts = RenderOptions::nftables_defaults(plan::IpFamily::V4);
     opts.common.local_detection = plan::LocalDetection::ClusterCidr(vec![cluster_cidr()]);
-    opts.shared_endpoint_maps = true;
     opts
 }
 

@@ -15,6 +15,9 @@ use reference::*;
 #[test]
 fn ipv4_table_prints_as_upstreams_ruleset() {
     let ours = render_reference(IpFamily::V4).ruleset.to_nft_text();
+    // The default shape: shared endpoint maps, no anonymous `numgen` map.
+    assert!(ours.contains("\tmap service-endpoints-") && ours.contains("map @service-endpoints-"));
+    assert!(!ours.contains("numgen random mod 2 map {"));
     let diff = differences(&ours, &reference_table("ip"));
     assert!(
         diff.is_empty(),
@@ -25,7 +28,7 @@ fn ipv4_table_prints_as_upstreams_ruleset() {
 }
 
 #[test]
-fn without_shared_endpoint_maps_the_table_prints_as_upstreams_ruleset_as_it_is() {
+fn with_the_flag_off_the_table_prints_as_upstreams_ruleset_as_it_is() {
     let mut opts = reference_options(IpFamily::V4);
     opts.shared_endpoint_maps = false;
     let ours = render(&reference_snapshot(IpFamily::V4), &opts, &reference_facts())

@@ -140,7 +140,7 @@ pub fn validate(s: &Settings, flags: &Flags, from_file: bool) -> Result<Config, 
         cleanup: flags.cleanup.unwrap_or(false),
         init_only: flags.init_only.unwrap_or(false),
         iptables_backend: flags.iptables_backend.unwrap_or_default(),
-        nftables_shared_endpoint_maps: flags.nftables_shared_endpoint_maps.unwrap_or(false),
+        nftables_shared_endpoint_maps: flags.nftables_shared_endpoint_maps.unwrap_or(true),
         ipvs_drain_timeout: ipvs_drain_timeout.ok_or_else(invalid)?,
     })
 }

@@ -132,6 +132,17 @@ mod tests {
     }
 
     #[test]
+    fn nftables_mode_uses_shared_endpoint_maps_unless_told_false() {
+        for (args, shared) in [
+            (&["--proxy-mode=nftables"][..], true),
+            (&["--proxy-mode=nftables", "--nftables-shared-endpoint-maps"], true),
+            (&["--proxy-mode=nftables", "--nftables-shared-endpoint-maps=false"], false),
+        ] {
+            assert_eq!(nftables_render_options(&config(args), IpFamily::V4).shared_endpoint_maps, shared, "{args:?}");
+        }
+    }
+
+    #[test]
     fn nftables_mode_keeps_explicit_nodeport_addresses_and_uses_its_own_masquerade_bit() {
         let config = config(&["--proxy-mode=nftables", "--nodeport-addresses=192.168.0.0/16", "--iptables-masquerade-bit=3"]);
         let opts = nftables_render_options(&config, IpFamily::V4);

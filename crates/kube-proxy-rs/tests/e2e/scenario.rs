@@ -231,11 +231,6 @@ pub fn proxy_args(mode: Mode) -> Vec<String> {
     let cluster_cidrs = format!("{CLUSTER_CIDR},{CLUSTER_CIDR6}");
     let mut args = vec!["--proxy-mode", mode.name(), "--cluster-cidr", &cluster_cidrs, "--iptables-backend", "legacy"];
     args.extend(periods);
-    if mode == Mode::Nftables {
-        // the suite runs nftables mode with the shared endpoint maps;
-        // upstream's table (the default) is run by the binary tests
-        args.push("--nftables-shared-endpoint-maps");
-    }
     args.extend(["--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249", "--v=2"]);
     args.iter().map(|s| s.to_string()).collect()
 }

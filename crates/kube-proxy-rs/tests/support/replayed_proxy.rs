@@ -60,16 +60,6 @@ impl ProxyMode {
         }
     }
 
-    /// Flags of ours the mode runs with: nftables mode's replays check
-    /// the shared endpoint maps (the default, upstream's table, is checked
-    /// by explain's replays of upstream's dumps and the binary tests).
-    fn own_args(self) -> &'static [&'static str] {
-        match self {
-            ProxyMode::Nftables => &["--nftables-shared-endpoint-maps"],
-            ProxyMode::Iptables | ProxyMode::Ipvs => &[],
-        }
-    }
-
     /// The log line of every completed sync.
     fn synced(self) -> &'static str {
         match self {
@@ -523,7 +513,6 @@ impl RunningProxy {
             .arg("--manifests")
             .arg(&replay.manifests)
             .args(["--hostname-override", "node-a"])
-            .args(replay.mode.own_args())
             .args(extra_args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())

@@ -56,7 +56,6 @@ fn options() -> RenderOptions {
     let mut opts = RenderOptions::default();
     opts.common.local_detection =
         plan::LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]);
-    opts.shared_endpoint_maps = true;
     opts
 }
 
@@ -388,7 +387,6 @@ fn fixed_rules_follow_the_options() {
 fn ipv6_tables_dnat_with_ip6_maps() {
     let p = ServicePort::cluster_ip(name("web"), ip("fd00:96::10"), 80);
     let mut opts = RenderOptions::nftables_defaults(IpFamily::V6);
-    opts.shared_endpoint_maps = true;
     opts.service_cidrs = vec!["fd00:96::/108".parse().unwrap()];
     let e = vec![Endpoint::ready(
         ip("fd00:244::5"),

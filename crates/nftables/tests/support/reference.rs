@@ -24,12 +24,11 @@ pub fn reference_snapshot(family: IpFamily) -> Snapshot {
 
 /// nftables mode with the corpus's configuration: clusterCIDR
 /// 10.244.0.0/16 (IPv4 only), the ServiceCIDR 10.96.0.0/12, defaults
-/// otherwise (`nodePortAddresses` unset: `primary`), and shared endpoint
-/// maps (the layout these tests are about; [`as_upstream`] turns it back
-/// into upstream's, which the default renders as it is).
+/// otherwise (`nodePortAddresses` unset: `primary`; shared endpoint maps,
+/// which [`as_upstream`] turns back into upstream's table, the one
+/// `shared_endpoint_maps = false` renders as it is).
 pub fn reference_options(family: IpFamily) -> RenderOptions {
     let mut opts = RenderOptions::nftables_defaults(family);
-    opts.shared_endpoint_maps = true;
     opts.common.local_detection =
         LocalDetection::ClusterCidr(vec!["10.244.0.0/16".parse().unwrap()]);
     opts.service_cidrs = vec!["10.96.0.0/12".parse().unwrap()];
