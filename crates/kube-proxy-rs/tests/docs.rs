@@ -81,6 +81,25 @@ fn every_relative_markdown_link_resolves() {
     assert!(failures.is_empty(), "{} dead links:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Stop 32 committed a merge conflict into docs/flags.md: no Markdown file
+/// may hold a conflict marker line.
+#[test]
+fn no_markdown_file_holds_a_merge_conflict() {
+    let root = root();
+    let mut files = Vec::new();
+    markdown_files(&root, &mut files);
+    let marker = |line: &str| ["<<<<<<< ", ">>>>>>> ", "|||||||"].iter().any(|m| line.starts_with(m)) || line == "=======";
+    let conflicts: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let shown = file.strip_prefix(&root).unwrap_or(file).display().to_string();
+            text.lines().enumerate().filter(|(_, l)| marker(l)).map(|(i, l)| format!("{shown}:{}: {l}", i + 1)).collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(conflicts.is_empty(), "merge conflict markers:\n{}", conflicts.join("\n"));
+}
+
 /// The `--flag` words of `text`.
 fn flags_in(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
