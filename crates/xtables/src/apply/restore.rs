@@ -239,7 +239,7 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
     input: &RestoreInput<'_, R>,
     record: bool,
 ) -> Result<Written, Error> {
-    if ipt.backend() == Backend::Legacy && ipt.native_writer() {
+    if ipt.native_writer() {
         match native_restore(ipt, input, record).await {
             Ok(written) => return Ok(written),
             Err(Native::Failed(err)) => return Err(err),

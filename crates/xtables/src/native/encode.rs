@@ -152,13 +152,9 @@ fn push_standard(records: &mut Vec<u8>, verdict: i32) {
 fn encode_match_tokens(family: Family, toks: &[Token], head: &mut [u8], records: &mut Vec<u8>) -> Result<(), String> {
     let mut i = 0;
     while i < toks.len() {
-        let negated = toks[i] == Token::Bang;
-        if negated {
-            i += 1;
-        }
-        let option = toks.get(i).map(Token::text).ok_or("a trailing !")?;
-        let value = toks.get(i + 1).map(Token::text).ok_or_else(|| format!("{option} without a value"))?;
-        i += 2;
+        let (negated, option, at) = option_at(toks, i)?;
+        let value = toks.get(at + 1).map(Token::text).ok_or_else(|| format!("{option} without a value"))?;
+        i = at + 2;
         match option {
             "-s" | "-d" => family.set_address(head, option == "-d", value, negated)?,
             "-i" | "-o" => family.set_iface(head, option == "-o", value, negated)?,
@@ -189,6 +185,14 @@ fn module_end(toks: &[Token], from: usize) -> usize {
     i
 }
 
+/// The option at `i` (after a `!`, if any): negated, its name, its index.
+fn option_at(toks: &[Token], i: usize) -> Result<(bool, &str, usize), String> {
+    let negated = toks.get(i) == Some(&Token::Bang);
+    let at = i + usize::from(negated);
+    let option = toks.get(at).map(Token::text).ok_or("a trailing !")?;
+    Ok((negated, option, at))
+}
+
 /// One option of a module: negated, its name, its value.
 type Opt<'a> = (bool, &'a str, Option<&'a str>);
 
@@ -197,13 +201,9 @@ fn options(toks: &[Token]) -> Result<Vec<Opt<'_>>, String> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < toks.len() {
-        let negated = toks[i] == Token::Bang;
-        if negated {
-            i += 1;
-        }
-        let option = toks.get(i).map(Token::text).ok_or("a trailing !")?;
-        let value = toks.get(i + 1).filter(|t| !t.text().starts_with("--") && **t != Token::Bang).map(Token::text);
-        i += 1 + usize::from(value.is_some());
+        let (negated, option, at) = option_at(toks, i)?;
+        let value = toks.get(at + 1).filter(|t| !t.text().starts_with("--") && **t != Token::Bang).map(Token::text);
+        i = at + 1 + usize::from(value.is_some());
         out.push((negated, option, value));
     }
     Ok(out)
@@ -213,9 +213,11 @@ fn encode_module(family: Family, name: &str, toks: &[Token]) -> Result<Vec<u8>, 
     let opts = options(toks)?;
     let unknown = |(neg, opt, _): &Opt| format!("-m {name} {}{opt}", if *neg { "! " } else { "" });
     let need = |v: Option<&str>, opt: &str| v.map(str::to_string).ok_or_else(|| format!("-m {name} {opt} without a value"));
+    // a module whose options are not the one shape it takes
+    let misshapen = || opts.first().map_or(format!("-m {name}"), unknown);
     match name {
         "comment" => {
-            let [(false, "--comment", Some(text))] = opts.as_slice() else { return Err(opts.first().map_or(format!("-m {name}"), unknown)) };
+            let [(false, "--comment", Some(text))] = opts.as_slice() else { return Err(misshapen()) };
             if text.len() > 255 {
                 return Err("-m comment longer than 255 bytes".into());
             }
@@ -245,7 +247,7 @@ fn encode_module(family: Family, name: &str, toks: &[Token]) -> Result<Vec<u8>, 
             Ok(record(name, 0, &data[..if name == "tcp" { 12 } else { 10 }]))
         }
         "mark" => {
-            let [(neg, "--mark", Some(spec))] = opts.as_slice() else { return Err(opts.first().map_or(format!("-m {name}"), unknown)) };
+            let [(neg, "--mark", Some(spec))] = opts.as_slice() else { return Err(misshapen()) };
             let (value, mask) = value_mask(spec)?;
             let mut data = [0u8; 9];
             put_u32(&mut data, 0, value);
@@ -254,7 +256,7 @@ fn encode_module(family: Family, name: &str, toks: &[Token]) -> Result<Vec<u8>, 
             Ok(record("mark", 1, &data))
         }
         "conntrack" => {
-            let [(neg, "--ctstate", Some(states))] = opts.as_slice() else { return Err(opts.first().map_or(format!("-m {name}"), unknown)) };
+            let [(neg, "--ctstate", Some(states))] = opts.as_slice() else { return Err(misshapen()) };
             let mut data = [0u8; 162];
             put_u16(&mut data, 146, 1); // match_flags: XT_CONNTRACK_STATE
             put_u16(&mut data, 148, u16::from(*neg));
@@ -294,7 +296,7 @@ fn encode_module(family: Family, name: &str, toks: &[Token]) -> Result<Vec<u8>, 
         }
         "recent" => encode_recent(family, &opts),
         "nfacct" => {
-            let [(false, "--nfacct-name", Some(acct))] = opts.as_slice() else { return Err(opts.first().map_or(format!("-m {name}"), unknown)) };
+            let [(false, "--nfacct-name", Some(acct))] = opts.as_slice() else { return Err(misshapen()) };
             if acct.len() >= 32 {
                 return Err(format!("-m nfacct --nfacct-name {acct}"));
             }
