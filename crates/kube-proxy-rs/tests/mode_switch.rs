@@ -182,12 +182,22 @@ fn targets(cluster: &Cluster) -> [(Target, &Netns); 3] {
     let node_ip = IpAddr::V4(cluster.node("node-a").unwrap().ip());
     let gateway = IpAddr::V4(cluster.node("node-a").unwrap().gateway());
     let outside = cluster.client();
-    let outside_ip = IpAddr::V4(outside.ips()[0]);
+    // The ETP=Local clients dial from the outside client's second address.
+    // Both NodePorts reach the same server pods, and IPVS matches a reply
+    // to its connection by real server and client address and port only:
+    // with one client address, a fresh connection to one NodePort that
+    // takes the source port of a long-lived one to the other (Linux lets
+    // one port serve two destinations) makes IPVS rewrite the replies of
+    // one with the other's virtual port, whatever the mode switch does —
+    // seen here in IPVS mode before SIGTERM (two NodePort connections
+    // silent for 29 s), and by the `ipvsadm -Lnc` entries of a broken
+    // connection's port (ESTABLISHED to :30080 beside CLOSE to :30081).
+    let local_client = IpAddr::V4(outside.ips()[1]);
     let pod = cluster.pod(CLIENT_POD.0).unwrap().ns();
     [
-        (Target { kind: "ClusterIP", addr: SocketAddr::new(IpAddr::V4(CLUSTER_IP), 80), peer: IpAddr::V4(CLIENT_POD.1) }, pod),
-        (Target { kind: "NodePort", addr: SocketAddr::new(node_ip, NODE_PORT), peer: gateway }, outside.ns()),
-        (Target { kind: "ETP=Local", addr: SocketAddr::new(node_ip, LOCAL_NODE_PORT), peer: outside_ip }, outside.ns()),
+        (Target { kind: "ClusterIP", addr: SocketAddr::new(IpAddr::V4(CLUSTER_IP), 80), peer: IpAddr::V4(CLIENT_POD.1), from: None }, pod),
+        (Target { kind: "NodePort", addr: SocketAddr::new(node_ip, NODE_PORT), peer: gateway, from: None }, outside.ns()),
+        (Target { kind: "ETP=Local", addr: SocketAddr::new(node_ip, LOCAL_NODE_PORT), peer: local_client, from: Some(local_client) }, outside.ns()),
     ]
 }
 
@@ -490,13 +500,13 @@ fn coexist(live: Mode, stale: Mode, stale_first: bool) -> String {
         }
     }
     // A service the stale state has no endpoints for, from the node itself.
-    let late = Target { kind: "late", addr: SocketAddr::new(IpAddr::V4(LATE_IP), 80), peer: IpAddr::V4(cluster.node("node-a").unwrap().gateway()) };
+    let late = Target { kind: "late", addr: SocketAddr::new(IpAddr::V4(LATE_IP), 80), peer: IpAddr::V4(cluster.node("node-a").unwrap().gateway()), from: None };
     let late = traffic::probe(node, late);
     assert!(late.is_ok(), "node -> a service the stale state has no endpoints for: {late:?}");
     // A LoadBalancer whose source ranges admit the client now, not in the
     // stale state: nftables mode's firewall-check runs before DNAT.
     let gateway = IpAddr::V4(cluster.node("node-a").unwrap().gateway());
-    let lb = Target { kind: "LB", addr: SocketAddr::new(IpAddr::V4(LB_IP), 80), peer: gateway };
+    let lb = Target { kind: "LB", addr: SocketAddr::new(IpAddr::V4(LB_IP), 80), peer: gateway, from: None };
     let lb = traffic::probe(cluster.client().ns(), lb);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     proxy.stop();

@@ -27,6 +27,8 @@ pub struct Target {
     pub addr: SocketAddr,
     /// The peer address the endpoint must see (masqueraded or not).
     pub peer: IpAddr,
+    /// The client's source address, when not the one routing picks.
+    pub from: Option<IpAddr>,
 }
 
 /// One failure: when (since the clock's start), which target, what.
@@ -161,7 +163,7 @@ fn echo(mut stream: TcpStream, peer: SocketAddr, stop: &AtomicBool) {
 /// the right peer, with the reader past the `peer=` line, and the
 /// endpoint reached.
 fn connect(target: &Target) -> Result<(BufReader<TcpStream>, String), String> {
-    let stream = TcpStream::connect_timeout(&target.addr, patience()).map_err(|e| format!("connect: {e}"))?;
+    let stream = dial(target).map_err(|e| format!("connect: {e}"))?;
     stream.set_read_timeout(Some(patience())).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
@@ -172,6 +174,17 @@ fn connect(target: &Target) -> Result<(BufReader<TcpStream>, String), String> {
         return Err(format!("endpoint saw peer {peer:?}, want {}", target.peer));
     }
     Ok((reader, field("local=")))
+}
+
+/// A TCP connection to `target`, from its source address if it names one.
+fn dial(target: &Target) -> std::io::Result<TcpStream> {
+    let Some(from) = target.from else {
+        return TcpStream::connect_timeout(&target.addr, patience());
+    };
+    let socket = socket2::Socket::new(socket2::Domain::for_address(target.addr), socket2::Type::STREAM, None)?;
+    socket.bind(&SocketAddr::new(from, 0).into())?;
+    socket.connect_timeout(&target.addr.into(), patience())?;
+    Ok(socket.into())
 }
 
 /// One fresh connection to `target` from `ns`: the endpoint it reached,
