@@ -26,7 +26,7 @@ pub const FILLERS: usize = 20;
 /// Fresh-connection openers per target in the VM (one elsewhere): one
 /// opener's connections are made one after the other, and each takes a
 /// few milliseconds on the emulated CPUs.
-pub const OPENERS: usize = 6;
+pub const OPENERS: usize = 12;
 /// How long a proxy may take to sync in the VM (emulated CPUs, shared).
 pub const SYNC_PATIENCE: Duration = Duration::from_secs(120);
 /// How long the long-lived connections outlive the new mode's first sync.
