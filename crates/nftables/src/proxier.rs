@@ -194,12 +194,8 @@ impl NftablesProxier {
             .syncer
             .sync_full_in_pieces(&mut self.socket, skeleton, pieces)?;
         let counts = counted.get();
-        self.slots.retain(|name| {
-            snapshot
-                .services
-                .get(name)
-                .is_some_and(|svc| ctx.in_family(svc))
-        });
+        self.slots
+            .retain(|name| render::holds_slot(snapshot, &ctx, name));
         // built once the sync's own peak is over
         let owners = Owners::of(&shared_keys);
         drop(shared_keys);

@@ -14,6 +14,7 @@
 mod balancing;
 mod cluster_ip;
 mod context;
+pub mod direct;
 pub mod endpoint_slots;
 mod external_chain;
 mod external_ip;
@@ -36,7 +37,9 @@ pub use context::RenderContext;
 pub use endpoint_slots::{EndpointSlots, Slots};
 pub use lean::{Lean, render_lean};
 pub use ruleset::{ChainRules, NamedSet, RuleSpec, Ruleset, anonymous_set_name};
-pub use selected::{Selected, Services, allocate_slots, render_services, slots_in_order};
+pub use selected::{
+    Selected, Services, allocate_slots, holds_slot, render_services, slots_in_order,
+};
 pub use shared::{SHARED_SETS, is_interchangeable, shared_key};
 pub use statement::Stmt;
 

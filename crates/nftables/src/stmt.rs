@@ -364,6 +364,28 @@ pub fn dnat_numgen_offset_map(
     ]
 }
 
+/// `dnat ip to <fields> map <map>`: the concatenated fields looked up in
+/// a map whose data (`ipv4_addr . inet_service` or `ipv6_addr .
+/// inet_service`, `addr_len` bytes of address) is the DNAT target.
+pub fn dnat_map(family: u8, fields: &[Field], map: SetRef, addr_len: u32) -> Vec<Expr> {
+    let port_reg = Register(8 + addr_len.div_ceil(4)).canonical();
+    let mut out = load_concat(fields);
+    out.push(Expr::Lookup {
+        set: map,
+        sreg: Register::R1,
+        dreg: Some(Register::R1),
+        invert: false,
+    });
+    out.push(Expr::Nat {
+        kind: NatType::Dnat,
+        family,
+        addr_min: Some(Register::R1),
+        proto_min: Some(port_reg),
+        flags: 0x3,
+    });
+    out
+}
+
 /// `dnat ip to numgen random mod <n> offset <k> map <map>` where the map
 /// has `flags interval` and a host-order `integer` key: `nft` turns the
 /// number into network order first (`byteorder`), as interval keys

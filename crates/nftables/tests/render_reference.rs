@@ -15,8 +15,11 @@ use reference::*;
 #[test]
 fn ipv4_table_prints_as_upstreams_ruleset() {
     let ours = render_reference(IpFamily::V4).ruleset.to_nft_text();
-    // The default shape: shared endpoint maps, no anonymous `numgen` map.
+    // The default shape: shared endpoint maps, no anonymous `numgen` map,
+    // single-endpoint ClusterIP-only ports without a chain.
     assert!(ours.contains("\tmap service-endpoints-") && ours.contains("map @service-endpoints-"));
+    assert!(ours.contains("dnat ip to ip daddr . meta l4proto . th dport map @service-ips-direct"));
+    assert!(!ours.contains("chain service-2QRHZV4L-default/kubernetes/tcp/https"));
     assert!(!ours.contains("numgen random mod 2 map {"));
     let diff = differences(&ours, &reference_table("ip"));
     assert!(
@@ -35,6 +38,7 @@ fn with_the_flag_off_the_table_prints_as_upstreams_ruleset_as_it_is() {
         .ruleset
         .to_nft_text();
     assert!(!ours.contains("map service-endpoints-") && !ours.contains("map @service-endpoints-"));
+    assert!(!ours.contains("service-ips-direct"));
     assert_eq!(normalize(&as_upstream(&ours)), normalize(&ours));
     let diff = differences(&ours, &reference_table("ip"));
     assert!(diff.is_empty(), "{}", diff.join("\n"));
@@ -90,34 +94,43 @@ fn the_reference_holds_what_its_readme_counts() {
     // elements", and ours the shared endpoint map besides: one range (a
     // start and an end marker) per endpoint of each balancing chain, where
     // upstream's anonymous maps hold one element each
+    // Ours also sends the ClusterIP-only single-endpoint ports
+    // (storefront/reviews, default/kubernetes) straight to their endpoint
+    // through `service-ips-direct`: a chain and its rule fewer each, their
+    // `service-ips` element moved there, one fixed rule more.
     let ip = render_reference(IpFamily::V4).ruleset;
-    let (shared, upstreams): (Vec<_>, Vec<_>) = ip
-        .sets
-        .iter()
-        .partition(|s| s.set.name.starts_with("service-endpoints-"));
+    let ours = |name: &str| name.starts_with("service-endpoints-") || name == "service-ips-direct";
+    let (shared, upstreams): (Vec<_>, Vec<_>) = ip.sets.iter().partition(|s| ours(&s.set.name));
+    let direct = ip
+        .set("service-ips-direct")
+        .expect("the direct map")
+        .elements
+        .len();
+    assert_eq!(direct, 2);
     let rules: usize = ip.chains.iter().map(|c| c.rules.len()).sum();
     let elements: usize = upstreams.iter().map(|s| s.elements.len()).sum();
     let maps = upstreams.iter().filter(|s| s.set.data.is_some()).count();
     assert_eq!(
         (
-            ip.chains.len(),
-            rules,
+            ip.chains.len() + direct,
+            rules + direct - 1,
             upstreams.len() - maps,
             maps,
-            elements
+            elements + direct
         ),
         (48, 77, 6, 5, 70)
     );
     let upstream_text = as_upstream(&ip.to_nft_text());
     let picked = upstream_text.matches(" . ").count() - ours_other_pairs(&upstream_text);
-    assert_eq!(shared.len(), 1);
-    assert_eq!(shared[0].elements.len(), 2 * picked);
+    assert_eq!(shared.len(), 2);
+    let slotted = ip.set("service-endpoints-0").expect("the endpoint map");
+    assert_eq!(slotted.elements.len(), 2 * (picked - direct));
     let ip6 = render_reference(IpFamily::V6).ruleset;
     let rules: usize = ip6.chains.iter().map(|c| c.rules.len()).sum();
     assert_eq!(
         (ip6.chains.len(), rules, ip6.sets.len()),
-        (15, 20, 7),
-        "no balancing chain in the IPv6 scenario"
+        (15, 21, 8),
+        "no balancing chain in the IPv6 scenario (ours: the direct rule and map besides)"
     );
 }
 

@@ -94,7 +94,8 @@ fn chain(body: &Json) -> Result<Chain, ExplainError> {
 
 fn type_list(value: Option<&Json>) -> Result<Vec<DataType>, ExplainError> {
     let names: Vec<&str> = match value {
-        Some(Json::String(one)) => vec![one.as_str()],
+        // `nft -j` writes a map's concatenated data as one string: "ipv4_addr . inet_service"
+        Some(Json::String(one)) => one.split(" . ").collect(),
         Some(Json::Array(many)) => many.iter().filter_map(Json::as_str).collect(),
         _ => return Err(bad("a set without a `type`")),
     };
@@ -296,10 +297,17 @@ impl Compiler<'_> {
             return Ok(stmt::dnat_to(ip.parse().map_err(|_| "bad dnat address")?, port));
         }
         let map = addr.get("map").ok_or("dnat to something other than an address or a map")?;
-        let numgen = map.get("key").and_then(|k| k.get("numgen")).ok_or("dnat map keyed by something other than numgen")?;
-        let modulus = numgen.get("mod").and_then(Json::as_u64).ok_or("numgen without mod")? as u32;
         let ipv6 = body.get("family").and_then(Json::as_str) == Some("ip6");
         let (addr_type, family, len) = if ipv6 { (DataType::Ipv6Addr, 10, 16) } else { (DataType::Ipv4Addr, 2, 4) };
+        let key = map.get("key").ok_or("dnat map without key")?;
+        if key.get("numgen").is_none() {
+            // ours: `dnat ip to ip daddr . meta l4proto . th dport map @service-ips-direct`
+            let name = map.get("data").and_then(Json::as_str).and_then(|s| s.strip_prefix('@'));
+            let name = name.ok_or("dnat through a map keyed by packet fields that is not named")?;
+            return Ok(stmt::dnat_map(family, &fields(key)?, SetRef::named(name), len));
+        }
+        let numgen = key.get("numgen").ok_or("dnat map keyed by something other than numgen")?;
+        let modulus = numgen.get("mod").and_then(Json::as_u64).ok_or("numgen without mod")? as u32;
         let data = map.get("data").and_then(|d| d.get("set")).ok_or("inline map")?;
         let name = self.anonymous_map(&[DataType::Integer], vec![addr_type, DataType::InetService], data)?;
         Ok(stmt::dnat_numgen_map(family, modulus, SetRef::named(name), len))
@@ -482,6 +490,28 @@ mod tests {
         assert_eq!(outcomes("172.20.0.5", "10.96.0.10:80"), [ep("10.244.1.1:8080"), ep("10.244.2.1:8080")]);
         assert_eq!(outcomes("172.20.0.66", "10.96.0.10:80"), [Outcome::Drop], "outside the anonymous interval set");
         assert_eq!(outcomes("172.20.0.5", "10.96.0.10:81"), [Outcome::Accept { masquerade: false }], "no map element");
+    }
+
+    /// Ours: `services` DNATs through `service-ips-direct`, as `nft -j` (1.0.6) lists it.
+    const DIRECT: &str = r#"{"nftables": [
+        {"table": {"family": "ip", "name": "kp"}},
+        {"map": {"family": "ip", "name": "service-ips-direct", "table": "kp", "type": ["ipv4_addr", "inet_proto", "inet_service"], "map": "ipv4_addr . inet_service",
+                 "elem": [[{"concat": ["10.96.0.2", "udp", 53]}, {"concat": ["10.0.0.1", 5353]}],
+                          [{"elem": {"val": {"concat": ["10.96.0.1", "tcp", 443]}, "comment": "default/kubernetes:https"}}, {"concat": ["192.168.77.1", 6443]}]]}},
+        {"chain": {"family": "ip", "table": "kp", "name": "pre", "type": "nat", "hook": "prerouting", "prio": -100, "policy": "accept"}},
+        {"rule": {"family": "ip", "table": "kp", "chain": "pre", "expr": [{"dnat": {"family": "ip", "addr": {"map": {"key": {"concat": [
+            {"payload": {"protocol": "ip", "field": "daddr"}}, {"meta": {"key": "l4proto"}}, {"payload": {"protocol": "th", "field": "dport"}}]}, "data": "@service-ips-direct"}}}}]}}
+    ]}"#;
+
+    #[test]
+    fn a_dnat_through_the_direct_map_reaches_its_one_endpoint() {
+        let tables = tables(DIRECT).unwrap();
+        let trace = |destination: &str| {
+            let packet = Packet::inbound(model::Protocol::Tcp, "172.20.0.5".parse().unwrap(), destination.parse().unwrap());
+            crate::nft::trace(&tables, &TraceContext::new([]), &packet).unwrap().outcomes.into_iter().collect::<Vec<_>>()
+        };
+        assert_eq!(trace("10.96.0.1:443"), [Outcome::Dnat { to: "192.168.77.1:6443".parse().unwrap(), masquerade: false }]);
+        assert_eq!(trace("10.96.0.1:80"), [Outcome::Accept { masquerade: false }], "no element");
     }
 
     #[test]

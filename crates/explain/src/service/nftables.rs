@@ -3,10 +3,11 @@
 //! rules with the anonymous sets they use, the map elements that lead to
 //! them or name the Service, its affinity sets, and what they say.
 
-use super::{Programmed, names_service};
+use super::{Programmed, names_service, port_in};
 use crate::explanation::service_of_chain;
 use crate::nft::describe::rule_text;
 use nftables::render::endpoint_slots::slot_key_number;
+use nftables::render::names::SERVICE_IPS_DIRECT;
 use nftables::{Element, ElementData, Expr, Rule, TableContents, Value, Verdict};
 
 /// What `table` holds for `service` (`ns/name`).
@@ -166,9 +167,15 @@ fn endpoint_text(data: &[Value]) -> String {
 }
 
 /// Addresses (`service-ips`, `firewall-ips`) and node ports
-/// (`service-nodeports`) that lead to the Service's chains.
+/// (`service-nodeports`) that lead to the Service's chains; ClusterIPs
+/// DNATed straight to their one endpoint (`service-ips-direct`, ours,
+/// each element commented with its `ns/name:port`).
 fn read_map_elements(table: &TableContents, service: &str, out: &mut Programmed) {
     for (map, element) in map_elements(table, service) {
+        if map == SERVICE_IPS_DIRECT {
+            read_direct(element, service, out);
+            continue;
+        }
         let chain = match &element.data {
             Some(ElementData::Verdict(Verdict::Goto(c) | Verdict::Jump(c))) => c.as_str(),
             _ => "",
@@ -186,4 +193,13 @@ fn read_map_elements(table: &TableContents, service: &str, out: &mut Programmed)
             _ => {}
         }
     }
+}
+
+/// A `service-ips-direct` element: the port's ClusterIP and its endpoint.
+fn read_direct(element: &Element, service: &str, out: &mut Programmed) {
+    let Some(port_name) = element.comment().and_then(|c| port_in(c, service)) else { return };
+    let (Some(data), [addr, Value::Proto(p), Value::Port(n)]) = (data_of(element), element.key.as_slice()) else { return };
+    let port = out.ports.entry(port_name).or_default();
+    port.addresses.insert(format!("{addr} {}/{n} (cluster IP)", Value::Proto(*p)));
+    port.endpoints.insert(endpoint_text(data));
 }

@@ -7,7 +7,8 @@
 
 use crate::TableContents;
 use crate::render::{
-    EndpointSlots, RenderContext, Ruleset, SHARED_SETS, Services, is_interchangeable, shared_key,
+    EndpointSlots, RenderContext, Ruleset, SHARED_SETS, Services, holds_slot, is_interchangeable,
+    shared_key,
 };
 use model::{ServiceName, ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
@@ -46,8 +47,9 @@ impl Applied {
 }
 
 impl Applied {
-    /// Frees the slots of the ports of `services` that the kept snapshot
-    /// has and `now` does not render: call before [`Applied::follow`].
+    /// Frees the slots of the ports of `services` that `now` does not
+    /// render with a slot (gone, or DNATed straight from `services`): call
+    /// before [`Applied::follow`].
     pub(crate) fn release_slots_gone(
         &self,
         slots: &mut EndpointSlots,
@@ -55,14 +57,15 @@ impl Applied {
         ctx: &RenderContext,
         services: Services<'_>,
     ) {
-        let rendered =
-            |name: &ServicePortName| now.services.get(name).is_some_and(|svc| ctx.in_family(svc));
+        let held = |name: &ServicePortName| holds_slot(now, ctx, name);
         let Services::Only(names) = services else {
-            return slots.retain(rendered);
+            return slots.retain(held);
         };
         for service in names {
-            for (name, _) in model::ports_of(&self.snapshot.services, service) {
-                if !rendered(name) {
+            let ports = model::ports_of(&self.snapshot.services, service)
+                .chain(model::ports_of(&now.services, service));
+            for (name, _) in ports {
+                if !held(name) {
                     slots.release(name);
                 }
             }

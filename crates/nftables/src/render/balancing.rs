@@ -8,6 +8,7 @@
 //! an `endpoint-` chain that records the source and DNATs, and the
 //! balancing chain first sends known sources back to their endpoint.
 
+use super::direct::direct_target;
 use super::endpoint_slots::{Slot, slot_elements};
 use super::names::EndpointNames;
 use super::ruleset::{ChainRules, NamedSet, RuleSpec};
@@ -39,6 +40,9 @@ pub struct Balancing {
 pub fn render_balancing(port: &Port<'_>, shared: &mut SharedSets) -> Balancing {
     let plan = port.plan;
     let mut out = Balancing::default();
+    if direct_target(port).is_some() {
+        return out;
+    }
     if let Some(seconds) = plan.affinity_seconds {
         for ep in &plan.reachable {
             let (set, chain) = endpoint_objects(port, ep, seconds);
@@ -106,7 +110,7 @@ fn balancing_chain(
 /// `shared`, without the chains.
 pub fn render_slot_elements(port: &Port<'_>, shared: &mut SharedSets) {
     let plan = port.plan;
-    if plan.affinity_seconds.is_some() {
+    if plan.affinity_seconds.is_some() || direct_target(port).is_some() {
         return;
     }
     if plan.uses_cluster_endpoints {

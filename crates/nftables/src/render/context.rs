@@ -21,6 +21,9 @@ pub struct RenderContext {
     /// The addresses of `nodeport-ips`; `None` when NodePorts answer on
     /// every local address (no such set).
     pub nodeport_ips: Option<Vec<IpAddr>>,
+    /// Single-endpoint ClusterIP-only ports are DNATed straight from
+    /// `services` ([`super::direct`]); on with the shared endpoint maps.
+    pub direct_dispatch: bool,
 }
 
 impl RenderContext {
@@ -57,6 +60,7 @@ impl RenderContext {
                 .copied()
                 .collect(),
             nodeport_ips,
+            direct_dispatch: opts.shared_endpoint_maps,
             sync,
         }
     }

@@ -43,6 +43,9 @@ pub const FIREWALL_IPS: &str = "firewall-ips";
 pub const SERVICE_IPS: &str = "service-ips";
 /// Verdict map: NodePort dispatch.
 pub const SERVICE_NODEPORTS: &str = "service-nodeports";
+/// Data map (ours, not upstream's): ClusterIP ports DNATed straight from
+/// `services` to their one endpoint ([`super::direct`]).
+pub const SERVICE_IPS_DIRECT: &str = "service-ips-direct";
 
 /// Longest name base upstream keeps (`knftables.NameLengthMax` 256 minus
 /// the longest prefix, 16).

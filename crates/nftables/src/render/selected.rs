@@ -65,8 +65,17 @@ pub(super) fn render_headers(
     (out.finish(ctx), port_chains)
 }
 
+/// Whether port `name` of `snapshot` is rendered in `ctx`'s family with
+/// balancing chains that pick from the shared endpoint maps (see
+/// [`service_port::needs_slot`]).
+pub fn holds_slot(snapshot: &Snapshot, ctx: &RenderContext, name: &ServicePortName) -> bool {
+    snapshot.services.get(name).is_some_and(|svc| {
+        ctx.in_family(svc) && service_port::needs_slot(ctx, svc, snapshot.endpoints_of(name))
+    })
+}
+
 /// Gives every port of `services` of `snapshot` rendered in `ctx`'s
-/// family its slots.
+/// family that [`holds_slot`] its slots.
 pub fn allocate_slots(
     slots: &mut EndpointSlots,
     snapshot: &Snapshot,
@@ -74,7 +83,9 @@ pub fn allocate_slots(
     services: Services<'_>,
 ) {
     let mut give = |name: &ServicePortName, svc: &Arc<ServicePort>| {
-        if ctx.in_family(svc) {
+        let needed =
+            ctx.in_family(svc) && service_port::needs_slot(ctx, svc, snapshot.endpoints_of(name));
+        if needed {
             slots.allocate(name);
         }
     };

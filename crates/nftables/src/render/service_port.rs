@@ -124,6 +124,15 @@ pub fn render_slot_elements(
     })
 }
 
+/// Whether `svc` with `endpoints` has balancing chains that pick from the
+/// shared endpoint maps' slots: not when its ClusterIP traffic is
+/// DNATed straight from `services` ([`super::direct`]).
+pub fn needs_slot(ctx: &RenderContext, svc: &ServicePort, endpoints: &[Endpoint]) -> bool {
+    with_port(ctx, svc, endpoints, &EndpointSlots::default(), |port| {
+        super::direct::direct_target(port).is_none()
+    })
+}
+
 /// `f` of `svc` planned with `endpoints` and named.
 fn with_port<R>(
     ctx: &RenderContext,

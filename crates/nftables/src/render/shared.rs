@@ -4,7 +4,7 @@
 
 use super::names::{
     CLUSTER_IPS, FIREWALL_IPS, HAIRPIN_CONNECTIONS, NO_ENDPOINT_NODEPORTS, NO_ENDPOINT_SERVICES,
-    SERVICE_IPS, SERVICE_NODEPORTS,
+    SERVICE_IPS, SERVICE_IPS_DIRECT, SERVICE_NODEPORTS,
 };
 use super::statement::value;
 use crate::{Element, Value};
@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 /// The sets whose elements the service ports give (`nodeport-ips` is the
 /// node's).
-pub const SHARED_SETS: [&str; 7] = [
+pub const SHARED_SETS: [&str; 8] = [
     HAIRPIN_CONNECTIONS,
     CLUSTER_IPS,
     NO_ENDPOINT_SERVICES,
@@ -22,6 +22,7 @@ pub const SHARED_SETS: [&str; 7] = [
     FIREWALL_IPS,
     SERVICE_IPS,
     SERVICE_NODEPORTS,
+    SERVICE_IPS_DIRECT,
 ];
 
 /// Whether an element of shared set `set` is the same whichever service
@@ -32,8 +33,13 @@ pub fn is_interchangeable(set: &str) -> bool {
 
 /// A hash of element key `key` of shared set `set`: what identifies the
 /// element in the set (a 64-bit hash; two keys sharing one are taken as
-/// the same key).
+/// the same key). `service-ips-direct` shares `service-ips`' keys: a
+/// destination is in one or the other.
 pub fn shared_key(set: &str, key: &[Value]) -> u64 {
+    let set = match set {
+        SERVICE_IPS_DIRECT => SERVICE_IPS,
+        other => other,
+    };
     let mut hasher = std::hash::DefaultHasher::new();
     set.hash(&mut hasher);
     key.hash(&mut hasher);
@@ -53,7 +59,8 @@ pub struct SharedSets {
     pub no_endpoint_nodeports: Vec<Element>,
     /// `firewall-ips`.
     pub firewall_ips: Vec<Element>,
-    /// `service-ips`.
+    /// `service-ips`, and `service-ips-direct`'s elements (with data
+    /// instead of a verdict) among them.
     pub service_ips: Vec<Element>,
     /// `service-nodeports`.
     pub service_nodeports: Vec<Element>,

@@ -10,7 +10,8 @@ use super::shared::SharedSets;
 use super::statement::{Stmt, addr_type, daddr, saddr, value};
 use crate::stmt::Field;
 use crate::{
-    BaseChain, Chain, ChainType, DataType, Element, Family, Hook, Policy, Set, Table, Verdict,
+    BaseChain, Chain, ChainType, DataType, Element, ElementData, Family, Hook, Policy, Set, Table,
+    Verdict,
 };
 use ipnet::IpNet;
 use std::collections::BTreeSet;
@@ -208,8 +209,8 @@ fn nodeport_endpoints_check(ctx: &RenderContext) -> ChainRules {
     chain
 }
 
-/// Dispatch: the ClusterIP masquerade rule, then service IPs, then
-/// NodePorts.
+/// Dispatch: the ClusterIP masquerade rule, then service IPs (and, ours,
+/// the ports DNATed straight to their one endpoint), then NodePorts.
 fn services(ctx: &RenderContext) -> ChainRules {
     let mut chain = ChainRules::new(Chain::regular(SERVICES));
     if let Some(rule) = cluster_ip_masquerade(ctx) {
@@ -219,6 +220,13 @@ fn services(ctx: &RenderContext) -> ChainRules {
         fields: daddr_proto_port(ctx.family),
         map: SERVICE_IPS.into(),
     }]));
+    if ctx.direct_dispatch {
+        chain.push(RuleSpec::new(vec![Stmt::DnatMap {
+            family: ctx.family,
+            fields: daddr_proto_port(ctx.family),
+            map: SERVICE_IPS_DIRECT.into(),
+        }]));
+    }
     let mut nodeports = nodeport_destination(ctx, true);
     nodeports.push(Stmt::Vmap {
         fields: proto_port(),
@@ -312,8 +320,9 @@ fn reject_chain(family: Family) -> ChainRules {
     chain
 }
 
-/// The shared sets and maps in upstream's order, then the first
-/// `endpoint_maps` shared endpoint maps (ours).
+/// The shared sets and maps in upstream's order, then (ours)
+/// `service-ips-direct` and the first `endpoint_maps` shared endpoint
+/// maps.
 fn shared_sets(ctx: &RenderContext, mut shared: SharedSets, endpoint_maps: u32) -> Vec<NamedSet> {
     use DataType::{InetProto, InetService};
     let addr = addr_type(ctx.family);
@@ -323,6 +332,11 @@ fn shared_sets(ctx: &RenderContext, mut shared: SharedSets, endpoint_maps: u32) 
         set: Set::map(name, key.clone(), vec![DataType::Verdict]).with_comment(comment),
         elements: first_per_key(elements),
     };
+    // the first service giving a key keeps it, whichever map it is in
+    let (direct, chained): (Vec<Element>, Vec<Element>) =
+        first_per_key(std::mem::take(&mut shared.service_ips))
+            .into_iter()
+            .partition(|e| matches!(e.data, Some(ElementData::Values(_))));
     let mut sets = vec![
         NamedSet {
             set: Set::new(
@@ -367,7 +381,7 @@ fn shared_sets(ctx: &RenderContext, mut shared: SharedSets, endpoint_maps: u32) 
             SERVICE_IPS,
             &svc_key,
             "ClusterIP, ExternalIP and LoadBalancer IP traffic",
-            shared.service_ips,
+            chained,
         ),
         vmap(
             SERVICE_NODEPORTS,
@@ -376,6 +390,14 @@ fn shared_sets(ctx: &RenderContext, mut shared: SharedSets, endpoint_maps: u32) 
             shared.service_nodeports,
         ),
     ]);
+    if ctx.direct_dispatch {
+        sets.push(NamedSet {
+            set: Set::map(SERVICE_IPS_DIRECT, svc_key, vec![addr, InetService]).with_comment(
+                "ClusterIP traffic of single-endpoint services, DNATed without a service chain",
+            ),
+            elements: direct,
+        });
+    }
     sets.extend((0..endpoint_maps).map(|n| NamedSet {
         set: endpoint_map(ctx.family, n),
         elements: shared.endpoint_maps.remove(&n).unwrap_or_default(),

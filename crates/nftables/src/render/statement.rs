@@ -105,6 +105,17 @@ pub enum Stmt {
         /// The slot.
         slot: Slot,
     },
+    /// `dnat ip to ip daddr . meta l4proto . th dport map @map`: the
+    /// destination looked up in a named data map of targets
+    /// ([`crate::render::direct`]).
+    DnatMap {
+        /// The table's family.
+        family: Family,
+        /// The packet fields, concatenated.
+        fields: Vec<Field>,
+        /// The named map.
+        map: String,
+    },
     /// `numgen random mod N vmap { i : goto chain, … }`: an anonymous
     /// verdict map.
     NumgenVmap {
@@ -228,6 +239,16 @@ impl Stmt {
                 SLOT_KEYS,
                 slot.offset,
                 SetRef::named(slot.map_name()),
+                addr_type(*family).byte_len(),
+            ),
+            Stmt::DnatMap {
+                family,
+                fields,
+                map,
+            } => stmt::dnat_map(
+                family.nfproto(),
+                fields,
+                SetRef::named(map),
                 addr_type(*family).byte_len(),
             ),
             Stmt::NumgenVmap { chains } => stmt::numgen_vmap(modulus(chains.len()), anon()),
@@ -376,6 +397,16 @@ impl fmt::Display for Stmt {
                 }
                 write!(f, " map @{}", slot.map_name())
             }
+            Stmt::DnatMap {
+                family,
+                fields,
+                map,
+            } => write!(
+                f,
+                "dnat {} to {} map @{map}",
+                family.name(),
+                fields_text(fields)
+            ),
             Stmt::NumgenVmap { chains } => {
                 let items: Vec<String> = chains
                     .iter()

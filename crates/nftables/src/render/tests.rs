@@ -373,6 +373,7 @@ fn fixed_rules_follow_the_options() {
         rules(&r, names::SERVICES),
         [
             "ip daddr . meta l4proto . th dport vmap @service-ips",
+            "dnat ip to ip daddr . meta l4proto . th dport map @service-ips-direct",
             "fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports"
         ]
     );
@@ -388,19 +389,16 @@ fn ipv6_tables_dnat_with_ip6_maps() {
     let p = ServicePort::cluster_ip(name("web"), ip("fd00:96::10"), 80);
     let mut opts = RenderOptions::nftables_defaults(IpFamily::V6);
     opts.service_cidrs = vec!["fd00:96::/108".parse().unwrap()];
-    let e = vec![Endpoint::ready(
-        ip("fd00:244::5"),
-        8080,
-        Some("node-b"),
-        false,
-    )];
+    let e = ["fd00:244::5", "fd00:244::6"]
+        .map(|a| Endpoint::ready(ip(a), 8080, Some("node-b"), false))
+        .to_vec();
     let r = render(&snapshot(vec![(p, e)]), &opts, &facts()).ruleset;
     assert_eq!(r.family(), crate::Family::Ip6);
     assert_eq!(
         rules(&r, SVC),
         ["meta l4proto tcp dnat ip6 to numgen random mod 65536 map @service-endpoints-0"]
     );
-    assert_eq!(picks(&r, SVC), ["fd00:244::5 . 8080"]);
+    assert_eq!(picks(&r, SVC), ["fd00:244::5 . 8080", "fd00:244::6 . 8080"]);
     let map = r.set("service-endpoints-0").expect("the endpoint map");
     assert_eq!(
         map.set.data.as_deref(),
@@ -415,7 +413,10 @@ fn ipv6_tables_dnat_with_ip6_maps() {
 
 #[test]
 fn endpoints_live_in_a_shared_interval_map_and_anonymous_sets_are_named_by_us() {
-    let r = render_one(port("web", "10.96.0.10"), eps(&["10.244.1.5"]));
+    let r = render_one(
+        port("web", "10.96.0.10"),
+        eps(&["10.244.1.5", "10.244.1.6"]),
+    );
     let contents = r.contents();
     let map = contents
         .sets
@@ -424,8 +425,8 @@ fn endpoints_live_in_a_shared_interval_map_and_anonymous_sets_are_named_by_us() 
         .expect("the endpoint map");
     assert!(map.flags.contains(SetFlags::INTERVAL) && !map.flags.contains(SetFlags::ANONYMOUS));
     assert!(map.type_of.is_some(), "nft lists it by typeof");
-    // one range: its start and its end marker
-    assert_eq!(contents.elements[&TableContents::set_key(map)].len(), 2);
+    // two ranges: each a start and an end marker
+    assert_eq!(contents.elements[&TableContents::set_key(map)].len(), 4);
     let rule = contents.rules_of(SVC).next().unwrap();
     assert!(
         rule.exprs
@@ -514,7 +515,10 @@ fn a_ruleset_taken_apart_gives_the_same_contents() {
 fn some_services_render_as_their_part_of_the_whole_table() {
     let snap = snapshot(vec![
         (port("web", "172.30.0.1"), eps(&["10.180.0.1@"])),
-        (port("db", "172.30.0.2"), eps(&["10.180.0.1@"])),
+        (
+            port("db", "172.30.0.2"),
+            eps(&["10.180.0.1@", "10.180.0.4"]),
+        ),
         (port("idle", "172.30.0.3"), Vec::new()),
     ]);
     let ctx = RenderContext::new(&snap, &options(), &facts());
@@ -536,4 +540,64 @@ fn some_services_render_as_their_part_of_the_whole_table() {
     assert!(chain_names(&some).iter().all(|c| !c.contains("ns/web/")));
     assert_eq!(elements(&some, "service-ips").len(), 1);
     assert_eq!(elements(&some, "no-endpoint-services").len(), 0);
+}
+
+#[test]
+fn a_single_endpoint_cluster_ip_port_is_dnated_straight_from_services() {
+    let r = render_one(port("web", "10.96.0.10"), eps(&["10.244.1.5"]));
+    assert!(chain_names(&r).is_empty(), "{:?}", chain_names(&r));
+    assert_eq!(
+        elements(&r, names::SERVICE_IPS_DIRECT),
+        ["10.96.0.10 . tcp . 80 comment \"ns/web:p\" : 10.244.1.5 . 8080"]
+    );
+    assert!(elements(&r, names::SERVICE_IPS).is_empty());
+    assert_eq!(elements(&r, names::CLUSTER_IPS), ["10.96.0.10"]);
+    assert!(
+        r.set("service-endpoints-0").is_none(),
+        "no slot given to it"
+    );
+    // anything else leading to its chain, or more to pick from: a chain
+    let mut node_port = port("web", "10.96.0.10");
+    node_port.node_port = Some(30080);
+    let mut affinity = port("web", "10.96.0.10");
+    affinity.session_affinity_seconds = Some(10);
+    let mut local = port("web", "10.96.0.10");
+    local.internal_policy_local = true;
+    for (p, e) in [
+        (node_port, eps(&["10.244.1.5"])),
+        (affinity, eps(&["10.244.1.5"])),
+        (local, eps(&["10.244.0.5@"])),
+        (
+            port("web", "10.96.0.10"),
+            eps(&["10.244.1.5", "10.244.1.6"]),
+        ),
+    ] {
+        let r = render_one(p, e);
+        assert!(!chain_names(&r).is_empty());
+        assert!(elements(&r, names::SERVICE_IPS_DIRECT).is_empty());
+    }
+    // IPv6
+    let p = ServicePort::cluster_ip(name("web"), ip("fd00:96::10"), 80);
+    let e = vec![Endpoint::ready(
+        ip("fd00:244::5"),
+        8080,
+        Some("node-b"),
+        false,
+    )];
+    let opts = RenderOptions::nftables_defaults(IpFamily::V6);
+    let r = render(&snapshot(vec![(p, e)]), &opts, &facts()).ruleset;
+    assert!(rules(&r, names::SERVICES).contains(
+        &"dnat ip6 to ip6 daddr . meta l4proto . th dport map @service-ips-direct".to_string()
+    ));
+    assert_eq!(
+        elements(&r, names::SERVICE_IPS_DIRECT),
+        ["fd00:96::10 . tcp . 80 comment \"ns/web:p\" : fd00:244::5 . 8080"]
+    );
+    // upstream's table: a chain, no direct map
+    let mut opts = options();
+    opts.shared_endpoint_maps = false;
+    let snap = snapshot(vec![(port("web", "10.96.0.10"), eps(&["10.244.1.5"]))]);
+    let r = render(&snap, &opts, &facts()).ruleset;
+    assert_eq!(chain_names(&r), [SVC]);
+    assert!(r.set(names::SERVICE_IPS_DIRECT).is_none());
 }

@@ -155,8 +155,10 @@ fn sort_service_runs(blocks: Vec<String>) -> Vec<String> {
 /// endpoint map (`numgen random mod 65536 offset K map
 /// @service-endpoints-<n>`, one range per endpoint, in the same order).
 /// The shared maps are dropped and each such rule written upstream's way.
+/// A port ours DNATs straight from `services` (`service-ips-direct`) gets
+/// back its `service-` chain and `service-ips` element.
 pub fn as_upstream(ours: &str) -> String {
-    let joined = join_elements(ours);
+    let joined = direct_as_upstream(&join_elements(ours));
     let slots = slot_endpoints(&joined);
     let mut out = String::new();
     let mut in_endpoint_map = false;
@@ -173,6 +175,100 @@ pub fn as_upstream(ours: &str) -> String {
         }
     }
     out
+}
+
+/// `text` (elements joined) with ours's direct dispatch written as
+/// upstream's: each `service-ips-direct` element (`ip . proto . port
+/// comment "ns/name:port" : endpoint`) becomes a `service-ips` element
+/// going to the port's `service-` chain, which DNATs to the endpoint
+/// through an anonymous map of one; the map and the `services` rule that
+/// uses it are dropped.
+fn direct_as_upstream(text: &str) -> String {
+    let mut direct = Vec::new();
+    let mut in_direct = false;
+    let family = if text.starts_with("table ip6 ") {
+        "ip6"
+    } else {
+        "ip"
+    };
+    for line in text.lines() {
+        if line == "\tmap service-ips-direct {" {
+            in_direct = true;
+        } else if in_direct && line == "\t}" {
+            in_direct = false;
+        } else if let Some(items) = line.trim_start().strip_prefix("elements = { ")
+            && in_direct
+        {
+            direct.extend(items.trim_end_matches(" }").split(", ").map(direct_element));
+        }
+    }
+    let mut out = Vec::new();
+    let (mut in_direct, mut in_service_ips, mut has_elements) = (false, false, false);
+    let gotos: Vec<String> = direct
+        .iter()
+        .map(|(key, chain, _)| format!("{key} : goto {chain}"))
+        .collect();
+    for line in text.lines() {
+        match line {
+            "\tmap service-ips-direct {" => in_direct = true,
+            "\tmap service-ips {" => in_service_ips = true,
+            _ => {}
+        }
+        if in_direct {
+            in_direct = line != "\t}";
+            continue;
+        }
+        if line.contains("map @service-ips-direct") {
+            continue;
+        }
+        if in_service_ips && let Some(items) = line.trim_start().strip_prefix("elements = { ") {
+            let mut all: Vec<String> = items
+                .trim_end_matches(" }")
+                .split(", ")
+                .map(str::to_string)
+                .collect();
+            all.extend(gotos.iter().cloned());
+            out.push(format!("\t\telements = {{ {} }}", all.join(", ")));
+            has_elements = true;
+            continue;
+        }
+        if in_service_ips && line == "\t}" {
+            if !has_elements && !gotos.is_empty() {
+                out.push(format!("\t\telements = {{ {} }}", gotos.join(", ")));
+            }
+            in_service_ips = false;
+        }
+        if line == "}" {
+            for (_, chain, endpoint) in &direct {
+                let proto = chain.rsplit('/').nth(1).expect("proto in the chain name");
+                out.push(format!("\tchain {chain} {{"));
+                out.push(format!(
+                    "\t\tmeta l4proto {proto} dnat {family} to numgen random mod 1 map {{ 0 : {endpoint} }}"
+                ));
+                out.push("\t}".to_string());
+            }
+        }
+        out.push(line.to_string());
+    }
+    out.join("\n") + "\n"
+}
+
+/// A `service-ips-direct` element: its key, the `service-` chain upstream
+/// gives its port, and its endpoint.
+fn direct_element(item: &str) -> (String, String, String) {
+    let (key, rest) = item.split_once(" comment \"").expect("a commented element");
+    let (comment, endpoint) = rest.split_once("\" : ").expect("comment then endpoint");
+    let proto = key.split(" . ").nth(1).expect("ip . proto . port");
+    let protocol = match proto {
+        "tcp" => model::Protocol::Tcp,
+        "udp" => model::Protocol::Udp,
+        _ => model::Protocol::Sctp,
+    };
+    let (ns, rest) = comment.split_once('/').expect("ns/name");
+    let (name, port) = rest.split_once(':').unwrap_or((rest, ""));
+    let port_name = model::ServicePortName::new(ns, name, port, protocol);
+    let chain = nftables::render::names::ServiceChains::new(&port_name).service;
+    (key.to_string(), chain, endpoint.to_string())
 }
 
 /// `(map, slot offset)` → the slot's endpoints in key order.

@@ -6,8 +6,10 @@
 //! rule text and the verdict, must be identical — but for how a balancing
 //! rule picks its endpoint: upstream's anonymous map (`numgen random mod
 //! N map { … }`) and our slot of a shared endpoint map (`numgen random
-//! mod 65536 offset K map @service-endpoints-<n>`) are the same step here;
-//! which endpoints the packets reach is checked by the replay itself.
+//! mod 65536 offset K map @service-endpoints-<n>`) are the same step here,
+//! and so are upstream's `goto` to a `service-` chain and its DNAT and our
+//! DNAT straight from `services` (`map @service-ips-direct`); which
+//! endpoints the packets reach is checked by the replay itself.
 
 use super::case::FlowCase;
 use crate::reference_node::Paths;
@@ -35,9 +37,38 @@ pub fn check_paths(flow: &FlowCase, ours: &Paths) -> Result<(), String> {
     Ok(())
 }
 
-/// The path with the picked endpoint blanked out.
+/// The path with the picked endpoint blanked out, and ClusterIP dispatch
+/// straight to the DNAT written one way (see [`dispatch_collapsed`]).
 fn normalized(steps: &[String]) -> Vec<String> {
-    steps.iter().map(|s| normalized_step(s)).collect()
+    dispatch_collapsed(steps.iter().map(|s| normalized_step(s)).collect())
+}
+
+/// What `services` does to a ClusterIP packet of a port without session
+/// affinity, as one step: upstream's `vmap @service-ips` going to the
+/// port's `service-` chain and that chain's one DNAT rule, or ours's
+/// `dnat … map @service-ips-direct` for a port with one endpoint and no
+/// chain (`crates/nftables/src/render/direct.rs`). Which endpoint the
+/// packets reach is checked by the replay itself.
+fn dispatch_collapsed(steps: Vec<String>) -> Vec<String> {
+    const SAME: &str = "kube-proxy services: ClusterIP dispatch to its DNAT <pick> (verdict accept)";
+    let mut out = Vec::with_capacity(steps.len());
+    let mut steps = steps.into_iter().peekable();
+    while let Some(step) = steps.next() {
+        let direct = step.starts_with("kube-proxy services rule dnat ")
+            && step.ends_with(" map @service-ips-direct (verdict accept)");
+        let to_chain = step.starts_with("kube-proxy services rule ")
+            && step.contains(" daddr . meta l4proto . th dport vmap @service-ips (verdict goto service-");
+        let dnat = |next: &String| next.starts_with("kube-proxy service-") && next.ends_with(" to <pick> (verdict accept)");
+        if direct {
+            out.push(SAME.to_string());
+        } else if to_chain && steps.peek().is_some_and(dnat) {
+            steps.next();
+            out.push(SAME.to_string());
+        } else {
+            out.push(step);
+        }
+    }
+    out
 }
 
 fn normalized_step(step: &str) -> String {
