@@ -12,6 +12,7 @@
 //! `iptables-restore --noflush` does, and lays the blob out again;
 //! [`socket`] reads and replaces a table through the raw socket options.
 
+pub mod child;
 pub mod encode;
 pub mod layout;
 pub mod lock;
