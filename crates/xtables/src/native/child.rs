@@ -120,14 +120,17 @@ fn run(family: Family, input: impl BufRead) -> i32 {
             return EXIT_DECLINED;
         }
     };
-    for line in input.lines() {
-        let line = match line {
-            Ok(line) => line,
+    let (mut input, mut line) = (input, String::new());
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
             Err(err) => {
                 eprintln!("{SUBCOMMAND}: reading the input: {err}");
                 return EXIT_DECLINED;
             }
-        };
+        }
         if let Err(problem) = restore.line(&line) {
             eprintln!("{problem}");
             return EXIT_DECLINED;
