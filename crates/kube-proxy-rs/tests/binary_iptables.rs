@@ -114,6 +114,10 @@ fn the_native_writers_child_leaves_the_tables_iptables_legacy_restore_leaves() {
         for rule in [&["-t", "nat", "-N", "FOREIGN"][..], &["-t", "nat", "-A", "PREROUTING", "-j", "FOREIGN"], &["-t", "filter", "-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT"]] {
             ns.exec("iptables-legacy", rule).unwrap();
         }
+        // The counters the rules count into (the proxy creates them; the restores do not).
+        for counter in ["ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"] {
+            ns.exec("nfacct", &["add", counter]).unwrap();
+        }
     }
     for input in [dry_run(&example()), dry_run(&changed)] {
         let by_tool = restore_in(&tool, "iptables-legacy-restore", &["--noflush", "--counters", "--wait=5"], &input, &lock);

@@ -256,7 +256,18 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
                 return Ok(written);
             }
             Err(Native::Failed(err)) => return Err(err),
-            Err(Native::Declined(problem)) => tracing::info!(%problem, "native x_tables writer declined the input; using iptables-restore"),
+            Err(Native::Declined(problem)) => {
+                // Once at info (IPVS mode's companion rules use ipsets, which it never encodes), then at debug.
+                static FIRST: std::sync::Once = std::sync::Once::new();
+                let mut logged = false;
+                FIRST.call_once(|| {
+                    tracing::info!(%problem, "native x_tables writer declined the input; using iptables-restore");
+                    logged = true;
+                });
+                if !logged {
+                    tracing::debug!(%problem, "native x_tables writer declined the input; using iptables-restore");
+                }
+            }
         }
     }
     let (written, fed, output) = feed(ipt, inv, input, record).await?;
