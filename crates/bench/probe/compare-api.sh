@@ -8,7 +8,7 @@
 #                    with the IPv4 sync durations added meanwhile
 #   sync durations   sync_proxy_rules_duration_seconds sum/count; network_programming_duration_seconds sum/count
 #   failures         sync_proxy_rules_iptables_restore_failures_total, and the log's failed syncs
-#   peak RSS         VmHWM of the proxy at the end
+#   peak RSS         VmHWM of the proxy at the end (the proxy process itself: restore children not counted, as for upstream)
 # Env: OURS (kube-proxy-rs binary), BENCH (kprs-bench binary), CP (control-plane dir), SETTLE (s after the first sync, 20).
 set -uo pipefail
 WHO=${1:?ours|upstream}; LABEL=${2:-1}
@@ -63,7 +63,14 @@ change_to_rules=$(echo "$applied - $at" | bc -l)
 d_after=$(value kubeproxy_sync_proxy_rules_duration_seconds_sum); n_after=$(value kubeproxy_sync_proxy_rules_duration_seconds_count)
 change_sync=$(echo "$d_after - $d_before" | bc -l); change_syncs=$(echo "$n_after - $n_before" | bc -l)
 sleep 3
-pid=$(for p in $(ip netns pids "$NS"); do case $(cat /proc/$p/comm 2>/dev/null) in kube-proxy*) echo "$p";; esac; done | head -1)
+# the proxy: the process in the namespace running the proxy's binary (ours: $OURS, whatever its name; upstream: a
+# kube-proxy binary), not a restore child (ours re-executes itself as `kube-proxy-rs xtables-restore`)
+want=$([ "$WHO" = ours ] && readlink -f "$OURS")
+pid=$(for p in $(ip netns pids "$NS"); do
+        exe=$(readlink -f "/proc/$p/exe" 2>/dev/null) || continue
+        tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q xtables-restore && continue
+        if [ -n "$want" ]; then [ "$exe" = "$want" ] && echo "$p"; else case ${exe##*/} in kube-proxy*) echo "$p";; esac; fi
+      done | head -1)
 hwm=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$pid/status" 2>/dev/null)
 m=$(metrics)
 sum() { echo "$m" | awk -v m="$1" 'index($1, m) == 1 { v += $2 } END { printf "%.3f", v + 0 }'; }

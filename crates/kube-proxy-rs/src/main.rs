@@ -2,7 +2,10 @@
 //! command line, resolves and validates the configuration, prints one clear
 //! error and exits non-zero when that fails (2: usage, 1: bad configuration),
 //! and otherwise hands the [`config::Config`] to [`run`]. `kube-proxy-rs
-//! explain …` (our addition) goes to [`explain`] instead.
+//! explain …` (our addition) goes to [`explain`] instead, and the hidden
+//! `kube-proxy-rs xtables-restore …` is the native legacy writer's child
+//! ([`xtables::native::child`]: the proxy runs itself as it would run
+//! `iptables-restore`).
 
 mod config;
 mod duration;
@@ -19,9 +22,13 @@ use flags::Flags;
 fn main() -> ExitCode {
     memory::tune();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if xtables::native::child::wanted(&args) {
+        return ExitCode::from(u8::try_from(xtables::native::child::main(&args)).unwrap_or(1));
+    }
     if explain::wanted(&args) {
         return explain::main(args);
     }
+    xtables::native::child::set_program("/proc/self/exe".into());
     let flags = match Flags::parse_from_args(args) {
         Ok(flags) => flags,
         Err(usage) => usage.exit(),

@@ -314,7 +314,8 @@ fn a_failing_family_does_not_stop_the_other() {
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let mut command = ns.command(proxy::BINARY);
-    command.args(args(&write_manifests(&dir), "iptables")).env("PATH", path);
+    // The failure is injected into the tool: the native writer (full syncs) would bypass it.
+    command.args(args(&write_manifests(&dir), "iptables")).env("PATH", path).env("KPRS_XTABLES_NATIVE", "0");
     let mut proxy = Proxy::start(command);
 
     // Two IPv4 syncs (the initial one and a periodic one, 1 s apart) while IPv6 fails.

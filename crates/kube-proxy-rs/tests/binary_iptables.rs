@@ -8,7 +8,9 @@
 //! `--proxy-mode=ipvs` on a kernel without IPVS falls back to iptables mode
 //! with one line saying so; health-check servers follow `nodePortAddresses`;
 //! `--init-only` sets the kernel up (with the `--conntrack-*` sysctls) and
-//! exits without writing a rule.
+//! exits without writing a rule; the native legacy writer's child
+//! (`kube-proxy-rs xtables-restore`) leaves the tables
+//! `iptables-legacy-restore` leaves, and declines an input it cannot encode.
 //! Needs root; without it the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -86,6 +88,53 @@ fn dry_run_output_passes_iptables_restore_test_and_changes_nothing() {
     assert!(!saved(&ns).contains("KUBE-"), "--dry-run or --test changed the namespace:\n{}", saved(&ns));
 }
 
+/// Feeds `input` to `program args` in `ns` (a private lock file); its
+/// exit code and stderr.
+fn restore_in(ns: &Netns, program: &str, args: &[&str], input: &str, lock: &Path) -> (Option<i32>, String) {
+    let mut child = ns.command(program).args(args).env("XTABLES_LOCKFILE", lock).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn the_native_writers_child_leaves_the_tables_iptables_legacy_restore_leaves() {
+    testkit::netns::require_kernel();
+    let (tool, native) = (Netns::new("xtool").unwrap(), Netns::new("xchild").unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("xtables.lock");
+    let dry_run = |manifests: &Path| {
+        let out = tool.command(BINARY).args(args(manifests)).arg("--dry-run").output().unwrap();
+        assert!(out.status.success(), "--dry-run failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let changed = dir.path().join("changed.yaml");
+    std::fs::write(&changed, without_service(&std::fs::read_to_string(example()).unwrap(), "web")).unwrap();
+    for ns in [&tool, &native] {
+        for rule in [&["-t", "nat", "-N", "FOREIGN"][..], &["-t", "nat", "-A", "PREROUTING", "-j", "FOREIGN"], &["-t", "filter", "-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT"]] {
+            ns.exec("iptables-legacy", rule).unwrap();
+        }
+        // The counters the rules count into (the proxy creates them; the restores do not).
+        for counter in ["ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"] {
+            ns.exec("nfacct", &["add", counter]).unwrap();
+        }
+    }
+    for input in [dry_run(&example()), dry_run(&changed)] {
+        let by_tool = restore_in(&tool, "iptables-legacy-restore", &["--noflush", "--counters", "--wait=5"], &input, &lock);
+        let by_child = restore_in(&native, BINARY, &["xtables-restore", "--family", "ipv4", "--wait=5"], &input, &lock);
+        assert_eq!((by_tool.0, by_child.0), (Some(0), Some(0)), "tool: {}; child: {}", by_tool.1, by_child.1);
+        let after = saved(&native);
+        assert_eq!(saved(&tool), after, "the child's tables differ from the tool's");
+        assert!(after.contains("-A PREROUTING -j FOREIGN") && after.contains("-A KUBE-SERVICES"), "{after}");
+    }
+    let before = saved(&native);
+    let odd = "*nat\n:KUBE-ODD - [0:0]\n-A KUBE-ODD -m owner --uid-owner 0 -j RETURN\nCOMMIT\n";
+    let (code, stderr) = restore_in(&native, BINARY, &["xtables-restore", "--family", "ipv4", "--wait=5"], odd, &lock);
+    assert_eq!(code, Some(xtables::native::child::EXIT_DECLINED), "{stderr}");
+    assert!(stderr.contains("owner"), "the reason names what it cannot encode: {stderr}");
+    assert_eq!(saved(&native), before, "a declined input changed the tables");
+}
+
 #[test]
 fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_nothing() {
     testkit::netns::require_kernel();
@@ -97,6 +146,7 @@ fn syncs_are_idempotent_removed_services_lose_their_chains_and_cleanup_leaves_no
 
     let mut proxy = Proxy::start_in(&ns, &args(&manifests));
     proxy.wait_for("synced iptables rules ip_family=IPv4");
+    assert!(proxy.logged("legacy tables written by the native x_tables writer"), "the first full sync did not go through the native writer's child");
     let first = saved(&ns);
     proxy.wait_for("synced iptables rules ip_family=IPv4");
     let second = saved(&ns);

@@ -85,7 +85,7 @@ pub use node::{
 };
 pub use ownership::is_owned_chain;
 pub use syncer::{Synced, Syncer};
-pub use restore::NATIVE_VARIABLE;
+pub use restore::{NATIVE_VARIABLE, NativeScope};
 pub use turn::{LOCK_FILE_VARIABLE, LOCK_WAIT_SECONDS, LockWait};
 
 use crate::chains::KUBE_PROXY_CANARY;
@@ -114,8 +114,9 @@ pub struct Iptables {
     record_input: bool,
     /// How the tools wait for another program's xtables lock.
     lock: LockWait,
-    /// Write legacy tables with the native writer first ([`crate::native`]).
-    native: bool,
+    /// Which syncs write legacy tables with the native writer first
+    /// ([`crate::native`]).
+    native: NativeScope,
 }
 
 /// Services per `COMMIT` of the nft backend's full syncs: at 1k services
@@ -167,7 +168,7 @@ impl Iptables {
 /// The tools of `backend` for `family`.
     pub fn new(backend: Backend, family: IpFamily) -> Self {
         let services_per_commit = (backend == Backend::Nft).then_some(NFT_SERVICES_PER_COMMIT);
-        let native = backend == Backend::Legacy && restore::native_enabled();
+        let native = if backend == Backend::Legacy { restore::native_scope() } else { NativeScope::Off };
         Self { backend, family, services_per_commit, record_input: false, lock: LockWait::default(), native }
     }
 
@@ -176,12 +177,23 @@ impl Iptables {
     /// take) or with `iptables-restore` only. The default comes from
     /// [`NATIVE_VARIABLE`]. Ignored for nft.
     pub fn with_native_writer(self, on: bool) -> Self {
-        Self { native: on && self.backend == Backend::Legacy, ..self }
+        self.with_native_scope(if on { NativeScope::Every } else { NativeScope::Off })
     }
 
-    /// Whether legacy tables are written by the native writer first.
-    pub fn native_writer(&self) -> bool {
-        self.native
+    /// The same tools writing legacy tables natively in the syncs `scope`
+    /// names. Ignored for nft.
+    pub fn with_native_scope(self, scope: NativeScope) -> Self {
+        Self { native: if self.backend == Backend::Legacy { scope } else { NativeScope::Off }, ..self }
+    }
+
+    /// Whether legacy tables are written by the native writer first in a
+    /// full sync (`full`) or any other restore.
+    pub fn native_writer(&self, full: bool) -> bool {
+        match self.native {
+            NativeScope::Off => false,
+            NativeScope::FullSyncs => full,
+            NativeScope::Every => true,
+        }
     }
 
     /// The same tools, keeping a copy of every restore input they feed in
@@ -281,7 +293,7 @@ impl Iptables {
             applied.restore_input = self.record_input.then(String::new);
         } else {
             let restore = restore_invocation(self, &[]);
-            match run_restore_input(self, &restore, &input, self.record_input).await {
+            match run_restore_input(self, &restore, &input, self.record_input, true).await {
                 Ok(written) => {
                     applied.restore_input = written.recorded;
                     applied.written_rules = written.rules;

@@ -133,6 +133,8 @@ impl Bed {
         if let Some(dir) = &launch.path_first {
             let path = std::env::var("PATH").unwrap_or_default();
             command.env("PATH", format!("{}:{path}", dir.display()));
+            // Stand-in tools are what is tested: the native writer (full syncs) would bypass them.
+            command.env("KPRS_XTABLES_NATIVE", "0");
         }
         Proxy::start(command)
     }

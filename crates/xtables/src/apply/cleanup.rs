@@ -63,7 +63,7 @@ pub(crate) async fn apply_cleanup(ipt: &Iptables) -> Result<Vec<TableChanges>, E
     let (hashed, nothing) = (Hashed::default(), Ruleset::default());
     let input = RestoreInput { tables: &inputs, layout: Layout::AsRendered, hashed: &hashed, rendering: &nothing };
     if !input.is_empty() {
-        run_restore_input(ipt, &restore_invocation(ipt, &[]), &input, false).await?;
+        run_restore_input(ipt, &restore_invocation(ipt, &[]), &input, false, false).await?;
     }
     Ok(changes(&inputs))
 }

@@ -232,20 +232,63 @@ async fn write_top_block<R: Rendering + Sync + ?Sized>(
 /// xtables lock) with `input` streamed into its stdin; on failure returns
 /// [`Error::Restore`] naming the failing line (found by writing the input
 /// again), with `rollback` still [`Rollback::NotNeeded`]. With `record`,
-/// what was written holds the whole input.
+/// what was written holds the whole input. A legacy `full` sync (or any
+/// restore, as [`NativeScope`] says) goes to the native writer first: in
+/// its child process when one is registered ([`crate::native::child`]),
+/// else in this process; when it declines the input, to `inv`.
 pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
     ipt: &Iptables,
     inv: &Invocation,
     input: &RestoreInput<'_, R>,
     record: bool,
+    full: bool,
 ) -> Result<Written, Error> {
-    if ipt.native_writer() {
-        match native_restore(ipt, input, record).await {
-            Ok(written) => return Ok(written),
+    if ipt.native_writer(full) {
+        let attempt = match crate::native::child::program() {
+            Some(program) => child_restore(ipt, program, input, record).await,
+            None => native_restore(ipt, input, record).await,
+        };
+        match attempt {
+            Ok(mut written) => {
+                static FIRST: std::sync::Once = std::sync::Once::new();
+                FIRST.call_once(|| tracing::info!("legacy tables written by the native x_tables writer ({NATIVE_VARIABLE}=0: iptables-restore only)"));
+                written.native = true;
+                return Ok(written);
+            }
             Err(Native::Failed(err)) => return Err(err),
-            Err(Native::Declined(problem)) => tracing::info!(%problem, "native x_tables writer declined the input; using iptables-restore"),
+            Err(Native::Declined(problem)) => {
+                // Once at info (IPVS mode's companion rules use ipsets, which it never encodes), then at debug.
+                static FIRST: std::sync::Once = std::sync::Once::new();
+                let mut logged = false;
+                FIRST.call_once(|| {
+                    tracing::info!(%problem, "native x_tables writer declined the input; using iptables-restore");
+                    logged = true;
+                });
+                if !logged {
+                    tracing::debug!(%problem, "native x_tables writer declined the input; using iptables-restore");
+                }
+            }
         }
     }
+    let (written, fed, output) = feed(ipt, inv, input, record).await?;
+    if output.status.success() {
+        return match fed {
+            Some(source) => Err(host::Error::Spawn { command: inv.to_string(), source }.into()),
+            None => Ok(written),
+        };
+    }
+    Err(restore_failure(inv, input, &output).await)
+}
+
+/// Runs `inv` in the process's turn with `input` streamed into its stdin:
+/// what was written, the error writing it (the program exited early), and
+/// how the program ended.
+async fn feed<R: Rendering + Sync + ?Sized>(
+    ipt: &Iptables,
+    inv: &Invocation,
+    input: &RestoreInput<'_, R>,
+    record: bool,
+) -> Result<(Written, Option<std::io::Error>, std::process::Output), Error> {
     let turn = take_turn(ipt.backend()).await;
     let mut child = command::spawn_piped(inv)?;
     let mut out = InputWriter::to_pipe(child.stdin.take(), record);
@@ -256,13 +299,13 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
     let ((written, fed), output) = tokio::join!(feed, child.wait_with_output());
     drop(turn);
     let output = output.map_err(|source| host::Error::Spawn { command: inv.to_string(), source })?;
-    if output.status.success() {
-        return match fed {
-            Some(source) => Err(host::Error::Spawn { command: inv.to_string(), source }.into()),
-            None => Ok(written),
-        };
-    }
-    let stderr = command::stderr_of(&output);
+    Ok((written, fed, output))
+}
+
+/// The [`Error::Restore`] of a restore that failed with `output`: the line
+/// its stderr names and that line's text (the input written again).
+async fn restore_failure<R: Rendering + Sync + ?Sized>(inv: &Invocation, input: &RestoreInput<'_, R>, output: &std::process::Output) -> Error {
+    let stderr = command::stderr_of(output);
     let line = failed_line(&stderr);
     let (text, table) = match line {
         Some(n) => {
@@ -273,18 +316,37 @@ pub(crate) async fn run_restore_input<R: Rendering + Sync + ?Sized>(
         None => (String::new(), None),
     };
     let failure = RestoreFailure { command: inv.to_string(), line, text, table, stderr, rollback: Rollback::NotNeeded };
-    Err(Error::Restore(Box::new(failure)))
+    Error::Restore(Box::new(failure))
 }
 
-/// `1` writes legacy tables with the native writer first, `0` with
-/// `iptables-restore` only (for comparisons); unset: [`NATIVE_DEFAULT`].
+/// `0` writes legacy tables with `iptables-restore` only; `full`, the
+/// native writer first in full syncs; `1` (or any other value), in every
+/// restore; unset: [`NATIVE_DEFAULT`] when the native writer's child is
+/// registered (the proxy binary), else `0`.
 pub const NATIVE_VARIABLE: &str = "KPRS_XTABLES_NATIVE";
 
-/// Whether the native writer is tried when [`NATIVE_VARIABLE`] is unset.
-const NATIVE_DEFAULT: bool = false;
+/// Which restores of legacy tables go to the native writer first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NativeScope {
+    /// None: `iptables-restore` only.
+    Off,
+    /// Full syncs (a partial sync's restore goes to `iptables-restore`).
+    FullSyncs,
+    /// Every restore.
+    Every,
+}
 
-pub(crate) fn native_enabled() -> bool {
-    std::env::var(NATIVE_VARIABLE).map_or(NATIVE_DEFAULT, |v| v != "0")
+/// The scope when [`NATIVE_VARIABLE`] is unset and the child is registered.
+const NATIVE_DEFAULT: NativeScope = NativeScope::FullSyncs;
+
+pub(crate) fn native_scope() -> NativeScope {
+    match std::env::var(NATIVE_VARIABLE).as_deref() {
+        Ok("0") => NativeScope::Off,
+        Ok("full") => NativeScope::FullSyncs,
+        Ok(_) => NativeScope::Every,
+        Err(_) if crate::native::child::program().is_some() => NATIVE_DEFAULT,
+        Err(_) => NativeScope::Off,
+    }
 }
 
 /// Why the native writer did not write an input.
@@ -295,9 +357,38 @@ enum Native {
     Failed(Error),
 }
 
-/// Writes `input` with the native legacy writer ([`crate::native`]): the
-/// same tables `iptables-legacy-restore --noflush` would leave, in the
-/// process's turn and under the xtables lock.
+/// Writes `input` with the native writer's child `program` (`kube-proxy-rs
+/// xtables-restore`, [`crate::native::child`]), fed as `iptables-restore`
+/// is; its exit status says declined (use the tool) or failed as the tool
+/// fails.
+async fn child_restore<R: Rendering + Sync + ?Sized>(
+    ipt: &Iptables,
+    program: &std::path::Path,
+    input: &RestoreInput<'_, R>,
+    record: bool,
+) -> Result<Written, Native> {
+    use crate::native::{Family, child, restore::Problem};
+    let wait = ipt.lock_wait();
+    let args = child::args(Family::of(ipt.family()), wait.seconds);
+    let inv = wait.applied_to(Invocation::new(program.to_string_lossy(), args));
+    let declined = |problem: String| Native::Declined(Problem { line: 0, problem });
+    let (written, fed, output) = match feed(ipt, &inv, input, record).await {
+        Ok(done) => done,
+        Err(err) => return Err(declined(err.to_string())),
+    };
+    match output.status.code() {
+        Some(0) => match fed {
+            Some(source) => Err(Native::Failed(host::Error::Spawn { command: inv.to_string(), source }.into())),
+            None => Ok(written),
+        },
+        Some(child::EXIT_DECLINED) => Err(declined(command::stderr_of(&output).trim().to_string())),
+        _ => Err(Native::Failed(restore_failure(&inv, input, &output).await)),
+    }
+}
+
+/// Writes `input` with the native legacy writer ([`crate::native`]) in
+/// this process: the same tables `iptables-legacy-restore --noflush` would
+/// leave, in the process's turn and under the xtables lock.
 async fn native_restore<R: Rendering + Sync + ?Sized>(ipt: &Iptables, input: &RestoreInput<'_, R>, record: bool) -> Result<Written, Native> {
     use crate::native::{Family, lock, restore::{CommitError, Problem, Restore}};
     let command = "native x_tables writer".to_string();
@@ -319,11 +410,7 @@ async fn native_restore<R: Rendering + Sync + ?Sized>(ipt: &Iptables, input: &Re
     drop((held, turn));
     match result {
         Ok(tables) => {
-            static FIRST: std::sync::Once = std::sync::Once::new();
-            FIRST.call_once(|| tracing::info!("legacy tables written by the native x_tables writer ({NATIVE_VARIABLE}=0: iptables-restore only)"));
             tracing::debug!(tables, "native x_tables writer replaced the tables");
-            let mut written = written;
-            written.native = true;
             Ok(written)
         }
         Err(CommitError::Input(problem)) => Err(Native::Declined(problem)),

@@ -176,7 +176,7 @@ impl Syncer {
             return Ok(applied);
         }
         let restore = restore_invocation(&self.iptables, &[]);
-        let mut err = match run_restore_input(&self.iptables, &restore, &input, record).await {
+        let mut err = match run_restore_input(&self.iptables, &restore, &input, record, false).await {
             Ok(written) => {
                 applied.restore_input = written.recorded;
                 applied.written_rules = written.rules;

@@ -11,6 +11,7 @@ use super::parse::{Token, tokens};
 use std::net::SocketAddr;
 use crate::rules::{RejectWith, Target};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// What the native writer cannot encode (the rule then goes through
 /// `iptables-restore`): the option or target, spelled as in the rule.
@@ -30,7 +31,7 @@ pub struct Entry {
     /// The entry, `next_offset` bytes.
     pub bytes: Vec<u8>,
     /// The chain a jump or goto enters.
-    pub jump: Option<String>,
+    pub jump: Option<Arc<str>>,
 }
 
 /// Standard verdicts (`-NF_x - 1`).
@@ -395,21 +396,21 @@ fn addr_types(list: &str) -> Result<u16, String> {
 }
 
 /// Appends the target record; returns the chain of a jump or goto.
-fn encode_target(family: Family, target: Target<'_>, head: &mut [u8], records: &mut Vec<u8>) -> Result<Option<String>, String> {
+fn encode_target(family: Family, target: Target<'_>, head: &mut [u8], records: &mut Vec<u8>) -> Result<Option<Arc<str>>, String> {
     let record_of = match target {
         Target::None => {
             // No target: a standard one falling through, patched like a jump
             // to the next entry is not needed: libiptc writes the next
             // entry's offset; the layout does the same (see `FALLTHROUGH`).
             push_standard(records, 0);
-            return Ok(Some(super::table::FALLTHROUGH.to_string()));
+            return Ok(Some(super::table::fallthrough()));
         }
         Target::Jump(chain) | Target::Goto(chain) => {
             if matches!(target, Target::Goto(_)) {
                 family.set_goto(head);
             }
             push_standard(records, 0);
-            return Ok(Some(chain.to_string()));
+            return Ok(Some(chain.into()));
         }
         Target::Accept => return push_verdict(records, VERDICT_ACCEPT),
         Target::Drop => return push_verdict(records, VERDICT_DROP),
@@ -470,7 +471,7 @@ fn encode_target(family: Family, target: Target<'_>, head: &mut [u8], records: &
     Ok(None)
 }
 
-fn push_verdict(records: &mut Vec<u8>, verdict: i32) -> Result<Option<String>, String> {
+fn push_verdict(records: &mut Vec<u8>, verdict: i32) -> Result<Option<Arc<str>>, String> {
     push_standard(records, verdict);
     Ok(None)
 }

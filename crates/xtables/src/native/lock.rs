@@ -34,3 +34,18 @@ pub async fn hold(file: Option<&str>, wait: Duration) -> std::io::Result<Option<
         }
     }
 }
+
+/// [`hold`] for a process without an async runtime (the native writer's
+/// child, `kube-proxy-rs xtables-restore`).
+pub fn hold_blocking(file: Option<&str>, wait: Duration) -> std::io::Result<Option<File>> {
+    let lock = OpenOptions::new().create(true).truncate(false).write(true).open(path(file))?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(Some(lock)),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(RETRY),
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(err)) => return Err(err),
+        }
+    }
+}

@@ -12,9 +12,16 @@
 use super::encode::{Entry, VERDICT_RETURN, error_entry, standard_entry};
 use super::layout::{Family, put_u32, u16_at, u32_at};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock};
 
 /// The chain name a rule without target "jumps" to: the next entry.
 pub const FALLTHROUGH: &str = "\0fallthrough";
+
+/// [`FALLTHROUGH`], shared (no allocation per rule).
+pub(crate) fn fallthrough() -> Arc<str> {
+    static NAME: LazyLock<Arc<str>> = LazyLock::new(|| FALLTHROUGH.into());
+    NAME.clone()
+}
 
 /// The built-in chains by hook number.
 pub const HOOKS: [&str; 5] = ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"];
@@ -58,7 +65,7 @@ pub struct Image {
     /// Its user chains, by name.
     pub users: BTreeMap<String, Chain>,
     /// Rules jumping to each chain (by name).
-    refs: HashMap<String, u32>,
+    refs: HashMap<Arc<str>, u32>,
     /// Entries in the table read (the kernel hands back their counters).
     pub old_entries: u32,
 }
@@ -106,8 +113,7 @@ impl Image {
                 chains.extend(current.take());
                 current = Some(Chain { name: HOOKS[hook].into(), hook: Some(hook), policy: 0, rules: Vec::new(), old_ends: (None, None) });
             }
-            let target = target_name(family, raw.bytes);
-            if target == "ERROR" {
+            if is_error(family, raw.bytes) {
                 chains.extend(current.take().map(drop_tail));
                 let chain = error_name(family, raw.bytes);
                 if chain == "ERROR" {
@@ -164,9 +170,12 @@ impl Image {
 
     /// Counts `rule`'s jump (`by` = 1) or uncounts it (`by` = -1).
     fn count(&mut self, rule: &Rule, by: i32) {
-        if let Some(to) = rule.entry.jump.as_deref().filter(|j| *j != FALLTHROUGH) {
-            let n = self.refs.entry(to.to_string()).or_default();
-            *n = n.saturating_add_signed(by);
+        let Some(to) = rule.entry.jump.as_ref().filter(|j| &***j != FALLTHROUGH) else { return };
+        match self.refs.get_mut(&**to) {
+            Some(n) => *n = n.saturating_add_signed(by),
+            None => {
+                self.refs.insert(to.clone(), 0u32.saturating_add_signed(by));
+            }
         }
     }
 
@@ -253,10 +262,10 @@ impl Image {
                 let at = blob.offset() as usize;
                 blob.push(&rule.entry.bytes, rule.old);
                 if let Some(jump) = &rule.entry.jump {
-                    let to = if jump == FALLTHROUGH {
+                    let to = if &**jump == FALLTHROUGH {
                         at + rule.entry.bytes.len()
                     } else {
-                        *starts.get(jump.as_str()).ok_or_else(|| format!("a jump to {jump}, which is no chain"))?
+                        *starts.get(&**jump).ok_or_else(|| format!("a jump to {jump}, which is no chain"))?
                     };
                     let verdict_at = at + usize::from(u16_at(&rule.entry.bytes, family.offsets_at())) + 32;
                     put_u32(&mut blob.bytes, HEAD + verdict_at, to as u32);
@@ -315,13 +324,13 @@ fn split(family: Family, blob: &[u8]) -> Result<Vec<Raw<'_>>, Problem> {
 }
 
 /// Offset of each chain's first entry → its name (jumps land there).
-fn chain_starts(family: Family, raws: &[Raw], valid_hooks: u32, hook_entry: &[u32; 5]) -> HashMap<u32, String> {
+fn chain_starts(family: Family, raws: &[Raw], valid_hooks: u32, hook_entry: &[u32; 5]) -> HashMap<u32, Arc<str>> {
     let mut starts = HashMap::new();
-    for raw in raws.iter().filter(|r| target_name(family, r.bytes) == "ERROR") {
-        starts.insert((raw.offset + raw.bytes.len()) as u32, error_name(family, raw.bytes));
+    for raw in raws.iter().filter(|r| is_error(family, r.bytes)) {
+        starts.insert((raw.offset + raw.bytes.len()) as u32, error_name(family, raw.bytes).into());
     }
     for hook in (0..5).filter(|h| valid_hooks & (1 << h) != 0) {
-        starts.insert(hook_entry[hook], HOOKS[hook].to_string());
+        starts.insert(hook_entry[hook], HOOKS[hook].into());
     }
     starts
 }
@@ -330,9 +339,15 @@ fn target_at(family: Family, entry: &[u8]) -> usize {
     usize::from(u16_at(entry, family.offsets_at()))
 }
 
-fn target_name(family: Family, entry: &[u8]) -> String {
+/// The target's name, NUL-terminated field without its NULs.
+fn target_name(family: Family, entry: &[u8]) -> &[u8] {
     let at = target_at(family, entry);
-    c_string(entry.get(at + 2..at + 31).unwrap_or_default())
+    let field = entry.get(at + 2..at + 31).unwrap_or_default();
+    &field[..field.iter().position(|b| *b == 0).unwrap_or(field.len())]
+}
+
+fn is_error(family: Family, entry: &[u8]) -> bool {
+    target_name(family, entry) == b"ERROR"
 }
 
 fn error_name(family: Family, entry: &[u8]) -> String {
@@ -351,14 +366,14 @@ fn standard_verdict(family: Family, entry: &[u8]) -> Option<i32> {
 
 /// A rule read: counters and `comefrom` cleared, a jump's verdict turned
 /// into the chain it enters (zeroed in the bytes).
-fn read_entry(family: Family, raw: &Raw, starts: &HashMap<u32, String>) -> Result<Entry, Problem> {
+fn read_entry(family: Family, raw: &Raw, starts: &HashMap<u32, Arc<str>>) -> Result<Entry, Problem> {
     let mut bytes = raw.bytes.to_vec();
     clear_runtime(family, &mut bytes);
     let mut jump = None;
     if let Some(verdict) = standard_verdict(family, raw.bytes).filter(|v| *v >= 0) {
         let verdict = verdict as u32;
         jump = Some(if verdict as usize == raw.offset + raw.bytes.len() {
-            FALLTHROUGH.to_string()
+            fallthrough()
         } else {
             starts.get(&verdict).cloned().ok_or_else(|| format!("a jump into the middle of a chain at offset {}", raw.offset))?
         });
