@@ -182,13 +182,23 @@ fn value_after<'a>(line: &'a str, flag: &str) -> Option<&'a str> {
 /// (its slot of a shared endpoint map, `numgen random mod 65536 offset K
 /// map @service-endpoints-N`, or upstream's `numgen random mod N map { 0 :
 /// IP . PORT, … }`; no affinity) or its
-/// `endpoint-…-NS/NAME/tcp/PORT__IP/PORT` chains (affinity).
+/// `endpoint-…-NS/NAME/tcp/PORT__IP/PORT` chains (affinity), or, for a
+/// single-endpoint ClusterIP port without a chain, its element of
+/// `service-ips-direct` (`IP . tcp . PORT comment "NS/NAME:PORT" : IP . PORT`).
 pub fn nftables_endpoints(table: &str) -> BTreeMap<String, BTreeSet<String>> {
     let slots = shared_map_ranges(table);
     let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut in_service = None;
+    let mut in_direct = false;
     for line in table.lines().map(str::trim) {
-        if let Some(name) = line.strip_prefix("chain ") {
+        if line.starts_with("map ") || line == "}" {
+            in_direct = line == "map service-ips-direct {";
+        }
+        if in_direct {
+            if let Some((port, dest)) = direct_element(line) {
+                found.entry(port).or_default().insert(dest);
+            }
+        } else if let Some(name) = line.strip_prefix("chain ") {
             in_service = None;
             let name = name.trim_end_matches(" {");
             if let Some((port, dest)) = name.strip_prefix("endpoint-").and_then(endpoint_chain) {
@@ -252,6 +262,14 @@ pub fn ipvs_drained(table: &str) -> usize {
         .filter_map(|l| l.trim_start().strip_prefix("->"))
         .filter(|rest| rest.split_whitespace().nth(2) == Some("0"))
         .count()
+}
+
+/// `… comment "NS/NAME:PORT" : IP . PORT,` (a line of `service-ips-direct`'s
+/// elements) → (`NS/NAME:PORT`, `IP:PORT`).
+fn direct_element(line: &str) -> Option<(String, String)> {
+    let (name, rest) = line.split_once("comment \"")?.1.split_once('"')?;
+    let dest = rest.split_once(" : ")?.1.trim_end_matches([',', '}', ' ']);
+    Some((name.to_string(), dest.replace(" . ", ":")))
 }
 
 /// `HASH-NS/NAME/tcp/PORT__IP/PORT` → (`NS/NAME:PORT`, `IP:PORT`).
@@ -322,4 +340,8 @@ fn nftables_endpoints_come_from_endpoint_chains_or_dnat_maps() {
     let table = "\tmap service-endpoints-0 {\n\t\ttypeof numgen random mod 65536 : ip daddr . th dport\n\t\tflags interval\n\t\telements = { 0-65535 : 10.244.0.9 . 80,\n\t\t\t     65536-98303 : 10.244.0.11 . 8080,\n\t\t\t     98304-131071 : 10.244.0.12 . 8080 }\n\t}\n\tchain service-VT5BMONE-rel/healthy-0/tcp/http {\n\t\tmeta l4proto tcp dnat ip to numgen random mod 65536 offset 65536 map @service-endpoints-0\n\t}\n";
     let found = nftables_endpoints(table);
     assert_eq!(found["rel/healthy-0:http"], BTreeSet::from(["10.244.0.11:8080".to_string(), "10.244.0.12:8080".to_string()]));
+    let table = "\tmap service-ips-direct {\n\t\ttype ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service\n\t\telements = { 10.96.0.1 . tcp . 443 comment \"default/kubernetes:https\" : 192.168.77.1 . 6443,\n\t\t\t     10.96.10.160 . tcp . 80 comment \"storefront/reviews:http\" : 10.244.0.28 . 8080 }\n\t}\n";
+    let found = nftables_endpoints(table);
+    assert_eq!(found["default/kubernetes:https"], BTreeSet::from(["192.168.77.1:6443".to_string()]));
+    assert_eq!(found["storefront/reviews:http"], BTreeSet::from(["10.244.0.28:8080".to_string()]));
 }
