@@ -244,3 +244,40 @@ pub fn capped(runs: &[ColdStart], upstream_cap: u64) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(services: usize, endpoints: usize, upstream: bool, secs: Option<f64>) -> ColdStart {
+        ColdStart {
+            services,
+            endpoints,
+            upstream,
+            start_to_rules: secs.map(Duration::from_secs_f64),
+            render_ms: 0.0,
+            apply_ms: 0.0,
+            kernel_ms: secs.unwrap_or(0.0) * 500.0,
+            peak_rss_kib: 1024,
+        }
+    }
+
+    #[test]
+    fn one_series_per_table_and_endpoint_count_without_capped_runs() {
+        let runs = [
+            run(1000, 1, false, Some(0.2)),
+            run(1000, 1, true, Some(0.4)),
+            run(50000, 1, false, Some(7.0)),
+            run(50000, 1, true, None),
+            run(10000, 10, false, Some(3.0)),
+        ];
+        let series = series(&runs);
+        let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ours, × 1", "ours, × 10", "upstream v1.36, × 1"]);
+        assert_eq!(series[0].points.len(), 2);
+        assert_eq!(series[2].points.len(), 1, "the capped run is left out");
+        assert!(series[0].fitted && !series[2].fitted);
+        assert!((series[0].points[1].kernel - 3.5).abs() < 1e-9);
+        assert_eq!(capped(&runs, 360), ["50000 × 1, upstream v1.36: > 360 s"]);
+    }
+}
