@@ -16,6 +16,9 @@
 //!   shape (upstream v1.36's anonymous maps, v1.37's direct DNAT, one
 //!   shared map) over our codec and times the kernel's cold start, one
 //!   endpoint change and one new service;
+//! * `nftables-curve` runs the real binary's cold start in nftables mode
+//!   at several sizes, ours and upstream v1.36's table, and draws the
+//!   curve (SVG);
 //! * `xtables-floor` times the kernel's own cost of one legacy write (read
 //!   and replace a whole table), the floor under any legacy sync;
 //! * `api` runs the real binary through the fake API server (streaming
@@ -26,7 +29,9 @@
 mod api_bench;
 mod api_load;
 mod change;
+mod cold_start_curve;
 mod counting_alloc;
+mod curve_svg;
 mod datapath;
 mod datapath_vm;
 mod generate;
@@ -39,7 +44,6 @@ mod proxy_process;
 mod render_bench;
 mod run;
 mod run_report;
-mod shapes_svg;
 mod stats;
 mod sync_line;
 mod tracker_bench;
@@ -363,6 +367,37 @@ enum Command {
         #[arg(long)]
         elements_after_rules: bool,
     },
+    /// The real binary's cold start in nftables mode (proxy start → rules,
+    /// and the kernel's time in it) at each size, with our table and with
+    /// upstream v1.36's (`--nftables-shared-endpoint-maps=false`) on the
+    /// same kernel; a Markdown table, and the curve as an SVG (needs root).
+    NftablesCurve {
+        /// Sizes, comma-separated: `N` (× `--endpoints`) or `NxM`.
+        #[arg(long, default_value = "1000,10000,50000,100000,10000x10", value_delimiter = ',')]
+        sizes: Vec<String>,
+        /// Endpoints per service where a size gives none.
+        #[arg(long, default_value_t = 1)]
+        endpoints: usize,
+        /// Our table only.
+        #[arg(long)]
+        no_upstream: bool,
+        /// Longest wait for our cold start, in seconds.
+        #[arg(long, default_value_t = 600)]
+        cap: u64,
+        /// Longest wait for upstream's table's cold start, in seconds; the
+        /// first size past it ends upstream's runs at its endpoint count.
+        #[arg(long, default_value_t = 360)]
+        upstream_cap: u64,
+        /// The kube-proxy-rs binary (default: next to this one).
+        #[arg(long)]
+        binary: Option<PathBuf>,
+        /// Copy the proxy's log to stderr.
+        #[arg(long)]
+        echo: bool,
+        /// Write the curve to this SVG file.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
     /// Read a legacy (x_tables) table and write it back unchanged with raw
     /// `IPT_SO_*` socket options, timing the kernel calls (needs root; runs in
     /// the current network namespace, so wrap it in `ip netns exec`).
@@ -552,8 +587,44 @@ fn main() -> Result<()> {
                     "nftables cold start, services × {} endpoint(s)",
                     setup.endpoints
                 );
-                std::fs::write(&path, shapes_svg::render(&title, &curve))
+                let svg = curve_svg::render(&title, &shape_series(&curve), "solid kernel, dashed ours+kernel", &[]);
+                std::fs::write(&path, svg)
                     .with_context(|| format!("write {}", path.display()))?;
+            }
+        }
+        Command::NftablesCurve {
+            sizes,
+            endpoints,
+            no_upstream,
+            cap,
+            upstream_cap,
+            binary,
+            echo,
+            svg,
+        } => {
+            interrupt::install()?;
+            let setup = cold_start_curve::CurveSetup {
+                sizes: sizes
+                    .iter()
+                    .map(|s| parse_size(s, endpoints))
+                    .collect::<Result<_>>()?,
+                upstream: !no_upstream,
+                cap: Duration::from_secs(cap),
+                upstream_cap: Duration::from_secs(upstream_cap),
+                binary: match binary {
+                    Some(path) => path,
+                    None => default_binary()?,
+                },
+                echo,
+            };
+            let runs = cold_start_curve::run_curve(&setup)?;
+            print!("{}", cold_start_curve::report(&runs));
+            if let Some(path) = svg {
+                let title = "nftables mode's cold start, the real binary (services × endpoints)";
+                let note = "solid kernel, dashed start → rules";
+                let capped = cold_start_curve::capped(&runs, upstream_cap);
+                let svg = curve_svg::render(title, &cold_start_curve::series(&runs), note, &capped);
+                std::fs::write(&path, svg).with_context(|| format!("write {}", path.display()))?;
             }
         }
         Command::XtablesFloor { table, repeats } => {
@@ -569,6 +640,29 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// `nftables-shapes`' cold starts as one series per shape, in the order
+/// of [`nftables_shapes::Shape`]; upstream v1.36's (quadratic) is not
+/// fitted.
+fn shape_series(curve: &[nftables_shapes::ColdStart]) -> Vec<curve_svg::Series> {
+    use nftables_shapes::Shape;
+    [Shape::Anonymous, Shape::Direct, Shape::Shared, Shape::Interval]
+        .into_iter()
+        .map(|shape| curve_svg::Series {
+            name: shape.name().to_string(),
+            points: curve
+                .iter()
+                .filter(|p| p.shape == shape)
+                .map(|p| curve_svg::Point {
+                    services: f64::from(p.services),
+                    kernel: p.kernel.as_secs_f64(),
+                    wall: p.wall.as_secs_f64(),
+                })
+                .collect(),
+            fitted: shape != Shape::Anonymous,
+        })
+        .collect()
+}
+
 /// Runs `work` on a multi-threaded tokio runtime.
 fn on_runtime<T>(work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(work)
@@ -579,6 +673,15 @@ fn default_binary() -> Result<PathBuf> {
     let me = std::env::current_exe()?;
     let dir = me.parent().context("executable has no directory")?;
     Ok(dir.join("kube-proxy-rs"))
+}
+
+/// `N` (× `endpoints`) or `NxM`.
+fn parse_size(size: &str, endpoints: usize) -> Result<(usize, usize)> {
+    let (services, endpoints) = match size.split_once('x') {
+        Some((n, m)) => (n, m.parse().with_context(|| format!("endpoints in {size:?}"))?),
+        None => (size, endpoints),
+    };
+    Ok((services.parse().with_context(|| format!("services in {size:?}"))?, endpoints))
 }
 
 fn parse_backend(name: &str) -> Result<Option<Backend>> {

@@ -96,7 +96,7 @@ pub fn run_all(setup: &RunSetup) -> Result<Vec<Repeat>> {
     Ok(repeats)
 }
 
-fn proxy_args(setup: &RunSetup, manifests: &Path) -> Vec<String> {
+pub(crate) fn proxy_args(setup: &RunSetup, manifests: &Path) -> Vec<String> {
     let mut args: Vec<String> = [
         "--manifests",
         &manifests.display().to_string(),

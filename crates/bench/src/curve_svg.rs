@@ -1,8 +1,9 @@
-//! The cold-start curve of `nftables-shapes` as an SVG: services on x,
-//! seconds on y, per shape a solid line (the kernel's time) and a dashed
-//! one (build + encode + kernel). Plain text, no plotting dependency.
+//! A cold-start curve as an SVG: services on x, seconds on y, per series
+//! a solid line (the kernel's time) and a dashed one (ours + the kernel's:
+//! the whole cold start). Drawn by `nftables-shapes --svg` (one series per
+//! table shape) and `nftables-curve --svg` (the proxy's own cold starts,
+//! ours and upstream v1.36's table). Plain text, no plotting dependency.
 
-use crate::nftables_shapes::{ColdStart, Shape};
 use std::fmt::Write;
 
 const WIDTH: f64 = 720.0;
@@ -12,17 +13,40 @@ const RIGHT: f64 = 190.0;
 const TOP: f64 = 60.0;
 const BOTTOM: f64 = 50.0;
 const TICKS: u32 = 5;
+const COLOURS: [&str; 6] = ["#c0392b", "#2471a3", "#1e8449", "#8e44ad", "#d68910", "#566573"];
 
-/// The SVG document for `points`. The y axis fits the shapes other than
-/// upstream v1.36's (quadratic); its points above the axis are drawn
-/// clipped, their value written at the top edge.
-pub fn render(title: &str, points: &[ColdStart]) -> String {
-    let max_x = points
-        .iter()
-        .map(|p| f64::from(p.services))
-        .fold(1.0, f64::max);
-    let fitted = points.iter().filter(|p| p.shape != Shape::Anonymous);
-    let max_y = fitted.map(|p| p.wall.as_secs_f64()).fold(0.1, f64::max) * 1.05;
+/// One measured cold start.
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    /// Services.
+    pub services: f64,
+    /// The kernel's time, in seconds.
+    pub kernel: f64,
+    /// The whole cold start, in seconds.
+    pub wall: f64,
+}
+
+/// One line pair of the curve.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Its legend.
+    pub name: String,
+    /// Its points, any order.
+    pub points: Vec<Point>,
+    /// Whether the y axis is fitted to it; a series that is not (a
+    /// quadratic one) is drawn clipped, its values above the axis written
+    /// at the top edge.
+    pub fitted: bool,
+}
+
+/// The SVG document for `series` (`legend_note`: the line under each
+/// legend entry; `footnotes`: lines under the legend, e.g. runs that did
+/// not finish).
+pub fn render(title: &str, series: &[Series], legend_note: &str, footnotes: &[String]) -> String {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let max_x = all().map(|p| p.services).fold(1.0, f64::max);
+    let fitted = series.iter().filter(|s| s.fitted).flat_map(|s| s.points.iter());
+    let max_y = fitted.map(|p| p.wall.max(p.kernel)).fold(0.1, f64::max) * 1.05;
     let plot = Plot { max_x, max_y };
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">\n\
@@ -36,30 +60,26 @@ pub fn render(title: &str, points: &[ColdStart]) -> String {
         WIDTH - LEFT - RIGHT,
         HEIGHT - TOP - BOTTOM
     );
-    let shapes = [
-        Shape::Anonymous,
-        Shape::Direct,
-        Shape::Shared,
-        Shape::Interval,
-    ];
-    for (index, shape) in shapes.iter().enumerate() {
-        let mut line: Vec<&ColdStart> = points.iter().filter(|p| p.shape == *shape).collect();
-        if line.is_empty() {
+    for (index, one) in series.iter().enumerate() {
+        if one.points.is_empty() {
             continue;
         }
-        line.sort_by_key(|p| p.services);
-        let colour = ["#c0392b", "#2471a3", "#1e8449", "#8e44ad"][index];
-        let kernel: Vec<(f64, f64)> = line
-            .iter()
-            .map(|p| (f64::from(p.services), p.kernel.as_secs_f64()))
-            .collect();
-        let wall: Vec<(f64, f64)> = line
-            .iter()
-            .map(|p| (f64::from(p.services), p.wall.as_secs_f64()))
-            .collect();
+        let mut line = one.points.clone();
+        line.sort_by(|a, b| a.services.total_cmp(&b.services));
+        let colour = COLOURS[index % COLOURS.len()];
+        let kernel: Vec<(f64, f64)> = line.iter().map(|p| (p.services, p.kernel)).collect();
+        let wall: Vec<(f64, f64)> = line.iter().map(|p| (p.services, p.wall)).collect();
         plot.polyline(&mut svg, &kernel, colour, "");
         plot.polyline(&mut svg, &wall, colour, " stroke-dasharray=\"5,4\"");
-        legend(&mut svg, index, shape.name(), colour);
+        legend(&mut svg, index, &one.name, legend_note, colour);
+    }
+    for (line, text) in footnotes.iter().enumerate() {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{}\" y=\"{:.1}\" font-size=\"10\">{text}</text>",
+            WIDTH - RIGHT + 15.0,
+            TOP + 20.0 + 36.0 * series.len() as f64 + 14.0 * line as f64
+        );
     }
     svg.push_str("</svg>\n");
     svg
@@ -152,7 +172,7 @@ impl Plot {
     }
 }
 
-fn legend(svg: &mut String, index: usize, name: &str, colour: &str) {
+fn legend(svg: &mut String, index: usize, name: &str, note: &str, colour: &str) {
     let x = WIDTH - RIGHT + 15.0;
     let y = TOP + 20.0 + 36.0 * index as f64;
     let _ = writeln!(
@@ -168,7 +188,7 @@ fn legend(svg: &mut String, index: usize, name: &str, colour: &str) {
     );
     let _ = writeln!(
         svg,
-        "<text x=\"{}\" y=\"{}\" font-size=\"10\">solid kernel, dashed ours+kernel</text>",
+        "<text x=\"{}\" y=\"{}\" font-size=\"10\">{note}</text>",
         x + 30.0,
         y + 17.0
     );
