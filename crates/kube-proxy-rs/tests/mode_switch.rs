@@ -16,8 +16,7 @@
 //! mode sets is masqueraded by the other when its postrouting runs first.
 //!
 //! `ipvs_to_nftables_and_iptables_in_a_vm` leaves IPVS mode the same way,
-//! in the VM (`mode_switch/ipvs_vm.rs`); ignored until reliable (run it
-//! with `--run-ignored all`).
+//! in the VM (`mode_switch/ipvs_vm.rs`, one boot for both switches).
 //!
 //! A long-lived connection is broken when it is reset, closed, echoes
 //! wrong bytes or gets no echo for 30 s (10 s outside the VM); an echo
@@ -123,7 +122,6 @@ fn upstream_table_to_shared_endpoint_maps_in_one_sync_drops_no_connection() {
 /// IPVS mode into nftables mode, then into iptables mode, in the VM
 /// ([`ipvs_vm`]): no connection dropped, the IPVS objects drained.
 #[test]
-#[ignore = "not reliable in the emulated VM (issue 27, 11 runs, 1 passed): under 100 fresh connections/s during the restart when the host is loaded; 3 NodePort connections stuck for good in 1 run and 1 fresh connection reset in another, both while neither proxy was changing anything; see docs/migrating.md"]
 fn ipvs_to_nftables_and_iptables_in_a_vm() {
     if testkit::vm::inside() {
         ipvs_vm::prepare();
