@@ -27,7 +27,7 @@ use crate::{Error, IpProtocol, IpvsSocket, Links, RealServer, ServiceKey, Virtua
 use futures::StreamExt;
 use diff::{Graceful, RealServerChange, diff_addresses, diff_real_servers, diff_virtual_servers, is_excluded};
 use ipnet::IpNet;
-use xtables::apply::{Applied, Backend, Iptables};
+use xtables::apply::{Applied, Backend, Iptables, NativeScope};
 use model::IpFamily;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -144,7 +144,10 @@ impl IpvsApplier {
         let changes = self.plan_real_servers(state, &mut errors).await;
         self.apply_real_server_changes(&changes, &mut report, &mut errors).await;
 
-        report.iptables = Iptables::new(self.backend, family).apply_ruleset(&state.ruleset).await?;
+        // The native legacy writer encodes no `set` match, which every
+        // IPVS-mode ruleset has: straight to `iptables-restore`.
+        let iptables = Iptables::new(self.backend, family).with_native_scope(NativeScope::Off);
+        report.iptables = iptables.apply_ruleset(&state.ruleset).await?;
 
         for addr in &addr_diff.unbind {
             record(&mut errors, self.links.unbind(dummy, *addr).await, &mut report.addresses_unbound);
