@@ -168,8 +168,8 @@ impl Iptables {
 /// The tools of `backend` for `family`.
     pub fn new(backend: Backend, family: IpFamily) -> Self {
         let services_per_commit = (backend == Backend::Nft).then_some(NFT_SERVICES_PER_COMMIT);
-        let native = if backend == Backend::Legacy { restore::native_scope() } else { NativeScope::Off };
-        Self { backend, family, services_per_commit, record_input: false, lock: LockWait::default(), native }
+        let tools = Self { backend, family, services_per_commit, record_input: false, lock: LockWait::default(), native: NativeScope::Off };
+        tools.with_native_scope(restore::native_scope())
     }
 
     /// The same tools writing legacy tables with the native writer first
