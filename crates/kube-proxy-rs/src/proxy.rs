@@ -12,6 +12,7 @@ mod leftovers;
 mod mode;
 pub(crate) mod mode_options;
 mod nfacct_metrics;
+mod userspace_mode;
 pub(crate) mod node_name;
 mod oom_score;
 mod serve;

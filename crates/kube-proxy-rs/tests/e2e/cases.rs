@@ -31,7 +31,7 @@ fn hairpin(mode: Mode, dst: SocketAddr, gateway: IpAddr) -> Vec<Flow> {
     use From::Pod;
     let flow = tcp(Pod("a1"), dst, reach(&["a1"], 8080, Source::Is(gateway)));
     match mode {
-        Mode::Iptables | Mode::Nftables => vec![flow],
+        Mode::Iptables | Mode::Nftables | Mode::Userspace => vec![flow],
         Mode::Ipvs => vec![tcp(Pod("a1"), dst, Known(FIRST_HAIRPIN)).waiting(Duration::from_millis(2500)), flow],
     }
 }
@@ -53,10 +53,11 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
     const TWO_OF_THREE: usize = 45;
     // internalTrafficPolicy Local without a local endpoint: iptables and
     // nftables mode DROP; upstream's IPVS mode keeps the virtual server with no real
-    // server, and the kernel's IPVS answers ICMP port-unreachable.
+    // server, and the kernel's IPVS answers ICMP port-unreachable;
+    // userspace mode's proxy port without endpoints resets the connection.
     let no_local_internal = match mode {
         Mode::Iptables | Mode::Nftables => Dropped,
-        Mode::Ipvs => Refused,
+        Mode::Ipvs | Mode::Userspace => Refused,
     };
     let mut cases = vec![
         case(
@@ -190,7 +191,21 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
         ),
     ];
     cases.extend(dual_stack_cases(mode));
+    if mode == Mode::Userspace {
+        cases.iter_mut().flat_map(|c| c.flows.iter_mut()).for_each(userspace_refusal);
+    }
     cases
+}
+
+/// Userspace mode: a NodePort with externalTrafficPolicy Local and no
+/// endpoint on the node is a proxy port without endpoints, which resets
+/// the connection (iptables and nftables mode drop it). The endpoint's
+/// view of the source is the proxying node in every flow (see
+/// `flow::set_proxy_is_client`): client IP preservation cannot be had.
+fn userspace_refusal(flow: &mut Flow) {
+    if matches!(flow.expect, Dropped) && flow.dst.port() >= 30000 {
+        flow.expect = Refused;
+    }
 }
 
 /// The dual-stack cases (`dualstack.yaml`): IPv6 ClusterIP, NodePort with

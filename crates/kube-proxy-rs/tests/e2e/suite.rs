@@ -106,6 +106,7 @@ pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
     }
     let started = Instant::now();
     flow::set_slowdown(slowdown);
+    flow::set_proxy_is_client(mode == Mode::Userspace);
     println!("proxy under test: {} (mode {})", binary.display(), mode.name());
     let cluster = Cluster::build(&scenario::plan()).expect("build the cluster");
     cluster.write_manifests(&scenario::manifests(Some(scenario::DYN_START), scenario::HC_HOME)).expect("write manifests");
