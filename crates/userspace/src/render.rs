@@ -9,6 +9,8 @@ mod node_ports;
 mod planned;
 mod portals;
 mod rules;
+#[cfg(test)]
+mod tests;
 
 pub use listeners::listeners;
 pub use planned::{Planned, planned};
