@@ -1,5 +1,6 @@
-//! The forwarder's API (skeleton fixed by the integrator so userspace mode
-//! and the localhost NodePorts can be built at once; bodies to be written).
+//! The forwarder's API (fixed by the integrator so userspace mode and the
+//! localhost NodePorts could be built at once; the bodies live in the
+//! modules beside it).
 
 use model::{Protocol, ServicePortName};
 use std::net::SocketAddr;
@@ -131,24 +132,30 @@ pub struct Counters {
 /// The data path: a cheap handle (clone it freely) to the listeners, which
 /// run as tasks on the tokio runtime it was created on.
 #[derive(Debug, Clone)]
-pub struct Forwarder {}
+pub struct Forwarder {
+    inner: std::sync::Arc<crate::registry::Registry>,
+}
 
 impl Forwarder {
-    /// A forwarder with no listeners. Must be called inside a tokio runtime.
+    /// A forwarder with no listeners. Must be called inside a tokio runtime
+    /// (its listeners' tasks run there). Raises the process's open-files
+    /// soft limit to its hard limit (each connection holds descriptors).
     pub fn new(options: ForwarderOptions) -> Self {
-        let _ = options;
-        todo!("usdata")
+        Self { inner: std::sync::Arc::new(crate::registry::Registry::new(options)) }
     }
 
     /// Makes the open listeners exactly `wanted` (by key): opens new ones,
-    /// updates kept ones' backends and affinity, closes the rest.
+    /// updates kept ones' backends and affinity, closes the rest. A closed
+    /// listener's socket whose exact address (nonzero port, same protocol)
+    /// a new key asks for is handed to that key instead of being reopened.
+    /// Established TCP connections outlive their listener; UDP sessions end
+    /// with it (they answer from its socket).
     pub fn apply(&self, wanted: &[Listener]) -> Applied {
-        let _ = wanted;
-        todo!("usdata")
+        self.inner.apply(wanted)
     }
 
     /// Counters of every open listener.
     pub fn counters(&self) -> Vec<(ListenerKey, Counters)> {
-        todo!("usdata")
+        self.inner.counters()
     }
 }

@@ -12,5 +12,15 @@
 //! Established connections of a closed or updated listener are not cut.
 
 mod api;
+mod balancer;
+mod limits;
+mod port_range;
+mod registry;
+mod shared;
+mod splice;
+mod tally;
+mod tcp;
+mod udp;
 
 pub use api::{Applied, Bound, Counters, Error, Forwarder, ForwarderOptions, Listener, ListenerKey, PortRange, Role};
+pub use port_range::ParsePortRangeError;
