@@ -1,7 +1,7 @@
 //! The table of flow cases: each a name, what it checks, and its flows.
 //! Addresses and pods are those of `cluster.yaml` / `scenario.rs`.
 
-use super::flow::{Expect::Dropped, Expect::Known, Expect::Refused, Flow, From, Source, reach, tcp, udp};
+use super::flow::{Expect::Dropped, Expect::Known, Expect::Refused, Expect::Reset, Flow, From, Source, reach, tcp, udp};
 use super::scenario::Mode;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -57,7 +57,8 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
     // userspace mode's proxy port without endpoints resets the connection.
     let no_local_internal = match mode {
         Mode::Iptables | Mode::Nftables => Dropped,
-        Mode::Ipvs | Mode::Userspace => Refused,
+        Mode::Ipvs => Refused,
+        Mode::Userspace => Reset,
     };
     let mut cases = vec![
         case(
@@ -197,14 +198,16 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
     cases
 }
 
-/// Userspace mode: a NodePort with externalTrafficPolicy Local and no
-/// endpoint on the node is a proxy port without endpoints, which resets
-/// the connection (iptables and nftables mode drop it). The endpoint's
-/// view of the source is the proxying node in every flow (see
-/// `flow::set_proxy_is_client`): client IP preservation cannot be had.
+/// Userspace mode: a service port without endpoints (for the traffic at
+/// hand) is a proxy port without endpoints, which accepts the connection
+/// and resets it at once: where the other modes REJECT, and for a NodePort
+/// with externalTrafficPolicy Local on a node without a local endpoint,
+/// which they drop. The endpoint's view of the source is the proxying node
+/// in every flow (see `flow::set_proxy_is_client`): client IP
+/// preservation cannot be had.
 fn userspace_refusal(flow: &mut Flow) {
-    if matches!(flow.expect, Dropped) && flow.dst.port() >= 30000 {
-        flow.expect = Refused;
+    if matches!(flow.expect, Refused) || (matches!(flow.expect, Dropped) && flow.dst.port() >= 30000) {
+        flow.expect = Reset;
     }
 }
 

@@ -76,6 +76,9 @@ pub enum Expect {
     Reach { eps: &'static [&'static str], port: u16, seen: Source, all: bool },
     /// Refused (REJECT: ICMP port-unreachable or RST), within [`REFUSED_WITHIN`].
     Refused,
+    /// Accepted and reset at once, within [`REFUSED_WITHIN`] (or refused
+    /// outright): userspace mode's proxy port without endpoints.
+    Reset,
     /// No answer at all within [`TIMEOUT`] (DROP).
     Dropped,
     /// Not judged: what happens is only reported, because of the known
@@ -144,7 +147,7 @@ impl Flow {
         self.attempts.unwrap_or(match &self.expect {
             Expect::Reach { eps, all: true, .. } => binomial::attempts_to_see_all(eps.len(), 1e-7),
             Expect::Reach { .. } => SINGLE_ATTEMPTS,
-            Expect::Refused | Expect::Dropped | Expect::Known(_) => 1,
+            Expect::Refused | Expect::Reset | Expect::Dropped | Expect::Known(_) => 1,
         })
     }
 
@@ -262,6 +265,7 @@ impl Flow {
                 format!("{n}/{n} answered by {{{}}}{all} on port {port}; endpoint sees {how} {{{}}}", eps.join(", "), sources.join(", "))
             }
             Expect::Refused => format!("refused (REJECT) within {:?}", stretched(REFUSED_WITHIN)),
+            Expect::Reset => format!("accepted and reset (or refused) within {:?}", stretched(REFUSED_WITHIN)),
             Expect::Dropped => format!("no answer within {:?} (DROP)", stretched(self.timeout.unwrap_or(TIMEOUT))),
             Expect::Known(issue) => format!("anything (not judged: {issue})"),
         }
@@ -291,6 +295,12 @@ impl Flow {
                 Outcome::Refused if a.took <= stretched(REFUSED_WITHIN) => None,
                 Outcome::Refused => Some(format!("refused only after {:?}", a.took)),
                 ref other => Some(format!("an attempt was {other}")),
+            }),
+            Expect::Reset => attempts.iter().find_map(|a| match &a.outcome {
+                _ if a.took > stretched(REFUSED_WITHIN) => Some(format!("reset only after {:?}", a.took)),
+                Outcome::Refused => None,
+                Outcome::Failed(why) if why.contains("reset") => None,
+                other => Some(format!("an attempt was {other}")),
             }),
             Expect::Dropped => attempts.iter().find_map(|a| match a.outcome {
                 Outcome::TimedOut => None,
