@@ -61,6 +61,13 @@ pub enum Role {
     /// Userspace mode's proxy port of a service port (portal rules send
     /// ClusterIP, external, LoadBalancer and NodePort traffic to it).
     ProxyPort,
+    /// Userspace mode's second proxy port of a service port whose
+    /// externalTrafficPolicy is Local: NodePort, externalIP and
+    /// LoadBalancer traffic from outside the node, served by this node's
+    /// endpoints only (the node's and its pods' own traffic to those
+    /// addresses stays on [`Role::ProxyPort`], as upstream's later modes
+    /// short-circuit it to the cluster-wide endpoints).
+    ExternalProxyPort,
     /// `127.0.0.1:<nodePort>` (or `[::1]`) for the opt-in localhost NodePorts.
     LocalhostNodePort,
 }

@@ -24,7 +24,7 @@ pub use error::HealthError;
 pub use model::IpFamily;
 pub use http::BoundServer;
 pub use metrics::{
-    Metrics, NfacctReader, ProxyMode, SyncKind, TrafficPolicy, bind_metrics,
+    ConnectionsReader, Metrics, NfacctReader, PortConnections, ProxyMode, SyncKind, TrafficPolicy, bind_metrics,
     serve_metrics, METRICS_CONTENT_TYPE,
 };
 pub use node_health::{bind_node_health, serve_node_health};

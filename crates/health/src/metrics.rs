@@ -2,6 +2,7 @@
 //! help texts, labels and buckets as upstream, recorded by the sync loop
 //! through [`Metrics`] and served on `--metrics-bind-address`.
 
+mod connections;
 mod family;
 mod labels;
 mod nfacct;
@@ -10,6 +11,7 @@ mod text;
 mod values;
 
 use crate::gofmt::unix_seconds;
+use connections::ConnectionsCollector;
 use family::Family;
 use labels::Labels;
 use model::IpFamily;
@@ -20,6 +22,7 @@ use std::time::{Duration, SystemTime};
 use text::Exposition;
 use values::{Counter, Gauge, Histogram, exponential_buckets, linear_buckets};
 
+pub use connections::{ConnectionsReader, PortConnections};
 pub use nfacct::NfacctReader;
 pub use server::{METRICS_CONTENT_TYPE, bind_metrics, serve_metrics};
 
@@ -33,6 +36,8 @@ pub enum ProxyMode {
     Ipvs,
     /// `nftables`
     Nftables,
+    /// `userspace`
+    Userspace,
 }
 
 impl ProxyMode {
@@ -42,6 +47,7 @@ impl ProxyMode {
             ProxyMode::Iptables => "iptables",
             ProxyMode::Ipvs => "ipvs",
             ProxyMode::Nftables => "nftables",
+            ProxyMode::Userspace => "userspace",
         }
     }
 }
@@ -106,6 +112,7 @@ struct Inner {
     conntrack_deleted: Family<Counter>,
     conntrack_duration: Family<Histogram>,
     nfacct: NfacctCollector,
+    connections: ConnectionsCollector,
 }
 
 /// `ExponentialBuckets(0.001, 2, 15)`: 1 ms to 16.384 s.
@@ -150,6 +157,7 @@ impl Metrics {
             conntrack_deleted: Family::default(),
             conntrack_duration: Family::with_constructor(sync_buckets),
             nfacct: NfacctCollector::default(),
+            connections: ConnectionsCollector::default(),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -270,6 +278,12 @@ impl Metrics {
         self.inner.nfacct.set_reader(reader);
     }
 
+    /// Where userspace mode reads its connection counts per service port
+    /// at scrape time (`kubeproxy_userspace_connections_total`).
+    pub fn set_connections_reader(&self, reader: ConnectionsReader) {
+        self.inner.connections.set_reader(reader);
+    }
+
     /// The scrape: every metric of the mode with a value, in the
     /// Prometheus text format upstream serves.
     pub fn render(&self) -> String {
@@ -279,6 +293,10 @@ impl Metrics {
             ProxyMode::Iptables => self.inner.expose_iptables(&mut exposition),
             ProxyMode::Ipvs => self.inner.expose_restore_failures(&mut exposition),
             ProxyMode::Nftables => self.inner.expose_nftables(&mut exposition),
+            ProxyMode::Userspace => {
+                self.inner.expose_restore_failures(&mut exposition);
+                self.inner.connections.expose(&mut exposition);
+            }
         }
         exposition.finish()
     }

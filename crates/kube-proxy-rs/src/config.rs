@@ -50,6 +50,9 @@ pub enum ProxyMode {
     Ipvs,
     /// One nftables table.
     Nftables,
+    /// Proxy ports in the proxy process and iptables portal rules
+    /// (upstream's userspace mode, removed in v1.26).
+    Userspace,
 }
 
 /// How the proxy tells traffic from local pods (for masquerading).
@@ -225,6 +228,12 @@ pub struct Config {
     /// servers are kept for their connections after another mode's first
     /// sync.
     pub ipvs_drain_timeout: std::time::Duration,
+    /// `--proxy-port-range` (`portRange`): userspace mode's proxy ports;
+    /// `None`: any free port.
+    pub proxy_port_range: Option<forward::PortRange>,
+    /// `--udp-timeout` (upstream's `udpIdleTimeout`): userspace mode's
+    /// idle UDP client sessions close after this long.
+    pub udp_idle_timeout: Duration,
 }
 
 /// The outcome of [`load`]: the configuration, warnings to log once logging

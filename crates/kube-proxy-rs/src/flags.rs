@@ -387,6 +387,19 @@ pub struct Flags {
     #[arg(long = "userspace-localhost-nodeports", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
     pub userspace_localhost_nodeports: Option<bool>,
+
+    /// Range of host ports (beginPort-endPort, single port or
+    /// beginPort+offset, inclusive) that may be consumed in order to proxy
+    /// service traffic (userspace mode). If unspecified, 0, or 0-0, ports
+    /// are chosen by the kernel. Ignored if --config is given.
+    #[arg(long = "proxy-port-range", value_name = "RANGE")]
+    pub proxy_port_range: Option<String>,
+
+    /// How long an idle UDP client session is kept open (e.g. '250ms',
+    /// '2s'). Must be greater than 0. Only applicable for
+    /// proxy-mode=userspace (default 250ms).
+    #[arg(long = "udp-timeout", value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
+    pub udp_timeout: Option<GoDuration>,
 }
 
 impl Flags {

@@ -13,6 +13,7 @@ mod localhost_nodeports;
 mod mode;
 pub(crate) mod mode_options;
 mod nfacct_metrics;
+mod userspace_mode;
 pub(crate) mod node_name;
 mod oom_score;
 mod serve;

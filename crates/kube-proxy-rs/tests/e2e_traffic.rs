@@ -101,7 +101,7 @@ fn e2e_traffic() {
     testkit::netns::require_kernel();
     let mode = match std::env::var(MODE_VAR) {
         Err(_) => Mode::Iptables,
-        Ok(name) => Mode::parse(&name).unwrap_or_else(|| panic!("{MODE_VAR}={name}: expected iptables, ipvs or nftables")),
+        Ok(name) => Mode::parse(&name).unwrap_or_else(|| panic!("{MODE_VAR}={name}: expected iptables, ipvs, nftables or userspace")),
     };
     let override_ = std::env::var_os(BINARY_OVERRIDE);
     let binary = override_.as_deref().map_or(Path::new(env!("CARGO_BIN_EXE_kube-proxy-rs")), Path::new);

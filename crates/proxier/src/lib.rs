@@ -1,4 +1,4 @@
-//! The proxier seam: what every mode (iptables, IPVS, nftables)
+//! The proxier seam: what every mode (iptables, IPVS, nftables, userspace)
 //! offers the binary, so the binary only picks a mode and wires source →
 //! tracker → runner → proxier → health and metrics.
 //!
@@ -39,6 +39,8 @@ pub enum Mode {
     Ipvs,
     /// nftables mode.
     Nftables,
+    /// Userspace mode (proxy ports and portal rules).
+    Userspace,
 }
 
 impl Mode {
@@ -48,6 +50,7 @@ impl Mode {
             Mode::Iptables => "iptables",
             Mode::Ipvs => "ipvs",
             Mode::Nftables => "nftables",
+            Mode::Userspace => "userspace",
         }
     }
 }

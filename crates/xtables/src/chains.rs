@@ -22,6 +22,24 @@ pub const KUBE_FIREWALL: &str = "KUBE-FIREWALL";
 /// proxy that someone flushed the tables.
 pub const KUBE_PROXY_CANARY: &str = "KUBE-PROXY-CANARY";
 
+/// nat, userspace mode (from PREROUTING): service addresses redirected
+/// to their proxy ports.
+pub const KUBE_PORTALS_CONTAINER: &str = "KUBE-PORTALS-CONTAINER";
+/// nat, userspace mode (from OUTPUT): the node's own traffic to service
+/// addresses, DNATed to the node's IP and the proxy port.
+pub const KUBE_PORTALS_HOST: &str = "KUBE-PORTALS-HOST";
+/// nat, userspace mode (from PREROUTING, local destinations): NodePorts.
+pub const KUBE_NODEPORT_CONTAINER: &str = "KUBE-NODEPORT-CONTAINER";
+/// nat, userspace mode (from OUTPUT, local destinations): the node's own
+/// traffic to NodePorts.
+pub const KUBE_NODEPORT_HOST: &str = "KUBE-NODEPORT-HOST";
+/// filter, userspace mode (from INPUT): accepts new connections to the
+/// proxy ports of NodePorts (default-deny firewalls).
+pub const KUBE_NODEPORT_NON_LOCAL: &str = "KUBE-NODEPORT-NON-LOCAL";
+/// Userspace mode's chains (upstream v1.25's userspace proxier).
+pub const USERSPACE_CHAINS: [&str; 5] =
+    [KUBE_PORTALS_CONTAINER, KUBE_PORTALS_HOST, KUBE_NODEPORT_CONTAINER, KUBE_NODEPORT_HOST, KUBE_NODEPORT_NON_LOCAL];
+
 /// Prefix of `KUBE-SVC-<hash>`: balances over cluster-wide endpoints.
 pub const SVC_PREFIX: &str = "KUBE-SVC-";
 /// Prefix of `KUBE-SVL-<hash>`: balances over this node's endpoints.

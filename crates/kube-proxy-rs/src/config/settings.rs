@@ -226,6 +226,7 @@ impl Settings {
         }
         set(&mut self.node_port_addresses, f.nodeport_addresses.clone());
         set(&mut self.oom_score_adj, f.oom_score_adj);
+        set(&mut self.port_range, f.proxy_port_range.clone());
         set(&mut self.config_sync_period, f.config_sync_period);
         if let Some(gates) = &f.feature_gates {
             self.feature_gates

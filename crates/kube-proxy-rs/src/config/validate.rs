@@ -96,7 +96,8 @@ pub fn validate(s: &Settings, flags: &Flags, from_file: bool) -> Result<Config, 
         namer.name("--metrics-bind-address", "metricsBindAddress"),
         &mut errs,
     );
-    validate_port_range(&s.port_range, &mut errs);
+    let proxy_port_range = validate_port_range(&s.port_range, &namer, &mut errs);
+    let udp_idle_timeout = validate_udp_timeout(flags, &mut errs);
     let node_port_addresses = validate_node_port_addresses(s, &namer, &mut errs);
     let show_hidden = validate_show_hidden(s, &namer, &mut errs);
     let detect_local = validate_detect_local(s, &namer, &mut errs);
@@ -143,6 +144,8 @@ pub fn validate(s: &Settings, flags: &Flags, from_file: bool) -> Result<Config, 
         nftables_shared_endpoint_maps: flags.nftables_shared_endpoint_maps.unwrap_or(true),
         userspace_localhost_nodeports: flags.userspace_localhost_nodeports.unwrap_or(false),
         ipvs_drain_timeout: ipvs_drain_timeout.ok_or_else(invalid)?,
+        proxy_port_range,
+        udp_idle_timeout: udp_idle_timeout.ok_or_else(invalid)?,
     })
 }
 
@@ -164,12 +167,13 @@ fn validate_mode(s: &Settings, namer: &Namer, errs: &mut Errors) -> Option<Proxy
         "iptables" => Some(ProxyMode::Iptables),
         "ipvs" => Some(ProxyMode::Ipvs),
         "nftables" => Some(ProxyMode::Nftables),
+        "userspace" => Some(ProxyMode::Userspace),
         other => {
             errs.push(
                 namer.name("--proxy-mode", "mode"),
                 other,
-                "must be iptables, ipvs, nftables or blank (blank means the best-available \
-                 proxy [currently iptables])",
+                "must be iptables, ipvs, nftables, userspace or blank (blank means the \
+                 best-available proxy [currently iptables])",
             );
             None
         }
@@ -301,29 +305,49 @@ fn split_host_port(text: &str) -> Option<(&str, &str)> {
     (!host.contains(':')).then_some((host, port))
 }
 
-/// `portRange`: empty, `N`, `A-B` or `A+N` (unused on Linux, but checked as
-/// upstream checks it).
-fn validate_port_range(text: &str, errs: &mut Errors) {
+/// `portRange` / `--proxy-port-range`: empty, `N`, `A-B` or `A+N` (as
+/// upstream's `utilnet.PortRange` parses it); empty, `0` and `0-0` mean any
+/// free port.
+fn validate_port_range(text: &str, namer: &Namer, errs: &mut Errors) -> Option<forward::PortRange> {
     let value = text.trim();
     if value.is_empty() {
-        return;
+        return None;
     }
-    let port = |p: &str| p.parse::<u16>().ok();
-    let ok = if let Some((a, b)) = value.split_once('-') {
-        matches!((port(a), port(b)), (Some(a), Some(b)) if a <= b)
-    } else if let Some((a, n)) = value.split_once('+') {
-        matches!((port(a), port(n)), (Some(a), Some(n)) if u32::from(a) + u32::from(n) <= 65535)
-    } else {
-        port(value).is_some()
-    };
-    if !ok {
-        errs.push(
-            "portRange".into(),
-            text,
-            "must be a valid port range (e.g. 300-2000)",
-        );
+    match parse_port_range(value) {
+        Some(range) => (range != forward::PortRange { first: 0, last: 0 }).then_some(range),
+        None => {
+            errs.push(namer.name("--proxy-port-range", "portRange"), text, "must be a valid port range (e.g. 300-2000)");
+            None
+        }
     }
 }
+
+/// `N`, `A-B` (A <= B) or `A+N` (A + N <= 65535).
+fn parse_port_range(value: &str) -> Option<forward::PortRange> {
+    let port = |p: &str| p.trim().parse::<u16>().ok();
+    let (first, last) = if let Some((a, b)) = value.split_once('-') {
+        (port(a)?, port(b)?)
+    } else if let Some((a, n)) = value.split_once('+') {
+        let first = port(a)?;
+        (first, first.checked_add(port(n)?)?)
+    } else {
+        (port(value)?, port(value)?)
+    };
+    (first <= last).then_some(forward::PortRange { first, last })
+}
+
+/// `--udp-timeout` (upstream's `udpIdleTimeout`): default 250ms, above 0.
+fn validate_udp_timeout(flags: &Flags, errs: &mut Errors) -> Option<Duration> {
+    let Some(value) = flags.udp_timeout else { return Some(DEFAULT_UDP_IDLE_TIMEOUT) };
+    let timeout = value.to_std().filter(|d| !d.is_zero());
+    if timeout.is_none() {
+        errs.push("--udp-timeout".to_string(), value, "must be greater than 0");
+    }
+    timeout
+}
+
+/// `--udp-timeout`'s default (upstream's 250ms).
+pub const DEFAULT_UDP_IDLE_TIMEOUT: Duration = Duration::from_millis(250);
 
 fn validate_node_port_addresses(
     s: &Settings,

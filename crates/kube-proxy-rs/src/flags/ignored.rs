@@ -8,7 +8,7 @@ use super::Flags;
 
 /// Names of the file-mapped flags present on this command line.
 pub fn given_file_flags(f: &Flags) -> Vec<&'static str> {
-    let given: [(&'static str, bool); 39] = [
+    let given: [(&'static str, bool); 40] = [
         ("--feature-gates", f.feature_gates.is_some()),
         ("--kubeconfig", f.kubeconfig.is_some()),
         ("--kube-api-content-type", f.kube_api_content_type.is_some()),
@@ -58,6 +58,7 @@ pub fn given_file_flags(f: &Flags) -> Vec<&'static str> {
         ("--cluster-cidr", f.cluster_cidr.is_some()),
         ("--nodeport-addresses", f.nodeport_addresses.is_some()),
         ("--oom-score-adj", f.oom_score_adj.is_some()),
+        ("--proxy-port-range", f.proxy_port_range.is_some()),
         (
             "--conntrack-max-per-core",
             f.conntrack_max_per_core.is_some(),

@@ -23,6 +23,10 @@ use std::sync::{Mutex, PoisonError};
 
 /// Prints the rules for the manifests file to stdout.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        config.mode != ProxyMode::Userspace,
+        "--dry-run: userspace mode's portal rules name the proxy ports bound at run time; nothing to print"
+    );
     let (family, snapshot) = manifests_snapshot(config, "--dry-run")?;
     if config.mode == ProxyMode::Nftables {
         print!("{}", nftables_text(config, family, &snapshot).await?);

@@ -12,8 +12,8 @@ use model::IpFamily;
 /// Applies the sysctls and kernel objects the mode needs.
 pub async fn run(config: &Config) -> anyhow::Result<()> {
     super::conntrack_setup::apply(config);
-    if config.mode == ProxyMode::Nftables {
-        tracing::info!("nftables mode needs no further set-up; exiting (--init-only)");
+    if matches!(config.mode, ProxyMode::Nftables | ProxyMode::Userspace) {
+        tracing::info!(mode = ?config.mode, "the mode needs no further set-up; exiting (--init-only)");
         return Ok(());
     }
     if ipvs_if_configured(config, IpFamily::V4).await?.is_some() {

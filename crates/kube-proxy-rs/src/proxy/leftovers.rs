@@ -98,5 +98,6 @@ mod tests {
         assert_eq!(modes(Mode::Nftables), vec![Mode::Iptables]);
         assert_eq!(modes(Mode::Iptables), vec![Mode::Nftables]);
         assert!(modes(Mode::Ipvs).is_empty());
+        assert_eq!(modes(Mode::Userspace), vec![Mode::Nftables]);
     }
 }

@@ -1,7 +1,7 @@
 //! The configured mode's proxiers, one per IP family served, chosen at
 //! start-up: iptables, IPVS
 //! (with the fall-back to iptables upstream has when the kernel lacks
-//! IPVS) or nftables. Starting in a mode removes what the other modes left
+//! IPVS), nftables or userspace ([`super::userspace_mode`]). Starting in a mode removes what the other modes left
 //! behind, as upstream's `platformCleanup` does, but not all at start-up:
 //! iptables mode removes our nftables tables, and nftables mode our
 //! iptables chains, only once it has synced the family
@@ -36,14 +36,20 @@ pub struct Chosen {
     /// IPVS mode's leftovers, when iptables or nftables mode was
     /// configured and IPVS mode left something.
     pub ipvs_drain: Option<Arc<IpvsDrain>>,
+    /// Userspace mode's connection counts, for `/metrics`.
+    pub connections: Option<health::ConnectionsReader>,
 }
 
 /// Sets up the configured mode for each of `families` (the primary
 /// first), one proxier per family as upstream's metaproxier holds them.
 pub async fn choose(config: &Config, families: &[IpFamily]) -> anyhow::Result<Chosen> {
     let ipvs_drain = ipvs_drain(config, families).await?;
+    if config.mode == ProxyMode::Userspace {
+        let (proxiers, connections) = super::userspace_mode::proxiers(config, families, ipvs_drain.is_some()).await?;
+        return Ok(Chosen { proxiers, ipvs_drain, connections: Some(connections) });
+    }
     let proxiers = proxiers(config, families, ipvs_drain.is_some()).await?;
-    Ok(Chosen { proxiers, ipvs_drain })
+    Ok(Chosen { proxiers, ipvs_drain, connections: None })
 }
 
 /// IPVS mode's leftovers to drain, when iptables or nftables mode is
@@ -129,6 +135,9 @@ pub fn deferred_leftovers(mode: proxier::Mode, ipvs_drain: Option<&Arc<IpvsDrain
         proxier::Mode::Iptables => vec![Box::new(NftablesCleanup)],
         proxier::Mode::Nftables => vec![Box::new(iptables::proxier::IptablesCleanup)],
         proxier::Mode::Ipvs => return Vec::new(),
+        // Its own first sync removes iptables mode's chains (stale chains
+        // of ours in its backend); nftables mode's table goes after it.
+        proxier::Mode::Userspace => vec![Box::new(NftablesCleanup)],
     };
     if let Some(drain) = ipvs_drain {
         deferred.push(Box::new(DrainFamily(Arc::clone(drain))));
@@ -142,6 +151,7 @@ pub fn cleanups(config: &Config) -> Vec<Box<dyn Cleanup>> {
         Box::new(iptables::proxier::IptablesCleanup),
         Box::new(IpvsCleanup { opts: mode_options::ipvs_apply_options(config) }),
         Box::new(NftablesCleanup),
+        Box::new(userspace::proxier::UserspaceCleanup),
     ]
 }
 
@@ -151,6 +161,7 @@ pub fn metrics_mode(mode: proxier::Mode) -> health::ProxyMode {
         proxier::Mode::Iptables => health::ProxyMode::Iptables,
         proxier::Mode::Ipvs => health::ProxyMode::Ipvs,
         proxier::Mode::Nftables => health::ProxyMode::Nftables,
+        proxier::Mode::Userspace => health::ProxyMode::Userspace,
     }
 }
 

@@ -37,6 +37,18 @@ pub fn nftables_render_options(config: &Config, family: IpFamily) -> nftables::r
     }
 }
 
+/// Userspace mode's options for `family`: the shared options (localhost
+/// NodePorts as `--iptables-localhost-nodeports` says; they need no
+/// `route_localnet` here).
+pub fn userspace(config: &Config, family: IpFamily) -> userspace::proxier::ProxierOptions {
+    userspace::proxier::ProxierOptions { backend: backend_choice(config.iptables_backend), plan: plan_options(config, family) }
+}
+
+/// Userspace mode's data path: `--proxy-port-range`, `--udp-timeout`.
+pub fn forwarder(config: &Config) -> forward::ForwarderOptions {
+    forward::ForwarderOptions { port_range: config.proxy_port_range, udp_idle_timeout: config.udp_idle_timeout }
+}
+
 /// IPVS mode's options for `family`.
 pub fn ipvs(config: &Config, family: IpFamily) -> ipvs::proxier::ProxierOptions {
     ipvs::proxier::ProxierOptions {

@@ -51,10 +51,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let tracker = Arc::new(Mutex::new(Tracker::with_families(node_name, families.primary, &families.all())));
 
     super::conntrack_setup::apply(&config);
-    let mode::Chosen { proxiers, ipvs_drain } = mode::choose(&config, &families.all()).await?;
+    let mode::Chosen { proxiers, ipvs_drain, connections } = mode::choose(&config, &families.all()).await?;
     let mode = proxiers.first().map_or(Mode::Iptables, |(_, p)| p.mode());
     let metrics = Metrics::new(mode::metrics_mode(mode));
     nfacct_metrics::read_nfacct_at_scrape(&metrics);
+    if let Some(reader) = connections {
+        metrics.set_connections_reader(reader);
+    }
     let health = ProxyHealth::new(2 * config.sync_period, metrics.clone());
     super::servers::start(&config, &health, &metrics).await?;
 
@@ -207,6 +210,9 @@ fn log_sync(mode: Mode, family: IpFamily, trigger: Trigger, report: &SyncReport,
             nat_rules, filter_rules, "synced IPVS rules"
         ),
         Mode::Nftables => log_nftables_sync(family, trigger, report, services),
+        Mode::Userspace => tracing::info!(
+            ip_family = %family, ?trigger, services, render_ms, apply_ms, nat_rules, filter_rules, "synced userspace proxy ports and portal rules"
+        ),
     }
 }
 

@@ -18,7 +18,9 @@
 //! settable), so expiry after a few seconds cannot be seen. There the case
 //! checks stickiness and that the virtual server's persistence timeout is
 //! `timeoutSeconds`.
-
+//!
+//! Userspace mode balances round-robin: before the expiry check one
+//! connection from another client moves the turn (see `round_robin_step`).
 use super::Env;
 use super::kernel_state::persistence_timeout;
 use super::scenario::Mode;
@@ -50,6 +52,9 @@ pub fn run(env: &Env) -> Result<String, String> {
         return check_persistence(env, first.len());
     }
     std::thread::sleep(Duration::from_secs(AFFINITY_TIMEOUT_SECS + 2));
+    if env.mode == Mode::Userspace {
+        round_robin_step(env)?;
+    }
     let mut moved = 0;
     let mut lines = Vec::new();
     for (src, before) in &first {
@@ -67,6 +72,17 @@ pub fn run(env: &Env) -> Result<String, String> {
         lines.join(", ")
     );
     if moved > 0 { Ok(text) } else { Err(format!("{text}\n    problem:  affinity never expired (by chance: 4^-12)")) }
+}
+
+/// Userspace mode balances round-robin, as upstream's userspace proxier
+/// did: 12 clients re-picking after expiry would take the 12 next turns,
+/// which (12 being a multiple of 4) are the endpoints they had. One
+/// connection from another client (`ca`'s own address) moves the turn by
+/// one, so with expiry working every client moves; without it none does.
+fn round_robin_step(env: &Env) -> Result<(), String> {
+    let flow = tcp(From::Pod("ca"), at([10, 96, 10, 20], 7000), reach_any(&ENDPOINTS, 8080, Source::Kept)).times(1);
+    let attempts = flow.probe(env.cluster)?;
+    flow.check(env.cluster, &attempts).map(drop)
 }
 
 /// IPVS mode: node-a (where `ca` is) has `sticky`'s virtual server

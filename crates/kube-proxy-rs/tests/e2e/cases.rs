@@ -1,7 +1,7 @@
 //! The table of flow cases: each a name, what it checks, and its flows.
 //! Addresses and pods are those of `cluster.yaml` / `scenario.rs`.
 
-use super::flow::{Expect::Dropped, Expect::Known, Expect::Refused, Flow, From, Source, reach, tcp, udp};
+use super::flow::{Expect::Dropped, Expect::Known, Expect::Refused, Expect::Reset, Flow, From, Source, reach, tcp, udp};
 use super::scenario::Mode;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -31,7 +31,7 @@ fn hairpin(mode: Mode, dst: SocketAddr, gateway: IpAddr) -> Vec<Flow> {
     use From::Pod;
     let flow = tcp(Pod("a1"), dst, reach(&["a1"], 8080, Source::Is(gateway)));
     match mode {
-        Mode::Iptables | Mode::Nftables => vec![flow],
+        Mode::Iptables | Mode::Nftables | Mode::Userspace => vec![flow],
         Mode::Ipvs => vec![tcp(Pod("a1"), dst, Known(FIRST_HAIRPIN)).waiting(Duration::from_millis(2500)), flow],
     }
 }
@@ -53,10 +53,12 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
     const TWO_OF_THREE: usize = 45;
     // internalTrafficPolicy Local without a local endpoint: iptables and
     // nftables mode DROP; upstream's IPVS mode keeps the virtual server with no real
-    // server, and the kernel's IPVS answers ICMP port-unreachable.
+    // server, and the kernel's IPVS answers ICMP port-unreachable;
+    // userspace mode's proxy port without endpoints resets the connection.
     let no_local_internal = match mode {
         Mode::Iptables | Mode::Nftables => Dropped,
         Mode::Ipvs => Refused,
+        Mode::Userspace => Reset,
     };
     let mut cases = vec![
         case(
@@ -190,7 +192,23 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
         ),
     ];
     cases.extend(dual_stack_cases(mode));
+    if mode == Mode::Userspace {
+        cases.iter_mut().flat_map(|c| c.flows.iter_mut()).for_each(userspace_refusal);
+    }
     cases
+}
+
+/// Userspace mode: a service port without endpoints (for the traffic at
+/// hand) is a proxy port without endpoints, which accepts the connection
+/// and resets it at once: where the other modes REJECT, and for a NodePort
+/// with externalTrafficPolicy Local on a node without a local endpoint,
+/// which they drop. The endpoint's view of the source is the proxying node
+/// in every flow (see `flow::set_proxy_is_client`): client IP
+/// preservation cannot be had.
+fn userspace_refusal(flow: &mut Flow) {
+    if matches!(flow.expect, Refused) || (matches!(flow.expect, Dropped) && flow.dst.port() >= 30000) {
+        flow.expect = Reset;
+    }
 }
 
 /// The dual-stack cases (`dualstack.yaml`): IPv6 ClusterIP, NodePort with

@@ -15,7 +15,7 @@ use testkit::cluster::dump_rules;
 
 /// Markers of kube-proxy state in `iptables-save` / `ip6tables-save` /
 /// `nft list ruleset` (IPVS mode's own chains included).
-const LEFTOVERS: [&str; 12] = [
+const LEFTOVERS: [&str; 17] = [
     ":KUBE-SERVICES",
     ":KUBE-SVC-",
     ":KUBE-SEP-",
@@ -26,6 +26,11 @@ const LEFTOVERS: [&str; 12] = [
     ":KUBE-MARK-MASQ",
     ":KUBE-PROXY-FIREWALL",
     ":KUBE-IPVS-FILTER",
+    ":KUBE-PORTALS-CONTAINER",
+    ":KUBE-PORTALS-HOST",
+    ":KUBE-NODEPORT-CONTAINER",
+    ":KUBE-NODEPORT-HOST",
+    ":KUBE-NODEPORT-NON-LOCAL",
     "table ip kube-proxy",
     "table ip6 kube-proxy",
 ];

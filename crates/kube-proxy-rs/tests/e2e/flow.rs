@@ -7,7 +7,7 @@ use super::binomial;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 use testkit::cluster::Cluster;
 use testkit::echo::{Attempt, Outcome, Probe, Proto, probe};
@@ -20,6 +20,16 @@ pub const REFUSED_WITHIN: Duration = Duration::from_millis(500);
 /// How much slower than this machine the run is (1 here; more in an
 /// emulated VM, where a sync can hold the one CPU for a second or more).
 static SLOWDOWN: AtomicU32 = AtomicU32::new(1);
+
+/// The endpoint sees the node that proxied the flow as its source
+/// (userspace mode: the proxy opens its own connection to the endpoint),
+/// whatever the flow's expectation says of the source.
+static PROXY_IS_CLIENT: AtomicBool = AtomicBool::new(false);
+
+/// Sets whether the proxying node is every flow's source at the endpoint.
+pub fn set_proxy_is_client(on: bool) {
+    PROXY_IS_CLIENT.store(on, Ordering::Relaxed);
+}
 
 /// Sets the run's slowdown: probe timeouts are multiplied by it.
 pub fn set_slowdown(slowdown: u32) {
@@ -66,6 +76,9 @@ pub enum Expect {
     Reach { eps: &'static [&'static str], port: u16, seen: Source, all: bool },
     /// Refused (REJECT: ICMP port-unreachable or RST), within [`REFUSED_WITHIN`].
     Refused,
+    /// Accepted and reset at once, within [`REFUSED_WITHIN`] (or refused
+    /// outright): userspace mode's proxy port without endpoints.
+    Reset,
     /// No answer at all within [`TIMEOUT`] (DROP).
     Dropped,
     /// Not judged: what happens is only reported, because of the known
@@ -134,7 +147,7 @@ impl Flow {
         self.attempts.unwrap_or(match &self.expect {
             Expect::Reach { eps, all: true, .. } => binomial::attempts_to_see_all(eps.len(), 1e-7),
             Expect::Reach { .. } => SINGLE_ATTEMPTS,
-            Expect::Refused | Expect::Dropped | Expect::Known(_) => 1,
+            Expect::Refused | Expect::Reset | Expect::Dropped | Expect::Known(_) => 1,
         })
     }
 
@@ -204,6 +217,20 @@ impl Flow {
         }
     }
 
+    /// The node whose portal rules catch the flow first: the node it starts
+    /// on, unless it goes to a node's address (a NodePort: that node's);
+    /// the client's flows to a node's address go to that node, to any other
+    /// address (LoadBalancer, externalIPs: routed via node-a) to node-a.
+    fn proxying_node(&self, cluster: &Cluster) -> &'static str {
+        let node_of_dst = ["node-a", "node-b"].into_iter().find(|n| cluster.node(n).is_some_and(|n| n.addresses().contains(&self.dst.ip())));
+        let pod_node = |p: &str| if cluster.pod(p).is_some_and(|pod| pod.node() == "node-b") { "node-b" } else { "node-a" };
+        match self.from {
+            From::Node(n) => node_of_dst.unwrap_or(n),
+            From::Pod(p) | From::PodAs(p, _) => node_of_dst.unwrap_or_else(|| pod_node(p)),
+            From::Client(_) => node_of_dst.unwrap_or("node-a"),
+        }
+    }
+
     /// Pod `p`'s address of the destination's family.
     fn pod_source(&self, p: &str) -> IpAddr {
         match self.dst {
@@ -213,6 +240,7 @@ impl Flow {
     }
 
     fn allowed_sources(&self, cluster: &Cluster, seen: Source) -> Vec<IpAddr> {
+        let seen = if PROXY_IS_CLIENT.load(Ordering::Relaxed) { Source::MasqBy(self.proxying_node(cluster)) } else { seen };
         match seen {
             Source::Kept => self.own_source().into_iter().collect(),
             Source::MasqBy(node) => {
@@ -237,6 +265,7 @@ impl Flow {
                 format!("{n}/{n} answered by {{{}}}{all} on port {port}; endpoint sees {how} {{{}}}", eps.join(", "), sources.join(", "))
             }
             Expect::Refused => format!("refused (REJECT) within {:?}", stretched(REFUSED_WITHIN)),
+            Expect::Reset => format!("accepted and reset (or refused) within {:?}", stretched(REFUSED_WITHIN)),
             Expect::Dropped => format!("no answer within {:?} (DROP)", stretched(self.timeout.unwrap_or(TIMEOUT))),
             Expect::Known(issue) => format!("anything (not judged: {issue})"),
         }
@@ -266,6 +295,12 @@ impl Flow {
                 Outcome::Refused if a.took <= stretched(REFUSED_WITHIN) => None,
                 Outcome::Refused => Some(format!("refused only after {:?}", a.took)),
                 ref other => Some(format!("an attempt was {other}")),
+            }),
+            Expect::Reset => attempts.iter().find_map(|a| match &a.outcome {
+                _ if a.took > stretched(REFUSED_WITHIN) => Some(format!("reset only after {:?}", a.took)),
+                Outcome::Refused => None,
+                Outcome::Failed(why) if why.contains("reset") => None,
+                other => Some(format!("an attempt was {other}")),
             }),
             Expect::Dropped => attempts.iter().find_map(|a| match a.outcome {
                 Outcome::TimedOut => None,

@@ -22,6 +22,7 @@ pub fn check_mode(cluster: &Cluster, mode: Mode) -> Result<(), String> {
     match mode {
         Mode::Iptables => return Ok(()),
         Mode::Nftables => return check_nftables(cluster),
+        Mode::Userspace => return check_userspace(cluster),
         Mode::Ipvs => {}
     }
     for node in cluster.nodes() {
@@ -48,6 +49,23 @@ fn check_nftables(cluster: &Cluster) -> Result<(), String> {
             let saved = run(node.ns(), save, &[]);
             if saved.contains(":KUBE-SERVICES") {
                 return Err(format!("{}: iptables mode's chains in nftables mode:\n{saved}", node.name()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every node runs userspace mode for both families: its portal chains
+/// are there, iptables mode's are not.
+fn check_userspace(cluster: &Cluster) -> Result<(), String> {
+    for node in cluster.nodes() {
+        for save in ["iptables-legacy-save", "ip6tables-legacy-save"] {
+            let saved = run(node.ns(), save, &[]);
+            if !saved.contains(":KUBE-PORTALS-CONTAINER") || !saved.contains("-j REDIRECT --to-ports") {
+                return Err(format!("{}: no userspace portal rules in {save}: is the proxy running userspace mode?\n{saved}", node.name()));
+            }
+            if saved.contains(":KUBE-SERVICES") {
+                return Err(format!("{}: iptables mode's chains in userspace mode:\n{saved}", node.name()));
             }
         }
     }

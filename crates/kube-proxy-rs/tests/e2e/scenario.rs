@@ -194,12 +194,14 @@ pub enum Mode {
     Ipvs,
     /// `--proxy-mode nftables`.
     Nftables,
+    /// `--proxy-mode userspace`.
+    Userspace,
 }
 
 impl Mode {
     /// The mode called `name` (a `--proxy-mode` value).
     pub fn parse(name: &str) -> Option<Self> {
-        [Mode::Iptables, Mode::Ipvs, Mode::Nftables].into_iter().find(|m| m.name() == name)
+        [Mode::Iptables, Mode::Ipvs, Mode::Nftables, Mode::Userspace].into_iter().find(|m| m.name() == name)
     }
 
     /// The `--proxy-mode` value.
@@ -208,6 +210,7 @@ impl Mode {
             Mode::Iptables => "iptables",
             Mode::Ipvs => "ipvs",
             Mode::Nftables => "nftables",
+            Mode::Userspace => "userspace",
         }
     }
 }
@@ -225,7 +228,7 @@ impl Mode {
 /// periodic resync: changes sync at once.
 pub fn proxy_args(mode: Mode) -> Vec<String> {
     let periods = match mode {
-        Mode::Iptables | Mode::Nftables => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
+        Mode::Iptables | Mode::Nftables | Mode::Userspace => ["--iptables-min-sync-period", "0s", "--iptables-sync-period", "1s"],
         Mode::Ipvs => ["--ipvs-min-sync-period", "0s", "--ipvs-sync-period", "30s"],
     };
     let cluster_cidrs = format!("{CLUSTER_CIDR},{CLUSTER_CIDR6}");
@@ -253,8 +256,8 @@ fn client_addresses_are_the_plans() {
 
 #[test]
 fn mode_names_round_trip() {
-    for mode in [Mode::Iptables, Mode::Ipvs, Mode::Nftables] {
+    for mode in [Mode::Iptables, Mode::Ipvs, Mode::Nftables, Mode::Userspace] {
         assert_eq!(Mode::parse(mode.name()), Some(mode));
     }
-    assert_eq!(Mode::parse("userspace"), None);
+    assert_eq!(Mode::parse("kernelspace"), None);
 }

@@ -31,6 +31,8 @@ mod node_healthz;
 pub mod scenario;
 #[path = "upstream.rs"]
 mod upstream;
+#[path = "userspace_metrics.rs"]
+mod userspace_metrics;
 
 use scenario::Mode;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -106,6 +108,7 @@ pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
     }
     let started = Instant::now();
     flow::set_slowdown(slowdown);
+    flow::set_proxy_is_client(mode == Mode::Userspace);
     println!("proxy under test: {} (mode {})", binary.display(), mode.name());
     let cluster = Cluster::build(&scenario::plan()).expect("build the cluster");
     cluster.write_manifests(&scenario::manifests(Some(scenario::DYN_START), scenario::HC_HOME)).expect("write manifests");
@@ -132,6 +135,11 @@ pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
         }
     }
     for (name, run) in STATEFUL_CASES.into_iter().filter(|c| selected(c.0)) {
+        if name == "runtime-change" && mode == Mode::Userspace && selected("balance") {
+            // Before the cases that change state: the counts of `balance`.
+            let start = Instant::now();
+            report.record(&env, "userspace-metrics", start.elapsed(), userspace_metrics::run(&env));
+        }
         let start = Instant::now();
         let result = run(&env);
         report.record(&env, name, start.elapsed(), result);

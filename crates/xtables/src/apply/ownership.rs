@@ -1,7 +1,9 @@
 //! Which chains and built-in-chain jumps are ours to change or delete.
 //!
 //! Ours: the per-service chains (`KUBE-SVC-`, `KUBE-SVL-`, `KUBE-EXT-`,
-//! `KUBE-FW-`, `KUBE-SEP-`) and the fixed chains only kube-proxy creates.
+//! `KUBE-FW-`, `KUBE-SEP-`) and the fixed chains only kube-proxy creates,
+//! userspace mode's among them (so every mode writing iptables rules, and
+//! `--cleanup`, removes the others' chains as stale).
 //! Not ours to delete: `KUBE-FIREWALL`, which kubelet creates identically
 //! (upstream writes it but, like us, never deletes it or its jumps, so
 //! cleaning up cannot strip kubelet's localnet protection), and every
@@ -9,7 +11,7 @@
 
 use crate::chains::{
     KUBE_EXTERNAL_SERVICES, KUBE_FORWARD, KUBE_MARK_MASQ, KUBE_NODEPORTS, KUBE_POSTROUTING, KUBE_PROXY_CANARY,
-    KUBE_PROXY_FIREWALL, KUBE_SERVICES, is_service_chain,
+    KUBE_PROXY_FIREWALL, KUBE_SERVICES, USERSPACE_CHAINS, is_service_chain,
 };
 
 /// Fixed chains of ours (besides the per-service ones).
@@ -32,12 +34,12 @@ const ENTRY_CHAINS: &[&str] =
 /// Whether `chain` is a chain kube-proxy-rs owns and deletes when it no
 /// longer renders it or on `--cleanup`.
 pub fn is_owned_chain(chain: &str) -> bool {
-    is_service_chain(chain) || FIXED_CHAINS.contains(&chain)
+    is_service_chain(chain) || FIXED_CHAINS.contains(&chain) || USERSPACE_CHAINS.contains(&chain)
 }
 
 /// Whether a jump to `target` from a built-in chain is one of ours.
 pub(crate) fn is_entry_chain(target: &str) -> bool {
-    ENTRY_CHAINS.contains(&target)
+    ENTRY_CHAINS.contains(&target) || USERSPACE_CHAINS.contains(&target)
 }
 
 #[cfg(test)]
@@ -53,5 +55,6 @@ mod tests {
             assert!(!is_owned_chain(chain), "{chain}");
         }
         assert!(is_entry_chain("KUBE-SERVICES") && !is_entry_chain("KUBE-MARK-MASQ"));
+        assert!(is_owned_chain("KUBE-PORTALS-CONTAINER") && is_entry_chain("KUBE-NODEPORT-NON-LOCAL"));
     }
 }

@@ -442,6 +442,8 @@ fn encode_target(family: Family, target: Target<'_>, head: &mut [u8], records: &
             data[38..40].copy_from_slice(&to.port().to_be_bytes());
             record("DNAT", 2, &data)
         }
+        // Userspace mode's portals go to `iptables-restore` only.
+        Target::Redirect(port) => return Err(format!("REDIRECT --to-ports {port}")),
         Target::Masquerade { random_fully } => {
             let flags: u32 = if random_fully { 0x10 } else { 0 };
             match family {

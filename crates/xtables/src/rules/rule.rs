@@ -47,6 +47,9 @@ pub enum Target<'a> {
     Reject(RejectWith),
     /// `-j DNAT --to-destination ADDR:PORT` (`[ADDR]:PORT` for IPv6).
     Dnat(SocketAddr),
+    /// `-j REDIRECT --to-ports PORT`: to this port on the address the
+    /// packet came in on (userspace mode's portals).
+    Redirect(u16),
     /// `-j MASQUERADE`, with `--random-fully` when set.
     Masquerade {
         /// Fully randomised source ports.
@@ -93,6 +96,7 @@ enum Stored {
     Reject(RejectWith),
     /// The address and port of a `DNAT` apart: 20 bytes, not 32.
     Dnat { ip: IpAddr, port: u16 },
+    Redirect(u16),
     Masquerade { random_fully: bool },
     SetXmark { value: u32, mask: u32 },
 }
@@ -117,6 +121,7 @@ impl<'a> Target<'a> {
             Target::Return => Stored::Return,
             Target::Reject(with) => Stored::Reject(with),
             Target::Dnat(to) => Stored::Dnat { ip: to.ip(), port: to.port() },
+            Target::Redirect(port) => Stored::Redirect(port),
             Target::Masquerade { random_fully } => Stored::Masquerade { random_fully },
             Target::SetXmark { value, mask } => Stored::SetXmark { value, mask },
         };
@@ -138,6 +143,7 @@ impl fmt::Display for Target<'_> {
             Target::Return => f.write_str(" -j RETURN"),
             Target::Reject(with) => write!(f, " -j REJECT --reject-with {}", with.as_str()),
             Target::Dnat(to) => write!(f, " -j DNAT --to-destination {to}"),
+            Target::Redirect(port) => write!(f, " -j REDIRECT --to-ports {port}"),
             Target::Masquerade { random_fully: false } => f.write_str(" -j MASQUERADE"),
             Target::Masquerade { random_fully: true } => f.write_str(" -j MASQUERADE --random-fully"),
             Target::SetXmark { value, mask } => write!(f, " -j MARK --set-xmark {value:#x}/{mask:#x}"),
@@ -186,6 +192,7 @@ impl Rule {
             Stored::Return => Target::Return,
             Stored::Reject(with) => Target::Reject(with),
             Stored::Dnat { ip, port } => Target::Dnat(SocketAddr::new(ip, port)),
+            Stored::Redirect(port) => Target::Redirect(port),
             Stored::Masquerade { random_fully } => Target::Masquerade { random_fully },
             Stored::SetXmark { value, mask } => Target::SetXmark { value, mask },
         }
