@@ -132,6 +132,26 @@ mod tests {
         assert!(wanted.iter().all(|l| l.key.role == Role::LocalhostNodePort && l.affinity.is_none()));
     }
 
+    fn config(args: &[&str]) -> Config {
+        let all: Vec<&str> = std::iter::once("kube-proxy-rs").chain(args.iter().copied()).collect();
+        let flags = crate::flags::Flags::parse_from_args(all).unwrap_or_else(|e| panic!("{e}"));
+        crate::config::load(&flags).unwrap_or_else(|e| panic!("{e}")).config
+    }
+
+    #[test]
+    fn the_flag_turns_iptables_localhost_nodeports_and_route_localnet_off() {
+        use crate::proxy::mode_options::{iptables_render_options, wants_route_localnet};
+        let default = config(&[]);
+        assert!(!default.userspace_localhost_nodeports && wants_route_localnet(&default, IpFamily::V4));
+        for args in [&["--userspace-localhost-nodeports"][..], &["--userspace-localhost-nodeports=true", "--iptables-localhost-nodeports=true"]] {
+            let with = config(args);
+            assert!(with.userspace_localhost_nodeports, "{args:?}");
+            assert!(!wants_route_localnet(&with, IpFamily::V4), "{args:?}");
+            assert!(!iptables_render_options(&with, IpFamily::V4).common.localhost_nodeports, "{args:?}");
+        }
+        assert!(!config(&["--userspace-localhost-nodeports=false"]).userspace_localhost_nodeports);
+    }
+
     #[test]
     fn ipv6_listens_on_its_loopback_address() {
         let wanted = listeners(&snapshot(vec![port("web", Protocol::Tcp, Some(30080))]), IpFamily::V6);
