@@ -4,7 +4,8 @@
 //! as a half-close (`shutdown(SHUT_WR)`); an error in either direction
 //! resets both connections. A direction whose first splice fails with
 //! `EINVAL` (a socket type the kernel cannot splice) copies through a
-//! buffer instead.
+//! buffer instead. Pipes are pooled: a connection holds one only while
+//! a chunk is in flight.
 
 use crate::tally::{self, Tally};
 use nix::fcntl::{FcntlArg, OFlag, SpliceFFlags, fcntl, splice};
@@ -12,6 +13,7 @@ use nix::sys::socket::{Shutdown, shutdown};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, PoisonError};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
@@ -56,36 +58,43 @@ impl From<io::Error> for Spliced {
     }
 }
 
-/// The splice loop: fill the (empty) pipe from `src`, drain it into `dst`.
-/// The pipe is made on the first readiness, so idle connections hold none.
+/// The splice loop: fill an empty pipe from `src`, drain it into `dst`.
+/// The pipe comes from the shared pool for each chunk and goes back once
+/// empty, so an idle connection holds no pipe (two descriptors, not six).
 async fn spliced(src: &TcpStream, dst: &TcpStream, counter: &AtomicU64) -> Result<(), Spliced> {
-    src.readable().await?;
-    let (pipe_out, pipe_in) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).map_err(io::Error::from)?;
-    let chunk = pipe_size(&pipe_in);
     let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
     let mut moved = false;
     loop {
         src.readable().await?;
-        let filled = src.try_io(Interest::READABLE, || Ok(splice(src, None, &pipe_in, None, chunk, flags)?));
+        let pipe = Pipe::take()?;
+        let filled = src.try_io(Interest::READABLE, || Ok(splice(src, None, &pipe.write, None, pipe.size, flags)?));
         let mut left = match filled {
-            Ok(0) => return Ok(()),
+            Ok(0) => {
+                pipe.give_back();
+                return Ok(());
+            }
             Ok(n) => n,
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                pipe.give_back();
+                continue;
+            }
             Err(err) if err.raw_os_error() == Some(libc_einval()) && !moved => return Err(Spliced::Unsupported),
             Err(err) => return Err(err.into()),
         };
         moved = true;
         while left > 0 {
             dst.writable().await?;
-            match dst.try_io(Interest::WRITABLE, || Ok(splice(&pipe_out, None, dst, None, left, flags)?)) {
+            match dst.try_io(Interest::WRITABLE, || Ok(splice(&pipe.read, None, dst, None, left, flags)?)) {
                 Ok(n) => {
                     left -= n;
                     tally::add(counter, n);
                 }
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                // The pipe still holds bytes: it is dropped, not pooled.
                 Err(err) => return Err(err.into()),
             }
         }
+        pipe.give_back();
     }
 }
 
@@ -93,12 +102,40 @@ fn libc_einval() -> i32 {
     nix::errno::Errno::EINVAL as i32
 }
 
-/// Grows the pipe to [`PIPE_SIZE`] when allowed; its size either way.
-fn pipe_size(pipe: &OwnedFd) -> usize {
-    let size = fcntl(pipe.as_raw_fd(), FcntlArg::F_SETPIPE_SZ(PIPE_SIZE))
-        .or_else(|_| fcntl(pipe.as_raw_fd(), FcntlArg::F_GETPIPE_SZ))
-        .unwrap_or(64 * 1024);
-    usize::try_from(size).unwrap_or(64 * 1024)
+/// Empty pipes kept for the next chunk of any connection.
+static POOL: Mutex<Vec<Pipe>> = Mutex::new(Vec::new());
+/// Most pipes pooled (the rest are closed when given back).
+const POOL_MAX: usize = 256;
+
+/// A pipe for splicing: non-blocking, grown to [`PIPE_SIZE`] when allowed.
+struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    size: usize,
+}
+
+impl Pipe {
+    /// A pooled pipe, or a new one.
+    fn take() -> io::Result<Self> {
+        if let Some(pipe) = POOL.lock().unwrap_or_else(PoisonError::into_inner).pop() {
+            return Ok(pipe);
+        }
+        let (read, write) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
+        let size = fcntl(write.as_raw_fd(), FcntlArg::F_SETPIPE_SZ(PIPE_SIZE))
+            .or_else(|_| fcntl(write.as_raw_fd(), FcntlArg::F_GETPIPE_SZ))
+            .ok()
+            .and_then(|size| usize::try_from(size).ok())
+            .unwrap_or(64 * 1024);
+        Ok(Self { read, write, size })
+    }
+
+    /// Back to the pool; only an empty pipe may be given back.
+    fn give_back(self) {
+        let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < POOL_MAX {
+            pool.push(self);
+        }
+    }
 }
 
 /// The copy through a buffer, for sockets the kernel cannot splice.
