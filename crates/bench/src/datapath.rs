@@ -20,7 +20,13 @@
 //!
 //! IPVS mode needs a kernel with IPVS and dummy links: `kprs-bench
 //! datapath-vm` runs this inside the VM of `scripts/ipvs-vm.sh`.
+//!
+//! With `--bulk-mib` and `--concurrent`, each case also measures bulk
+//! throughput and the proxy's memory with that many connections held open
+//! (see [`crate::datapath_load`]); userspace mode (`--modes userspace`)
+//! forwards through proxy ports of the proxy process.
 
+use crate::datapath_load;
 use crate::generate::{self, Load};
 use crate::namespace::BenchNetns;
 use crate::proxy_process::ProxyProcess;
@@ -64,6 +70,10 @@ pub struct DatapathSetup {
     pub binary: PathBuf,
     /// Longest wait for the proxy's first sync.
     pub cap: Duration,
+    /// MiB per bulk round (0: no bulk rounds).
+    pub bulk_mib: usize,
+    /// Connections held open at once for the memory figure (0: none).
+    pub concurrent: usize,
 }
 
 /// What one case measured.
@@ -81,10 +91,17 @@ pub struct Case {
     pub failures: usize,
     /// `/proc/loadavg` (1 min) before the rounds.
     pub load_before: String,
+    /// Bulk upload MiB/s, one sample per round.
+    pub bulk: Samples,
+    /// The proxy's memory with `concurrent` connections open.
+    pub held: Option<datapath_load::Held>,
 }
 
 /// Runs every case and returns the report.
 pub fn run_datapath(setup: &DatapathSetup) -> Result<String> {
+    if setup.concurrent > 0 {
+        datapath_load::raise_open_files(setup.concurrent)?;
+    }
     let mut cases = Vec::new();
     for mode in &setup.modes {
         for &services in &setup.service_counts {
@@ -232,6 +249,15 @@ fn run_case(setup: &DatapathSetup, mode: &str, services: usize) -> Result<Case> 
     let first_sync = line.at - started;
     let load_before = load_average();
     let (rates, failures) = measure_rounds(setup, &topo.client)?;
+    let target: SocketAddr = format!("{CLUSTER_IP}:80").parse()?;
+    let bulk = match setup.bulk_mib {
+        0 => Samples::default(),
+        mib => datapath_load::bulk_rounds(&topo.client, target, mib, setup.rounds)?,
+    };
+    let held = match setup.concurrent {
+        0 => None,
+        n => Some(datapath_load::hold(&topo.client, target, n, &proxy)?),
+    };
     proxy.stop(Duration::from_secs(10))?;
     server.stop(&topo.server)?;
     Ok(Case {
@@ -241,6 +267,8 @@ fn run_case(setup: &DatapathSetup, mode: &str, services: usize) -> Result<Case> 
         rates,
         failures,
         load_before,
+        bulk,
+        held,
     })
 }
 
@@ -356,7 +384,11 @@ impl EchoServer {
     }
 }
 
+/// Answers each connection by its first byte: a bulk upload goes to a
+/// sink thread, a held connection is echoed and kept until the stop, any
+/// other byte is echoed and the connection closed.
 fn serve(listener: &TcpListener, stop: &AtomicBool) {
+    let mut held = Vec::new();
     for stream in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;
@@ -364,8 +396,17 @@ fn serve(listener: &TcpListener, stop: &AtomicBool) {
         let Ok(mut stream) = stream else { continue };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
         let mut byte = [0u8; 1];
-        if stream.read_exact(&mut byte).is_ok() {
-            let _ = stream.write_all(&byte);
+        if stream.read_exact(&mut byte).is_err() {
+            continue;
+        }
+        if byte[0] == datapath_load::BULK {
+            let _ = stream.set_read_timeout(None);
+            std::thread::spawn(move || datapath_load::sink(stream));
+            continue;
+        }
+        let _ = stream.write_all(&byte);
+        if byte[0] == datapath_load::HOLD {
+            held.push(stream);
         }
     }
 }
@@ -410,5 +451,40 @@ fn report(setup: &DatapathSetup, cases: &[Case]) -> String {
             case.load_before
         );
     }
+    load_report(setup, cases, &mut out);
     out
+}
+
+/// The bulk and held-connection table, when measured.
+fn load_report(setup: &DatapathSetup, cases: &[Case], out: &mut String) {
+    if setup.bulk_mib == 0 && setup.concurrent == 0 {
+        return;
+    }
+    let _ = write!(
+        out,
+        "\nbulk upload through the ClusterIP ({} MiB per round, one connection; MiB/s as min / median / max) and \
+         the proxy's memory with {} connections held open at once (opened one after another, one byte each way)\n\n\
+         | mode | services programmed | bulk MiB/s | held open | failed to open | open time (s) | proxy RSS before (MiB) | \
+         with them (MiB) | per connection (KiB) | peak VmHWM (MiB) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        setup.bulk_mib, setup.concurrent
+    );
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    for case in cases {
+        let held = case.held.as_ref().map_or_else(
+            || "– | – | – | – | – | – | –".to_string(),
+            |h| {
+                let per = (h.rss_held_kib as f64 - h.rss_before_kib as f64) / h.open.max(1) as f64;
+                format!(
+                    "{} | {} | {:.1} | {:.1} | {:.1} | {per:.2} | {:.1}",
+                    h.open,
+                    h.failed,
+                    h.open_time.as_secs_f64(),
+                    mib(h.rss_before_kib),
+                    mib(h.rss_held_kib),
+                    mib(h.peak_kib)
+                )
+            },
+        );
+        let _ = writeln!(out, "| {} | {} | {} | {held} |", case.mode, case.services + 1, case.bulk.summary(0));
+    }
 }

@@ -33,6 +33,7 @@ mod cold_start_curve;
 mod counting_alloc;
 mod curve_svg;
 mod datapath;
+mod datapath_load;
 mod datapath_vm;
 mod generate;
 mod interrupt;
@@ -122,6 +123,12 @@ struct DatapathArgs {
     /// Longest wait for the proxy's first sync, in seconds.
     #[arg(long, default_value_t = 600)]
     cap: u64,
+    /// Bulk throughput: MiB uploaded through the ClusterIP per round (0: not measured).
+    #[arg(long, default_value_t = 0)]
+    bulk_mib: usize,
+    /// The proxy's memory with this many connections held open at once (0: not measured).
+    #[arg(long, default_value_t = 0)]
+    concurrent: usize,
     /// The kube-proxy-rs binary (default: next to this one).
     #[arg(long)]
     binary: Option<PathBuf>,
@@ -144,6 +151,8 @@ impl DatapathArgs {
             round_connections: self.connections,
             binary,
             cap: Duration::from_secs(self.cap),
+            bulk_mib: self.bulk_mib,
+            concurrent: self.concurrent,
         })
     }
 
@@ -168,6 +177,8 @@ impl DatapathArgs {
             ("--seconds", self.seconds.to_string()),
             ("--connections", self.connections.to_string()),
             ("--cap", self.cap.to_string()),
+            ("--bulk-mib", self.bulk_mib.to_string()),
+            ("--concurrent", self.concurrent.to_string()),
         ]
         .into_iter()
         .flat_map(|(flag, value)| [flag.to_string(), value])

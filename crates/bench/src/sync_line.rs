@@ -14,6 +14,8 @@ pub const SYNCED_NFTABLES: &str = "synced nftables rules ip_family=IPv4";
 /// The message that marks a finished sync in IPVS mode (on a kernel
 /// without IPVS the proxy falls back to iptables mode and logs [`SYNCED`]).
 pub const SYNCED_IPVS: &str = "synced IPVS rules ip_family=IPv4";
+/// The message that marks a finished sync in userspace mode.
+pub const SYNCED_USERSPACE: &str = "synced userspace proxy ports and portal rules ip_family=IPv4";
 /// What every mode's message of a finished IPv4 sync holds.
 pub const SYNCED_ANY_MODE: &str = " rules ip_family=IPv4";
 
@@ -31,6 +33,7 @@ pub fn synced_message(mode: &str) -> &'static str {
 pub fn own_synced_message(mode: &str) -> &'static str {
     match mode {
         "ipvs" => SYNCED_IPVS,
+        "userspace" => SYNCED_USERSPACE,
         other => synced_message(other),
     }
 }

@@ -214,6 +214,10 @@ pub struct Config {
     /// balancing chains pick from shared endpoint maps; false: upstream's
     /// table exactly.
     pub nftables_shared_endpoint_maps: bool,
+    /// `--userspace-localhost-nodeports` (default false): NodePorts on
+    /// loopback through listeners of ours (then `localhost_node_ports` is
+    /// false: no route_localnet, no kernel rule for them).
+    pub userspace_localhost_nodeports: bool,
     /// `--cleanup`: remove everything we ever created and exit.
     pub cleanup: bool,
     /// `--init-only`: do the privileged set-up and exit.

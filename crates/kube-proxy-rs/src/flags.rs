@@ -380,6 +380,14 @@ pub struct Flags {
     #[arg(long = "ipvs-drain-timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub ipvs_drain_timeout: Option<GoDuration>,
 
+    /// Every mode: NodePorts answer on 127.0.0.1 (and [::1]) through a
+    /// listener in this process that forwards to the port's endpoints,
+    /// with route_localnet left at 0 (iptables mode then runs as with
+    /// --iptables-localhost-nodeports=false). Our addition; default false.
+    #[arg(long = "userspace-localhost-nodeports", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = parse_go_bool)]
+    pub userspace_localhost_nodeports: Option<bool>,
+
     /// Range of host ports (beginPort-endPort, single port or
     /// beginPort+offset, inclusive) that may be consumed in order to proxy
     /// service traffic (userspace mode). If unspecified, 0, or 0-0, ports

@@ -9,6 +9,7 @@ mod families;
 mod init_only;
 mod ipvs_drain;
 mod leftovers;
+mod localhost_nodeports;
 mod mode;
 pub(crate) mod mode_options;
 mod nfacct_metrics;

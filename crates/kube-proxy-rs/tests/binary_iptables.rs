@@ -10,13 +10,17 @@
 //! `--init-only` sets the kernel up (with the `--conntrack-*` sysctls) and
 //! exits without writing a rule; the native legacy writer's child
 //! (`kube-proxy-rs xtables-restore`) leaves the tables
-//! `iptables-legacy-restore` leaves, and declines an input it cannot encode.
+//! `iptables-legacy-restore` leaves, and declines an input it cannot encode;
+//! with `--userspace-localhost-nodeports`, `127.0.0.1:<nodePort>` answers
+//! (TCP and UDP) through the proxy's listener with `route_localnet` at 0.
 //! Needs root; without it the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/proxy.rs"]
 mod proxy;
+#[path = "support/localhost_nodeports.rs"]
+mod localhost_nodeports;
 
 use proxy::{BINARY, PATIENCE, Proxy};
 use std::path::{Path, PathBuf};
@@ -260,4 +264,22 @@ fn oom_score_adj_is_applied_to_the_process() {
     proxy.wait_for("synced iptables rules ip_family=IPv4");
     assert_eq!(oom_score_adj(&proxy), "250");
     proxy.stop();
+}
+
+#[test]
+fn userspace_localhost_nodeports_answer_with_route_localnet_off() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("iptlhnp").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = localhost_nodeports::prepare(&ns, dir.path());
+    assert_eq!(localhost_nodeports::route_localnet(&ns), "0");
+    let mut flags = args(&manifests);
+    flags.push(localhost_nodeports::FLAG.into());
+    let mut proxy = Proxy::start_in(&ns, &flags);
+    proxy.wait_for("synced iptables rules ip_family=IPv4");
+    localhost_nodeports::assert_answers(&ns);
+    proxy.stop();
+    assert_eq!(localhost_nodeports::route_localnet(&ns), "0", "route_localnet was set");
+    let nat = ns.exec("iptables-legacy-save", &["-t", "nat"]).unwrap();
+    assert!(nat.contains("! -d 127.0.0.0/8") && nat.contains("-j KUBE-NODEPORTS"), "NodePorts not kept off loopback:\n{nat}");
 }

@@ -11,13 +11,18 @@
 //! table nftables mode left, and nftables mode iptables mode's chains;
 //! `--init-only` writes nothing; a stale UDP conntrack flow (to an endpoint
 //! the service no longer has) is deleted after a sync, a live one kept; `/metrics` lists every metric name of
-//! upstream's nftables-mode scrape and none of iptables mode's own.
+//! upstream's nftables-mode scrape and none of iptables mode's own; with
+//! `--userspace-localhost-nodeports`, `127.0.0.1:<nodePort>` answers (TCP
+//! and UDP) through the proxy's listener with `route_localnet` at 0, and
+//! without it does not (upstream's nftables mode has no localhost NodePorts).
 //! Needs root and `nft`; without them the tests fail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/proxy.rs"]
 mod proxy;
+#[path = "support/localhost_nodeports.rs"]
+mod localhost_nodeports;
 
 use proxy::{BINARY, PATIENCE, Proxy};
 use std::collections::BTreeSet;
@@ -314,4 +319,26 @@ fn stale_udp_flows_are_deleted_after_a_sync() {
     let flows = ns.exec("conntrack", &["-L", "-p", "udp"]).unwrap_or_default();
     assert!(!flows.contains("src=10.244.9.9"), "the stale flow is still there:\n{flows}");
     assert!(flows.contains("src=10.244.0.24"), "the flow to a serving endpoint was deleted too:\n{flows}");
+}
+
+#[test]
+fn userspace_localhost_nodeports_answer_only_with_the_flag() {
+    testkit::netns::require_kernel();
+    let ns = Netns::new("nftlhnp").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = localhost_nodeports::prepare(&ns, dir.path());
+    assert_eq!(localhost_nodeports::route_localnet(&ns), "0");
+    let mut proxy = Proxy::start_in(&ns, &args(&manifests));
+    proxy.wait_for(SYNCED);
+    let (tcp, udp) = localhost_nodeports::ask(&ns);
+    assert!(tcp.is_err() && udp.is_err(), "127.0.0.1 NodePorts answer without the flag: TCP {tcp:?}, UDP {udp:?}");
+    proxy.stop();
+
+    let mut flags = args(&manifests);
+    flags.push(localhost_nodeports::FLAG.into());
+    let mut proxy = Proxy::start_in(&ns, &flags);
+    proxy.wait_for(SYNCED);
+    localhost_nodeports::assert_answers(&ns);
+    proxy.stop();
+    assert_eq!(localhost_nodeports::route_localnet(&ns), "0", "route_localnet was set");
 }

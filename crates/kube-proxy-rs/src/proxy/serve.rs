@@ -8,6 +8,7 @@
 
 use super::families::{self, Families};
 use super::leftovers::Leftovers;
+use super::localhost_nodeports::LocalhostNodePorts;
 use super::service_health::{FamilyHealthChecks, SharedServiceHealth};
 use super::sources::{Changes, Source, take_snapshot};
 use super::{mode, mode_options, nfacct_metrics, node_name, shutdown, stale_flows};
@@ -37,6 +38,8 @@ struct SyncState {
     /// The other modes' rules of the family, removed after its first
     /// successful sync.
     leftovers: Leftovers,
+    /// `--userspace-localhost-nodeports`' listeners of the family.
+    localhost: Option<LocalhostNodePorts>,
 }
 
 /// Runs the proxy until SIGTERM/SIGINT.
@@ -74,6 +77,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             health: health.clone(),
             metrics: metrics.clone(),
             leftovers: Leftovers::new(family, mode::deferred_leftovers(mode, ipvs_drain.as_ref())),
+            localhost: LocalhostNodePorts::new(&config, family),
         };
         let (runner, handle) = family_runner(state, periods);
         loops.push(runner);
@@ -126,6 +130,7 @@ impl SyncState {
         let (snapshot, changes) = take_snapshot(&self.tracker, self.family, &self.metrics);
         self.pending.absorb(changes);
         let synced = self.sync_proxier(trigger, &snapshot).await;
+        self.localhost.iter_mut().for_each(|localhost| localhost.sync(&snapshot));
         crate::memory::release_freed();
         self.policy.record(synced.is_ok(), synced.as_ref().is_ok_and(|r| !r.partial), tokio::time::Instant::now());
         let report = match synced {
