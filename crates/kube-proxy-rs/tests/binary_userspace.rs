@@ -3,7 +3,8 @@
 //! `examples/cluster.yaml`: iptables mode, then userspace mode (iptables
 //! mode's chains gone after its first sync, its portal chains in for both
 //! families), then nftables mode (the portal chains gone after its first
-//! sync), then userspace mode again (nftables mode's tables gone), then
+//! sync), then userspace mode again with `--proxy-port-range 40000-40999`
+//! (nftables mode's tables gone; every proxy port in the range), then
 //! `--cleanup` (the portal chains gone). Needs root, `iptables-legacy`,
 //! `ip6tables-legacy` and `nft`; without them the test fails.
 
@@ -41,8 +42,10 @@ fn kernel(ns: &Netns) -> String {
 
 /// Runs `mode` until its first sync (and the removal of the other modes'
 /// leftovers that follows it) and one more sync; the kernel then.
-fn run_mode(ns: &Netns, mode: &str, manifests: &Path, synced: &str) -> String {
-    let mut proxy = Proxy::start_in(ns, &args(mode, manifests));
+fn run_mode(ns: &Netns, mode: &str, manifests: &Path, synced: &str, extra: &[&str]) -> String {
+    let mut all = args(mode, manifests);
+    all.extend(extra.iter().map(|s| s.to_string()));
+    let mut proxy = Proxy::start_in(ns, &all);
     proxy.wait_for(synced);
     proxy.wait_for(synced);
     let state = kernel(ns);
@@ -63,10 +66,10 @@ fn userspace_mode_and_the_others_remove_each_others_rules() {
     let manifests = dir.path().join("cluster.yaml");
     std::fs::copy(repo_file("examples/cluster.yaml"), &manifests).unwrap();
 
-    let iptables = run_mode(&ns, "iptables", &manifests, IPTABLES_SYNCED);
+    let iptables = run_mode(&ns, "iptables", &manifests, IPTABLES_SYNCED, &[]);
     assert!(iptables.contains(":KUBE-SERVICES"), "{iptables}");
 
-    let userspace = run_mode(&ns, "userspace", &manifests, USERSPACE_SYNCED);
+    let userspace = run_mode(&ns, "userspace", &manifests, USERSPACE_SYNCED, &[]);
     assert!(!userspace.contains(":KUBE-SERVICES") && !userspace.contains(":KUBE-SVC-"), "iptables mode's chains stay:\n{userspace}");
     for chain in [":KUBE-PORTALS-CONTAINER", ":KUBE-PORTALS-HOST", ":KUBE-NODEPORT-CONTAINER", ":KUBE-NODEPORT-HOST", ":KUBE-NODEPORT-NON-LOCAL"] {
         assert_eq!(userspace.matches(chain).count(), 2, "{chain} in both families:\n{userspace}");
@@ -74,13 +77,14 @@ fn userspace_mode_and_the_others_remove_each_others_rules() {
     assert!(userspace.contains("-A PREROUTING -m comment --comment \"handle ClusterIPs; NOTE: this must be before the NodePort rules\" -j KUBE-PORTALS-CONTAINER"), "{userspace}");
     assert!(userspace.contains("-j REDIRECT --to-ports "), "{userspace}");
 
-    let nftables = run_mode(&ns, "nftables", &manifests, NFTABLES_SYNCED);
+    let nftables = run_mode(&ns, "nftables", &manifests, NFTABLES_SYNCED, &[]);
     assert!(nftables.contains("table ip kube-proxy"), "{nftables}");
     assert!(!nftables.contains("KUBE-PORTALS") && !nftables.contains("KUBE-NODEPORT-"), "userspace mode's chains stay:\n{nftables}");
 
-    let userspace = run_mode(&ns, "userspace", &manifests, USERSPACE_SYNCED);
+    let userspace = run_mode(&ns, "userspace", &manifests, USERSPACE_SYNCED, &["--proxy-port-range", "40000-40999"]);
     assert!(!userspace.contains("table ip kube-proxy") && !userspace.contains("table ip6 kube-proxy"), "nftables mode's tables stay:\n{userspace}");
-    assert!(userspace.contains(":KUBE-PORTALS-CONTAINER"), "{userspace}");
+    let ports: Vec<u16> = userspace.split("--to-ports ").skip(1).filter_map(|rest| rest.split_whitespace().next()?.parse().ok()).collect();
+    assert!(!ports.is_empty() && ports.iter().all(|p| (40000..=40999).contains(p)), "proxy ports {ports:?} outside --proxy-port-range:\n{userspace}");
 
     let cleanup = ns.command(BINARY).args(args("userspace", &manifests)).arg("--cleanup").output().unwrap();
     assert!(cleanup.status.success(), "--cleanup: {}", String::from_utf8_lossy(&cleanup.stderr));
