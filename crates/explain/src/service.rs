@@ -63,6 +63,11 @@ pub struct PortProgrammed {
     /// real servers with their weights.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub virtual_servers: Vec<String>,
+    /// Userspace mode: the proxy ports its portal rules send the port's
+    /// traffic to (two with externalTrafficPolicy Local: the second
+    /// serves outside traffic).
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub proxy_ports: BTreeSet<u16>,
 }
 
 /// The difference between the kernel and the proxy's rendering.
@@ -132,6 +137,9 @@ impl fmt::Display for FamilyReport {
             }
             if let Some(hc) = port.health_check_node_port {
                 writeln!(f, "  health-check node port: {hc}")?;
+            }
+            if !port.proxy_ports.is_empty() {
+                writeln!(f, "  proxy ports: {}", list(port.proxy_ports.iter().map(u16::to_string).collect()))?;
             }
             if !port.virtual_servers.is_empty() {
                 writeln!(f, "  virtual servers:")?;

@@ -145,15 +145,25 @@ fn masquerade_bit_out_of_range() {
 #[test]
 fn unknown_mode() {
     expect(
-        &["--proxy-mode=userspace"],
+        &["--proxy-mode=kernelspace"],
         1,
         &[
-            "--proxy-mode: invalid value \"userspace\"",
-            "iptables, ipvs, nftables",
+            "--proxy-mode: invalid value \"kernelspace\"",
+            "iptables, ipvs, nftables, userspace",
         ],
     );
     let (_d, path) = config_file("mode: fast\n");
     expect(&["--config", &path], 1, &["mode: invalid value \"fast\""]);
+}
+
+#[test]
+fn bad_userspace_port_range_and_udp_timeout() {
+    expect(
+        &["--proxy-mode=userspace", "--proxy-port-range=2000-1000"],
+        1,
+        &["--proxy-port-range: invalid value \"2000-1000\": must be a valid port range"],
+    );
+    expect(&["--proxy-mode=userspace", "--udp-timeout=0s"], 1, &["--udp-timeout: invalid value \"0s\": must be greater than 0"]);
 }
 
 #[test]

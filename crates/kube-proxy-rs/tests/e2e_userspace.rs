@@ -2,9 +2,11 @@
 //! (issue 29): the same two-node dual-stack cluster in network namespaces,
 //! both proxies started with `--proxy-mode userspace` (the suite first
 //! checks that each node has the portal chain `KUBE-PORTALS-CONTAINER`
-//! with REDIRECT rules and no iptables-mode chains), then every case, and
-//! node-a's `/metrics` counting `kubeproxy_userspace_connections_total`
-//! for the service `balance` used.
+//! with REDIRECT rules and no iptables-mode chains, and `route_localnet`
+//! 0), then every case, one of its own (`localhost-nodeport`: node-a
+//! reaches `127.0.0.1:30080`), node-a's `/metrics` counting
+//! `kubeproxy_userspace_connections_total` for the service `balance` used,
+//! and `explain service` on node-a naming the portal rules and proxy port.
 //!
 //! What the mode cannot express, and how the suite judges it instead:
 //!

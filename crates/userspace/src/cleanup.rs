@@ -38,37 +38,48 @@ async fn restore(backend: Backend, family: IpFamily, input: &str) -> Result<(), 
 /// from `saved`; `None` when it holds none.
 pub fn removal_input(saved: &str) -> Option<String> {
     let mut out = String::new();
-    let mut table = String::new();
-    let mut body = String::new();
-    let mut chains = Vec::new();
-    let flush = |out: &mut String, table: &str, body: &mut String, chains: &mut Vec<String>| {
-        if !body.is_empty() || !chains.is_empty() {
-            let _ = writeln!(out, "*{table}");
-            out.push_str(body);
-            chains.iter().for_each(|c| { let _ = writeln!(out, ":{c} - [0:0]"); });
-            chains.iter().for_each(|c| { let _ = writeln!(out, "-X {c}"); });
-            out.push_str("COMMIT\n");
-        }
-        body.clear();
-        chains.clear();
-    };
+    let mut table = TableRemoval::default();
     for line in saved.lines() {
         if let Some(name) = line.strip_prefix('*') {
-            flush(&mut out, &table, &mut body, &mut chains);
-            table = name.trim().to_string();
+            std::mem::take(&mut table).write(&mut out);
+            table.name = name.trim().to_string();
         } else if let Some(decl) = line.strip_prefix(':') {
             let chain = decl.split_whitespace().next().unwrap_or_default();
             if USERSPACE_CHAINS.contains(&chain) {
-                chains.push(chain.to_string());
+                table.chains.push(chain.to_string());
             }
-        } else if let Some(rule) = line.strip_prefix("-A ") {
-            if is_our_jump(rule) {
-                let _ = writeln!(body, "-D {rule}");
-            }
+        } else if let Some(rule) = line.strip_prefix("-A ").filter(|rule| is_our_jump(rule)) {
+            table.jumps.push(rule.to_string());
         }
     }
-    flush(&mut out, &table, &mut body, &mut chains);
+    table.write(&mut out);
     (!out.is_empty()).then_some(out)
+}
+
+/// What one table of the dump holds of ours.
+#[derive(Default)]
+struct TableRemoval {
+    name: String,
+    jumps: Vec<String>,
+    chains: Vec<String>,
+}
+
+impl TableRemoval {
+    /// Its `*table ... COMMIT` block (jumps deleted, chains flushed and
+    /// deleted), if it holds anything of ours.
+    fn write(self, out: &mut String) {
+        if self.jumps.is_empty() && self.chains.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "*{}", self.name);
+        let lines = self.jumps.iter().map(|j| format!("-D {j}"))
+            .chain(self.chains.iter().map(|c| format!(":{c} - [0:0]")))
+            .chain(self.chains.iter().map(|c| format!("-X {c}")));
+        for line in lines {
+            let _ = writeln!(out, "{line}");
+        }
+        out.push_str("COMMIT\n");
+    }
 }
 
 /// A built-in chain's rule jumping to one of our chains.

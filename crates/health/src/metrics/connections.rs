@@ -56,3 +56,24 @@ impl std::fmt::Debug for ConnectionsCollector {
         f.debug_struct("ConnectionsCollector").finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Metrics, ProxyMode};
+    use super::*;
+
+    #[test]
+    fn counts_are_summed_per_service_port_and_shown_in_userspace_mode_only() {
+        let port = |name: &str, protocol: &str, connections| PortConnections { service_port_name: name.into(), protocol: protocol.into(), connections };
+        let reader: ConnectionsReader = Arc::new(move || vec![port("ns/web:http", "TCP", 3), port("ns/web:http", "TCP", 2), port("ns/dns:dns", "UDP", 7)]);
+        let metrics = Metrics::new(ProxyMode::Userspace);
+        metrics.set_connections_reader(Arc::clone(&reader));
+        let text = metrics.render();
+        assert!(text.contains(&format!("# TYPE {NAME} counter\n")), "{text}");
+        assert!(text.contains(&format!("{NAME}{{protocol=\"TCP\",service_port_name=\"ns/web:http\"}} 5\n")), "{text}");
+        assert!(text.contains(&format!("{NAME}{{protocol=\"UDP\",service_port_name=\"ns/dns:dns\"}} 7\n")), "{text}");
+        let iptables = Metrics::new(ProxyMode::Iptables);
+        iptables.set_connections_reader(reader);
+        assert!(!iptables.render().contains(NAME));
+    }
+}

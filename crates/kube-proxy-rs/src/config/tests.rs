@@ -362,10 +362,10 @@ fn masquerade_bit_range() {
 
 #[test]
 fn mode_and_scheduler_names() {
-    let e = error(&["--proxy-mode=userspace"]);
+    let e = error(&["--proxy-mode=kernelspace"]);
     assert!(
         e.starts_with(
-            "--proxy-mode: invalid value \"userspace\": must be iptables, ipvs, nftables or blank"
+            "--proxy-mode: invalid value \"kernelspace\": must be iptables, ipvs, nftables, userspace or blank"
         ),
         "{e}"
     );
@@ -521,4 +521,33 @@ fn file_problems_name_the_file() {
         e.starts_with("--config: cannot read config file /nonexistent/kp.yaml"),
         "{e}"
     );
+}
+
+#[test]
+fn userspace_mode_with_its_port_range_and_udp_timeout() {
+    let c = config(&["--proxy-mode=userspace", "--proxy-port-range=40000-40100", "--udp-timeout=2s"]);
+    assert_eq!(c.mode, ProxyMode::Userspace);
+    assert_eq!(c.proxy_port_range, Some(forward::PortRange { first: 40000, last: 40100 }));
+    assert_eq!(c.udp_idle_timeout, Duration::from_secs(2));
+    let defaults = config(&["--proxy-mode=userspace"]);
+    assert_eq!((defaults.proxy_port_range, defaults.udp_idle_timeout), (None, Duration::from_millis(250)));
+    for (range, first, last) in [("40000+10", 40000, 40010), ("40005", 40005, 40005)] {
+        let arg = format!("--proxy-port-range={range}");
+        assert_eq!(config(&[&arg]).proxy_port_range, Some(forward::PortRange { first, last }), "{range}");
+    }
+    assert_eq!(config(&["--proxy-port-range=0-0"]).proxy_port_range, None, "0-0: any free port");
+    let file = with_file("mode: userspace\nportRange: 30000-30009\n", &[]).unwrap().config;
+    assert_eq!((file.mode, file.proxy_port_range), (ProxyMode::Userspace, Some(forward::PortRange { first: 30000, last: 30009 })));
+}
+
+#[test]
+fn bad_userspace_values_name_their_flag() {
+    for bad in ["--proxy-port-range=2000-1000", "--proxy-port-range=x", "--proxy-port-range=65535+1"] {
+        let e = error(&["--proxy-mode=userspace", bad]);
+        assert!(e.starts_with("--proxy-port-range:"), "{bad}: {e}");
+    }
+    for bad in ["--udp-timeout=0s", "--udp-timeout=-1s"] {
+        let e = error(&["--proxy-mode=userspace", bad]);
+        assert!(e.starts_with("--udp-timeout:"), "{bad}: {e}");
+    }
 }

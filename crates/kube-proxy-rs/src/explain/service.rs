@@ -31,6 +31,8 @@ pub fn run(args: &ServiceArgs) -> anyhow::Result<String> {
         mode = mode_name(rules);
         let (programmed, live) = programmed(rules, *family, service, state.as_ref().map(|(_, s)| s))?;
         let desired = match &state {
+            // Its rules name the proxy ports bound at run time.
+            Some(_) if mode == "userspace" => None,
             Some((config, cluster)) => Some(desired_lines(config, &cluster.of(*family), rules, *family, &node, service)?),
             None => None,
         };
@@ -56,6 +58,7 @@ fn checked_name(name: &str) -> anyhow::Result<&str> {
 
 fn mode_name(rules: &Rules) -> &'static str {
     match rules {
+        Rules::Iptables(save) if save.contains(":KUBE-PORTALS-CONTAINER") => "userspace",
         Rules::Iptables(_) => "iptables",
         Rules::Nftables(_) => "nftables",
         Rules::Ipvs(_) => "ipvs",

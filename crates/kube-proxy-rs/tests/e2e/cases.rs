@@ -194,8 +194,21 @@ pub fn flow_cases(mode: Mode) -> Vec<FlowCase> {
     cases.extend(dual_stack_cases(mode));
     if mode == Mode::Userspace {
         cases.iter_mut().flat_map(|c| c.flows.iter_mut()).for_each(userspace_refusal);
+        cases.push(localhost_node_port());
     }
     cases
+}
+
+/// Userspace mode only: the node itself reaches `127.0.0.1:<nodePort>`
+/// (the DNAT to the proxy port happens in OUTPUT, on `lo`), with the
+/// namespace's `route_localnet` at its default 0.
+fn localhost_node_port() -> FlowCase {
+    use From::Node;
+    case(
+        "localhost-nodeport",
+        "userspace mode: node -> 127.0.0.1:<nodePort> reaches both endpoints without route_localnet",
+        vec![tcp(Node("node-a"), at([127, 0, 0, 1], 30080), reach(&["a1", "b1"], 8080, Source::MasqBy("node-a")))],
+    )
 }
 
 /// Userspace mode: a service port without endpoints (for the traffic at

@@ -56,9 +56,14 @@ fn check_nftables(cluster: &Cluster) -> Result<(), String> {
 }
 
 /// Every node runs userspace mode for both families: its portal chains
-/// are there, iptables mode's are not.
+/// are there, iptables mode's are not, and `route_localnet` is 0 (the
+/// localhost-nodeport case needs none).
 fn check_userspace(cluster: &Cluster) -> Result<(), String> {
     for node in cluster.nodes() {
+        let localnet = run(node.ns(), "sysctl", &["-n", "net.ipv4.conf.all.route_localnet"]);
+        if localnet.trim() != "0" {
+            return Err(format!("{}: net.ipv4.conf.all.route_localnet is {localnet:?}, not 0", node.name()));
+        }
         for save in ["iptables-legacy-save", "ip6tables-legacy-save"] {
             let saved = run(node.ns(), save, &[]);
             if !saved.contains(":KUBE-PORTALS-CONTAINER") || !saved.contains("-j REDIRECT --to-ports") {

@@ -31,6 +31,8 @@ mod node_healthz;
 pub mod scenario;
 #[path = "upstream.rs"]
 mod upstream;
+#[path = "userspace_explain.rs"]
+mod userspace_explain;
 #[path = "userspace_metrics.rs"]
 mod userspace_metrics;
 
@@ -137,8 +139,12 @@ pub fn run(binary: &Path, mode: Mode, slowdown: u32, only: Option<&[&str]>) {
     for (name, run) in STATEFUL_CASES.into_iter().filter(|c| selected(c.0)) {
         if name == "runtime-change" && mode == Mode::Userspace && selected("balance") {
             // Before the cases that change state: the counts of `balance`.
-            let start = Instant::now();
-            report.record(&env, "userspace-metrics", start.elapsed(), userspace_metrics::run(&env));
+            let checks: [StatefulCase; 2] = [("userspace-metrics", userspace_metrics::run), ("userspace-explain", userspace_explain::run)];
+            for (check, run) in checks {
+                let start = Instant::now();
+                let result = run(&env);
+                report.record(&env, check, start.elapsed(), result);
+            }
         }
         let start = Instant::now();
         let result = run(&env);
