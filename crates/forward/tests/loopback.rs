@@ -81,10 +81,12 @@ async fn client_ip_affinity_holds_until_its_timeout() {
     let backends = [named_endpoint(1).await, named_endpoint(2).await];
     let forwarder = Forwarder::new(options());
     let mut wanted = listener("sticky", Protocol::Tcp, &backends);
-    wanted.affinity = Some(Duration::from_millis(300));
+    // Long enough that a loaded CI machine does not stall past it between
+    // two connections.
+    wanted.affinity = Some(Duration::from_millis(1000));
     let [addr] = apply(&forwarder, &[wanted])[..] else { panic!() };
     assert_eq!(ids(addr, 4).await, [1, 1, 1, 1]);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(ids(addr, 2).await, [2, 2]);
 }
 
@@ -229,7 +231,9 @@ async fn ask(client: &UdpSocket, addr: SocketAddr, payload: &[u8]) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_sessions_per_client_closed_when_idle() {
     let backends = [udp_endpoint(1).await, udp_endpoint(2).await];
-    let forwarder = Forwarder::new(options());
+    // Idle sessions close after 600 ms (upstream's default is 250 ms): room
+    // for a loaded machine between the datagrams of one session.
+    let forwarder = Forwarder::new(ForwarderOptions { udp_idle_timeout: Duration::from_millis(600), ..options() });
     let [addr] = apply(&forwarder, &[listener("dns", Protocol::Udp, &backends)])[..] else { panic!() };
     let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
@@ -238,7 +242,7 @@ async fn udp_sessions_per_client_closed_when_idle() {
     assert_eq!(ask(&a, addr, b"a2").await, b"\x01a2", "a client keeps its session's endpoint");
     let open = counters(&forwarder, "dns", Protocol::Udp);
     assert_eq!((open.connections, open.active, open.bytes_in, open.bytes_out), (2, 2, 6, 9));
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(counters(&forwarder, "dns", Protocol::Udp).active, 0, "idle sessions are closed");
     ask(&a, addr, b"a3").await;
     assert_eq!(counters(&forwarder, "dns", Protocol::Udp).connections, 3, "a new session after the idle close");
