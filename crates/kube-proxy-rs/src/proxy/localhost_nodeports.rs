@@ -21,11 +21,8 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-/// A UDP client's session ends after this long without datagrams
-/// (upstream userspace proxier's default `udpIdleTimeout`).
-const UDP_IDLE_TIMEOUT: Duration = Duration::from_millis(250);
-
-/// One family's localhost NodePort listeners.
+/// One family's localhost NodePort listeners (UDP sessions closed after
+/// `--udp-timeout`, as userspace mode's).
 pub struct LocalhostNodePorts {
     family: IpFamily,
     forwarder: Forwarder,
@@ -39,7 +36,7 @@ impl LocalhostNodePorts {
     pub fn new(config: &Config, family: IpFamily) -> Option<Self> {
         config.userspace_localhost_nodeports.then(|| Self {
             family,
-            forwarder: Forwarder::new(ForwarderOptions { port_range: None, udp_idle_timeout: UDP_IDLE_TIMEOUT }),
+            forwarder: Forwarder::new(ForwarderOptions { port_range: None, udp_idle_timeout: config.udp_idle_timeout }),
             failing: BTreeSet::new(),
         })
     }
