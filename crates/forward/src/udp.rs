@@ -15,6 +15,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 
@@ -131,11 +132,17 @@ async fn relay(session: Arc<Session>, listener: Arc<UdpSocket>, client: SocketAd
     loop {
         let deadline = tokio::time::Instant::from_std(session.deadline(idle));
         tokio::select! {
-            ready = session.socket.readable() => {
-                if ready.is_err() || !relay_ready(&session, &listener, client, &shared) {
+            // An ICMP error (port unreachable) is readiness ERROR only, not
+            // READABLE: it is taken (SO_ERROR) and ends the session.
+            ready = session.socket.ready(Interest::READABLE | Interest::ERROR) => match ready {
+                Ok(ready) if ready.is_error() => {
+                    let err = session.socket.take_error().ok().flatten();
+                    tracing::debug!(listener = %shared.name, %client, ?err, "endpoint error; session closed");
                     break;
                 }
-            }
+                Ok(_) if relay_ready(&session, &listener, client, &shared) => {}
+                _ => break,
+            },
             () = tokio::time::sleep_until(deadline) => {
                 if session.deadline(idle) <= Instant::now() {
                     break;

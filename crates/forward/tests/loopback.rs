@@ -265,3 +265,20 @@ async fn port_zero_takes_the_first_free_port_of_the_range() {
     let failed = single.apply(&[listener("x", Protocol::Tcp, &[])]).failed;
     assert!(matches!(failed[..], [(_, forward::Error::RangeExhausted(r))] if r.first == first), "{failed:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_udp_endpoint_that_answers_unreachable_ends_the_session() {
+    // Nothing listens on the first endpoint: its ICMP port unreachable ends
+    // the session, and the client's next datagram opens one on the next.
+    let closed = UdpSocket::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+    let backends = [closed, udp_endpoint(2).await];
+    let forwarder = Forwarder::new(options());
+    let [addr] = apply(&forwarder, &[listener("icmp", Protocol::Udp, &backends)])[..] else { panic!() };
+    let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    client.send_to(b"lost", addr).await.unwrap();
+    let mut buf = [0u8; 64];
+    let lost = tokio::time::timeout(Duration::from_millis(200), client.recv_from(&mut buf)).await;
+    assert!(lost.is_err(), "an answer from a closed port: {lost:?}");
+    assert_eq!(counters(&forwarder, "icmp", Protocol::Udp).active, 0, "the refused session is still open");
+    assert_eq!(ask(&client, addr, b"again").await, b"\x02again");
+}
