@@ -11,7 +11,9 @@
 //! Memory: the proxy never holds the decoded file. A read is [`Checked`]
 //! first (every document read and dropped), then its objects are decoded
 //! one at a time and handed to the tracker as they come ([`Held`], driven
-//! by [`run`]), so a read costs the file's text and one object. [`parse`]
+//! by [`run`]), each document's text freed once its objects are in, so a
+//! read costs at most about the file's text and one object beside the
+//! tracker (at 100,000 services × 1 endpoint, 50 MiB of text). [`parse`]
 //! and [`load`] collect every object instead: for tests and small files.
 //!
 //! Speed: a re-read checks and decodes only the documents whose text is
@@ -77,10 +79,15 @@ impl fmt::Display for Warning {
 /// is still skipped with its warning), so handing its objects on one at a
 /// time changes nothing when the file is bad. It carries a hash of each
 /// document, so a re-read decodes only the documents that changed.
+///
+/// Each document has its own copy of its text (the file's text is freed
+/// as it is cut): [`Held::replace`] frees each document once it is in
+/// the tracker, so a large file's text and the objects made from it are
+/// never held whole at once.
 #[derive(Debug, Clone)]
 pub struct Checked {
     origin: String,
-    text: String,
+    documents: Vec<split::OwnedDocument>,
     hashes: Vec<u64>,
 }
 
@@ -98,19 +105,21 @@ impl Checked {
         known: &Known,
     ) -> Result<Self, Error> {
         let origin = origin.into();
-        let hashes = split::split_documents(&text)
+        let documents = split::into_documents(text);
+        let hashes = documents
             .iter()
             .map(|doc| {
-                let hash = split::hash_document(doc);
+                let doc = doc.as_document();
+                let hash = split::hash_document(&doc);
                 if !known.contains(hash) {
-                    decode::check_document(&origin, doc)?;
+                    decode::check_document(&origin, &doc)?;
                 }
                 Ok(hash)
             })
             .collect::<Result<_, Error>>()?;
         Ok(Self {
             origin,
-            text,
+            documents,
             hashes,
         })
     }
@@ -120,22 +129,13 @@ impl Checked {
         &self.origin
     }
 
-    /// The text.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
     /// Decodes the Services, EndpointSlices, Nodes and ServiceCIDRs one at a time and
     /// hands each to `emit`, in file order; returns the documents skipped.
     pub fn for_each_object(&self, mut emit: impl FnMut(Object)) -> Vec<Warning> {
-        decode::decode_each(&self.origin, &self.text, &mut emit)
-    }
-
-    /// The documents with their hashes, in file order.
-    fn documents(&self) -> impl Iterator<Item = (split::Document<'_>, u64)> {
-        split::split_documents(&self.text)
-            .into_iter()
-            .zip(self.hashes.iter().copied())
+        self.documents
+            .iter()
+            .flat_map(|doc| decode::decode_one(&self.origin, &doc.as_document(), &mut emit))
+            .collect()
     }
 }
 
@@ -149,7 +149,9 @@ pub fn parse(text: &str) -> Result<Parsed, Error> {
 /// once; errors name the path.
 pub fn load(path: impl AsRef<Path>) -> Result<Parsed, Error> {
     let checked = read(path)?;
-    Ok(collect(checked.origin(), checked.text()))
+    let mut objects = Objects::default();
+    let warnings = checked.for_each_object(|object| object.push_to(&mut objects));
+    Ok(Parsed { objects, warnings })
 }
 
 /// Reads the manifests file at `path` and checks it; errors name the path.

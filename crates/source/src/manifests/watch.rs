@@ -118,7 +118,7 @@ async fn replace(
 ) -> (Held, Replaced) {
     let tracker = Arc::clone(tracker);
     let work = tokio::task::spawn_blocking(move || {
-        let replaced = held.replace(&checked, &tracker);
+        let replaced = held.replace(checked, &tracker);
         (held, replaced)
     });
     work.await.unwrap_or_else(|join| {
