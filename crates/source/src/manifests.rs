@@ -23,6 +23,7 @@
 
 mod content_hash;
 mod decode;
+mod held_key;
 mod object;
 mod plain_yaml;
 mod replace;

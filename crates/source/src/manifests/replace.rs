@@ -4,26 +4,23 @@
 //! read held and this one no longer shows is deleted. Between reads only
 //! the keys of each document's objects are kept, by the document's hash:
 //! a document read before (same text) is neither decoded nor fed to the
-//! tracker again. Each key is allocated once and shared (by [`Arc`]) by
-//! every index of a read; each new document's text is freed as soon as
+//! tracker again. Each key is allocated once and shared by every index
+//! of a read ([`HeldKey`]); each new document's text is freed as soon as
 //! its objects are in the tracker.
 
+use super::held_key::{HeldKey, Keys};
 use super::object::{Object, delete};
 use super::{Checked, decode};
-use crate::kube::kinds::ObjectKey;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tracker::{ObjectKind, Tracker};
 
-/// An object of the file: its kind and `namespace/name`, shared by the
-/// indexes of a read and the documents held.
-type Key = Arc<(ObjectKind, ObjectKey)>;
 
 /// What one document gave, by its hash.
 #[derive(Debug, Clone, Default)]
 struct Document {
     /// Its objects, in order.
-    keys: Box<[Key]>,
+    keys: Keys,
     /// Its objects of our kinds that did not decode.
     skipped: usize,
 }
@@ -70,7 +67,7 @@ struct Read {
     documents: HashMap<u64, Document>,
     /// For each object, the position of the last document giving it and
     /// whether that document is new.
-    last: HashMap<Key, Last>,
+    last: HashMap<HeldKey, Last>,
 }
 
 /// The last document of a read giving an object.
@@ -123,8 +120,8 @@ impl Held {
                 // a new document is never decoded again (see restore_shadowed)
                 doc.drop_text();
             }
-            for key in &document.keys {
-                let last = read.last.entry(Arc::clone(key)).or_insert(Last {
+            for key in document.keys.iter() {
+                let last = read.last.entry(key.clone()).or_insert(Last {
                     position,
                     fresh,
                     fed,
@@ -149,11 +146,11 @@ impl Held {
     /// in a full read, so it is decoded again for that object (from a
     /// document not new to this read: its text is still there).
     fn restore_shadowed(&self, checked: &Checked, tracker: &Mutex<Tracker>, read: &Read) {
-        let shadowed: HashMap<&(ObjectKind, ObjectKey), usize> = read
+        let shadowed: HashMap<&HeldKey, usize> = read
             .last
             .iter()
             .filter(|(_, last)| last.fed && !last.fresh)
-            .map(|(key, last)| (&**key, last.position))
+            .map(|(key, last)| (key, last.position))
             .collect();
         let positions: HashSet<usize> = shadowed.values().copied().collect();
         for (position, doc) in checked.documents.iter().enumerate() {
@@ -161,8 +158,8 @@ impl Held {
                 continue;
             }
             decode::decode_one(checked.origin(), &doc.as_document(), &mut |object| {
-                let key = object.key();
-                if shadowed.get(&key) == Some(&position) {
+                let (kind, key) = object.key();
+                if shadowed.get(&HeldKey::new(kind, &key)) == Some(&position) {
                     object.upsert(&mut lock(tracker));
                 }
             });
@@ -174,11 +171,10 @@ impl Held {
     fn delete_gone(&self, read: &Read, tracker: &Mutex<Tracker>) -> usize {
         let mut tracker = lock(tracker);
         let mut deleted = 0;
-        let before: HashSet<&Key> = self.documents.values().flat_map(|d| &d.keys).collect();
+        let before: HashSet<&HeldKey> = self.documents.values().flat_map(|d| d.keys.iter()).collect();
         for key in before {
             if !read.last.contains_key(key) {
-                let (kind, key) = &**key;
-                delete(*kind, key, &mut tracker);
+                delete(key.kind(), &key.object_key(), &mut tracker);
                 deleted += 1;
             }
         }
@@ -190,12 +186,13 @@ impl Held {
 fn feed(origin: &str, doc: &super::split::Document<'_>, tracker: &Mutex<Tracker>) -> Document {
     let mut keys = Vec::new();
     let skipped = decode::decode_one(origin, doc, &mut |object: Object| {
-        keys.push(Arc::new(object.key()));
+        let (kind, key) = object.key();
+        keys.push(HeldKey::new(kind, &key));
         object.upsert(&mut lock(tracker));
     })
     .len();
     Document {
-        keys: keys.into_boxed_slice(),
+        keys: keys.into(),
         skipped,
     }
 }
@@ -208,8 +205,8 @@ fn count(documents: &HashMap<u64, Document>, checked: &Checked, replaced: &mut R
             continue;
         };
         replaced.skipped += document.skipped;
-        for key in &document.keys {
-            match key.0 {
+        for key in document.keys.iter() {
+            match key.kind() {
                 ObjectKind::Service => replaced.services += 1,
                 ObjectKind::EndpointSlice => replaced.endpoint_slices += 1,
                 ObjectKind::Node => replaced.nodes += 1,
