@@ -72,7 +72,9 @@ impl Source {
     /// does (`--kubeconfig`, `--master`, `KUBECONFIG`, in-cluster).
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
         match &config.manifests {
-            Some(path) => Ok(Source::Manifests(source::manifests::watch(path, source::manifests::DEFAULT_POLL)?)),
+            Some(path) => Ok(Source::Manifests(
+                source::manifests::watch(path, source::manifests::DEFAULT_POLL)?.releasing_with(crate::memory::release_freed),
+            )),
             None => Ok(Source::Kube(source::kube::client(&client_settings(config)).await?, watch_options(config))),
         }
     }

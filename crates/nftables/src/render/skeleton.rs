@@ -409,10 +409,16 @@ fn shared_sets(ctx: &RenderContext, mut shared: SharedSets, endpoint_maps: u32) 
 /// the same destination (an externalIP), or the same endpoint (hairpin),
 /// and a set holds a key once.
 fn first_per_key(elements: Vec<Element>) -> Vec<Element> {
-    let mut seen = std::collections::HashSet::new();
+    // the keys borrowed, not copied: at 100,000 services a copy of every
+    // key was some 13 MiB beside the elements, at the sync's peak
+    let keep: Vec<bool> = {
+        let mut seen = std::collections::HashSet::with_capacity(elements.len());
+        elements.iter().map(|e| seen.insert(e.key.as_slice())).collect()
+    };
     elements
         .into_iter()
-        .filter(|e| seen.insert(e.key.clone()))
+        .zip(keep)
+        .filter_map(|(e, keep)| keep.then_some(e))
         .collect()
 }
 

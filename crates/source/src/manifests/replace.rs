@@ -29,7 +29,13 @@ struct Document {
 #[derive(Debug, Default)]
 pub struct Held {
     documents: HashMap<u64, Document>,
+    /// Called after every [`RELEASE_STEP`] of document text freed.
+    release: Option<fn()>,
 }
+
+/// How much document text a read frees between two calls of the release
+/// hook ([`Held::releasing_with`]).
+const RELEASE_STEP: usize = 8 << 20;
 
 /// The hashes of the documents of a read that passed the check, for
 /// [`Checked::new_after`].
@@ -81,6 +87,16 @@ struct Last {
 }
 
 impl Held {
+    /// Calls `release` after every few MiB of document text a read frees
+    /// (and once at its end): the text was allocated by another thread
+    /// than the one decoding, in another malloc arena, so what it frees
+    /// would stay resident beside the tracker being built unless handed
+    /// back meanwhile (the binary's `malloc_trim`).
+    pub fn releasing_with(mut self, release: fn()) -> Self {
+        self.release = Some(release);
+        self
+    }
+
     /// The documents held, for checking the next read.
     pub fn known(&self) -> Known {
         Known(Arc::new(self.documents.keys().copied().collect()))
@@ -93,15 +109,17 @@ impl Held {
     /// its objects are in.
     pub fn replace(&mut self, mut checked: Checked, tracker: &Mutex<Tracker>) -> Replaced {
         let mut replaced = Replaced::default();
+        // sized for the whole read: no table is ever held twice growing
         let mut read = Read {
-            documents: HashMap::with_capacity(self.documents.len()),
-            last: HashMap::with_capacity(self.documents.len()),
+            documents: HashMap::with_capacity(checked.documents.len()),
+            last: HashMap::with_capacity(checked.documents.len()),
         };
         let Checked {
             origin,
             documents,
             hashes,
         } = &mut checked;
+        let mut freed = 0;
         for (position, (doc, hash)) in documents.iter_mut().zip(hashes.iter().copied()).enumerate() {
             let fresh = !self.documents.contains_key(&hash);
             let known = self
@@ -118,7 +136,11 @@ impl Held {
             };
             if fresh {
                 // a new document is never decoded again (see restore_shadowed)
-                doc.drop_text();
+                freed += doc.drop_text();
+                if freed >= RELEASE_STEP {
+                    self.release.inspect(|release| release());
+                    freed = 0;
+                }
             }
             for key in document.keys.iter() {
                 let last = read.last.entry(key.clone()).or_insert(Last {

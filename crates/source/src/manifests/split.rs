@@ -46,9 +46,10 @@ impl OwnedDocument {
         }
     }
 
-    /// Frees its text (nothing else of the read needs it).
-    pub(super) fn drop_text(&mut self) {
-        self.text = Box::default();
+    /// Frees its text (nothing else of the read needs it); returns how
+    /// many bytes that was.
+    pub(super) fn drop_text(&mut self) -> usize {
+        std::mem::take(&mut self.text).len()
     }
 }
 
