@@ -34,6 +34,7 @@ mod watch;
 use crate::Error;
 use std::fmt;
 use std::path::Path;
+use k8s_openapi::api::core::v1::Node;
 use tracker::{ObjectKind, Objects};
 
 pub use object::Object;
@@ -137,6 +138,25 @@ impl Checked {
             .iter()
             .flat_map(|doc| decode::decode_one(&self.origin, &doc.as_document(), &mut emit))
             .collect()
+    }
+
+    /// [`Checked::for_each_object`] of only the Nodes, decoding only the
+    /// documents whose text names the kind `Node` (or escapes characters,
+    /// so it might spell it otherwise): the proxy's start-up reads its
+    /// Node's addresses so, without decoding every object of a large file
+    /// (seconds at 100,000 services).
+    pub fn for_each_node(&self, mut emit: impl FnMut(Node)) {
+        for doc in &self.documents {
+            let doc = doc.as_document();
+            if !doc.text.contains("Node") && !doc.text.contains('\\') {
+                continue;
+            }
+            decode::decode_one(&self.origin, &doc, &mut |object| {
+                if let Object::Node(node) = object {
+                    emit(node);
+                }
+            });
+        }
     }
 }
 

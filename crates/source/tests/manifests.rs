@@ -563,3 +563,24 @@ endpoints:
     let hints = eps[1].hints.as_deref().expect("hints of 10.244.1.5");
     assert!(hints.for_zone("zone-b") && !hints.has_node_hints());
 }
+
+#[test]
+fn the_nodes_alone_are_those_of_every_object() {
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n{}- apiVersion: v1\n  kind: Node\n  metadata: {{name: node-a}}\n",
+        indent_item(GOOD_SERVICE)
+    );
+    let json = r#"{"apiVersion": "v1", "kind": "\u004eode", "metadata": {"name": "node-b"}}"#;
+    let text = format!("{GOOD_SERVICE}---\n{list}---\n{GOOD_SLICE}---\n{json}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-c}}\n");
+    let checked = Checked::new("<test>", text).unwrap();
+    let mut every = Vec::new();
+    checked.for_each_object(|object| {
+        if let Object::Node(node) = object {
+            every.push(node.metadata.name.unwrap());
+        }
+    });
+    let mut nodes = Vec::new();
+    checked.for_each_node(|node| nodes.push(node.metadata.name.unwrap()));
+    assert_eq!(every, ["node-a", "node-b", "node-c"]);
+    assert_eq!(nodes, every);
+}

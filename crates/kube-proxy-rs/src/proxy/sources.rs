@@ -10,7 +10,6 @@ use health::{IpFamily, Metrics, ProxyHealth};
 use model::{ChangeSet, Snapshot};
 use source::SourceEvent;
 use source::kube::{ClientSettings, WatchOptions};
-use source::manifests::Object;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::task::JoinHandle;
@@ -113,9 +112,10 @@ impl Source {
 /// Node wins, as in the tracker); empty without it.
 pub fn manifests_node_host_ips(checked: &source::manifests::Checked, name: &str) -> Vec<IpAddr> {
     let mut ips = Vec::new();
-    checked.for_each_object(|object| match object {
-        Object::Node(node) if node.metadata.name.as_deref() == Some(name) => ips = tracker::node_host_ips(&node),
-        _ => {}
+    checked.for_each_node(|node| {
+        if node.metadata.name.as_deref() == Some(name) {
+            ips = tracker::node_host_ips(&node);
+        }
     });
     ips
 }
