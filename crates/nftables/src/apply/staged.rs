@@ -217,11 +217,7 @@ impl<S: FnMut(Transaction) -> Result<(), Error>> Parts<'_, S> {
     /// parts up to [`MAX_PART_OBJECTS`], each an even number (an interval
     /// map's range, its start and the end marker after it, stays in one
     /// part).
-    fn stage_elements(
-        &mut self,
-        set: String,
-        elements: Vec<crate::Element>,
-    ) -> Result<(), Error> {
+    fn stage_elements(&mut self, set: String, elements: Vec<crate::Element>) -> Result<(), Error> {
         // taken from the front, each group moved out as it is sent (no
         // copy of what is left per group)
         let mut elements = elements.into_iter().peekable();
