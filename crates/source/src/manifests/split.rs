@@ -173,9 +173,12 @@ mod tests {
         let owned = into_documents(input.to_string());
         let owned: Vec<Document<'_>> = owned.iter().map(OwnedDocument::as_document).collect();
         assert_eq!(owned, split_documents(input));
-        let big: String = (0..3 * SHRINK_STEP / 10).map(|i| format!("---\na: {i}\n")).collect();
+        // over 3 MiB of text: shrunk while it is cut
+        let filler = "x".repeat(1000);
+        let big: String = (0..4 * 1024).map(|i| format!("---\na: {i}\nb: {filler}\n")).collect();
+        assert!(big.len() > 3 * SHRINK_STEP);
         let owned = into_documents(big.clone());
-        assert_eq!(owned.len(), 3 * SHRINK_STEP / 10);
+        assert_eq!(owned.len(), 4 * 1024);
         assert!(owned.iter().map(OwnedDocument::as_document).eq(split_documents(&big)));
     }
 
