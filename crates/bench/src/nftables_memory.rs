@@ -63,8 +63,7 @@ fn load_tracker(load: &Load, out: &mut String) -> Result<(Tracker, Snapshot)> {
     reset_peak();
     let checked = source::manifests::Checked::new("<bench>", text)?;
     let mut held = source::manifests::Held::default();
-    held.replace(&checked, &tracker);
-    drop(checked);
+    held.replace(checked, &tracker);
     let read_peak = peak_bytes().saturating_sub(before);
     let mut tracker = tracker
         .into_inner()

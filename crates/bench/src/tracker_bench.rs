@@ -78,9 +78,8 @@ fn load_from_manifests(tracker: Tracker, load: &Load, out: &mut String) -> Resul
         let start = Instant::now();
         let checked = source::manifests::Checked::new_after("<bench>", text, &held.known())?;
         let checked_in = start.elapsed();
-        let replaced = held.replace(&checked, &tracker);
-        drop(checked);
-        let _ = writeln!(
+        let replaced = held.replace(checked, &tracker);
+            let _ = writeln!(
             out,
             "manifests {read}: check {:.0} ms + decode into the tracker {:.0} ms ({} objects, {} documents decoded); RSS now {:.1} MiB",
             ms(checked_in),

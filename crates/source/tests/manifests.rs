@@ -134,7 +134,7 @@ fn service_cidrs_follow_each_read_into_the_snapshot() {
     let tracker = Mutex::new(Tracker::new("node-a"));
     let mut held = Held::default();
     let first = Checked::new("<test>", SERVICE_CIDRS.to_string()).unwrap();
-    assert_eq!(held.replace(&first, &tracker).service_cidrs, 2);
+    assert_eq!(held.replace(first, &tracker).service_cidrs, 2);
     let (snap, changes) = tracker.lock().unwrap().snapshot();
     assert!(changes.service_cidrs_changed);
     let cidrs: Vec<String> = snap.service_cidrs.iter().map(ToString::to_string).collect();
@@ -147,7 +147,7 @@ fn service_cidrs_follow_each_read_into_the_snapshot() {
     // "extra" removed from the file: deleted from the tracker.
     let kubernetes_only = SERVICE_CIDRS.split("---").next().unwrap().to_string();
     let second = Checked::new("<test>", kubernetes_only).unwrap();
-    let replaced = held.replace(&second, &tracker);
+    let replaced = held.replace(second, &tracker);
     assert_eq!((replaced.service_cidrs, replaced.deleted), (1, 1));
     let (snap, changes) = tracker.lock().unwrap().snapshot();
     assert!(changes.service_cidrs_changed);
@@ -392,7 +392,7 @@ fn each_read_replaces_the_whole_state() {
         .replace("10.96.0.10", "10.96.0.11");
     let first = Checked::new("<test>", format!("{GOOD_SERVICE}---{GOOD_SLICE}---{api}")).unwrap();
     assert_eq!(
-        held.replace(&first, &tracker),
+        held.replace(first, &tracker),
         Replaced {
             services: 2,
             endpoint_slices: 1,
@@ -411,7 +411,7 @@ fn each_read_replaces_the_whole_state() {
     let moved = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.20");
     let second = Checked::new("<test>", format!("{GOOD_SERVICE}---{moved}")).unwrap();
     assert_eq!(
-        held.replace(&second, &tracker),
+        held.replace(second, &tracker),
         Replaced {
             services: 2,
             endpoint_slices: 0,
@@ -440,14 +440,14 @@ fn a_re_read_decodes_and_feeds_only_the_documents_that_changed() {
         .replace("name: web,", "name: api,")
         .replace("10.96.0.10", "10.96.0.11");
     let first = Checked::new("<test>", format!("{GOOD_SERVICE}---{GOOD_SLICE}---{api}")).unwrap();
-    held.replace(&first, &tracker);
+    held.replace(first, &tracker);
     tracker.lock().unwrap().snapshot();
 
     // Only api changes: one document decoded, only api reported changed.
     let api2 = api.replace("10.96.0.11", "10.96.0.12");
     let text = format!("{GOOD_SERVICE}---{GOOD_SLICE}---{api2}");
     let second = Checked::new_after("<test>", text, &held.known()).unwrap();
-    let replaced = held.replace(&second, &tracker);
+    let replaced = held.replace(second, &tracker);
     assert_eq!(
         (
             replaced.decoded,
@@ -472,7 +472,7 @@ fn an_unchanged_later_duplicate_still_wins_over_a_changed_earlier_one() {
     let tracker = Mutex::new(Tracker::new("node-a"));
     let mut held = Held::default();
     let first = Checked::new("<test>", GOOD_SERVICE.to_string()).unwrap();
-    held.replace(&first, &tracker);
+    held.replace(first, &tracker);
     // A new copy of web before the unchanged one: the later (unchanged,
     // not re-read) one wins, as a full read would have it.
     let earlier = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.20");
@@ -482,7 +482,7 @@ fn an_unchanged_later_duplicate_still_wins_over_a_changed_earlier_one() {
         &held.known(),
     )
     .unwrap();
-    held.replace(&second, &tracker);
+    held.replace(second, &tracker);
     let snap = tracker.lock().unwrap().snapshot().0;
     let ips: Vec<String> = snap
         .services
@@ -497,12 +497,12 @@ fn a_document_that_does_not_decode_removes_what_it_held() {
     let tracker = Mutex::new(Tracker::new("node-a"));
     let mut held = Held::default();
     held.replace(
-        &Checked::new("<test>", GOOD_SERVICE.to_string()).unwrap(),
+        Checked::new("<test>", GOOD_SERVICE.to_string()).unwrap(),
         &tracker,
     );
     assert_eq!(tracker.lock().unwrap().snapshot().0.services.len(), 1);
     let bad = GOOD_SERVICE.replace("port: 80", "port: abc");
-    let replaced = held.replace(&Checked::new("<test>", bad).unwrap(), &tracker);
+    let replaced = held.replace(Checked::new("<test>", bad).unwrap(), &tracker);
     assert_eq!((replaced.skipped, replaced.deleted), (1, 1));
     assert!(tracker.lock().unwrap().snapshot().0.services.is_empty());
 }
@@ -562,4 +562,25 @@ endpoints:
     );
     let hints = eps[1].hints.as_deref().expect("hints of 10.244.1.5");
     assert!(hints.for_zone("zone-b") && !hints.has_node_hints());
+}
+
+#[test]
+fn the_nodes_alone_are_those_of_every_object() {
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n{}- apiVersion: v1\n  kind: Node\n  metadata: {{name: node-a}}\n",
+        indent_item(GOOD_SERVICE)
+    );
+    let json = r#"{"apiVersion": "v1", "kind": "\u004eode", "metadata": {"name": "node-b"}}"#;
+    let text = format!("{GOOD_SERVICE}---\n{list}---\n{GOOD_SLICE}---\n{json}\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-c}}\n");
+    let checked = Checked::new("<test>", text).unwrap();
+    let mut every = Vec::new();
+    checked.for_each_object(|object| {
+        if let Object::Node(node) = object {
+            every.push(node.metadata.name.unwrap());
+        }
+    });
+    let mut nodes = Vec::new();
+    checked.for_each_node(|node| nodes.push(node.metadata.name.unwrap()));
+    assert_eq!(every, ["node-a", "node-b", "node-c"]);
+    assert_eq!(nodes, every);
 }

@@ -57,8 +57,7 @@ pub(crate) fn manifests_snapshots(config: &Config, job: &str, both: bool) -> any
     let family = families::primary_family(config.bind_address, &manifests_node_host_ips(&checked, &node_name));
     let others: Vec<IpFamily> = IpFamily::ALL.into_iter().filter(|f| both && *f != family).collect();
     let tracker = Mutex::new(tracker::Tracker::with_families(node_name, family, &others));
-    source::manifests::Held::default().replace(&checked, &tracker);
-    drop(checked);
+    source::manifests::Held::default().replace(checked, &tracker);
     let mut tracker = tracker.into_inner().unwrap_or_else(PoisonError::into_inner);
     Ok(tracker.families().into_iter().filter_map(|f| Some((f, tracker.snapshot_of(f)?.0))).collect())
 }

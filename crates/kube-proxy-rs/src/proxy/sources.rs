@@ -10,7 +10,6 @@ use health::{IpFamily, Metrics, ProxyHealth};
 use model::{ChangeSet, Snapshot};
 use source::SourceEvent;
 use source::kube::{ClientSettings, WatchOptions};
-use source::manifests::Object;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::task::JoinHandle;
@@ -72,7 +71,9 @@ impl Source {
     /// does (`--kubeconfig`, `--master`, `KUBECONFIG`, in-cluster).
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
         match &config.manifests {
-            Some(path) => Ok(Source::Manifests(source::manifests::watch(path, source::manifests::DEFAULT_POLL)?)),
+            Some(path) => Ok(Source::Manifests(
+                source::manifests::watch(path, source::manifests::DEFAULT_POLL)?.releasing_with(crate::memory::release_freed),
+            )),
             None => Ok(Source::Kube(source::kube::client(&client_settings(config)).await?, watch_options(config))),
         }
     }
@@ -111,9 +112,10 @@ impl Source {
 /// Node wins, as in the tracker); empty without it.
 pub fn manifests_node_host_ips(checked: &source::manifests::Checked, name: &str) -> Vec<IpAddr> {
     let mut ips = Vec::new();
-    checked.for_each_object(|object| match object {
-        Object::Node(node) if node.metadata.name.as_deref() == Some(name) => ips = tracker::node_host_ips(&node),
-        _ => {}
+    checked.for_each_node(|node| {
+        if node.metadata.name.as_deref() == Some(name) {
+            ips = tracker::node_host_ips(&node);
+        }
     });
     ips
 }

@@ -14,6 +14,13 @@
 //! chains — and the rules of base chains). When the anonymous sets never
 //! exceed `max_anonymous` nothing is cut: one transaction.
 //!
+//! One difference from `split.rs`: the elements of named plain sets and
+//! data maps without intervals (`cluster-ips`, `service-ips-direct`) are
+//! staged first, in parts, rather than sent last; nothing reads them
+//! before the base chains' rules, and at 100,000 services × 1 endpoint
+//! they are 200,000 elements the last transaction would otherwise encode
+//! whole.
+//!
 //! The elements of streamed sets (the shared endpoint maps, see
 //! [`super::piece`]) are staged as they come too, and a part is also cut
 //! when its rules and elements reach [`MAX_PART_OBJECTS`]: with the shared
@@ -25,7 +32,7 @@ use super::names::AnonymousNames;
 use super::piece::Piece;
 use super::split::{is_anonymous_set, passes_empty};
 use super::state::{ChainState, SetState, TableState};
-use crate::{Error, Op, SetRef, Transaction};
+use crate::{DataType, Error, Op, Set, SetFlags, SetRef, Transaction};
 use std::collections::HashSet;
 
 /// Rules and elements in one staging part at most (a part holding more in
@@ -69,12 +76,17 @@ pub(crate) fn create_in_parts(
             false => last.push(Op::AddChain(chain)),
         }
     }
+    let mut early = Vec::new();
     for SetState { set, elements, .. } in sets {
         if !elements.is_empty() {
-            last.push(Op::AddElements {
-                set: SetRef::named(set.name.as_str()),
-                elements,
-            });
+            let name = set.name.clone();
+            match stages_early(&set) {
+                true => early.push((name, elements)),
+                false => last.push(Op::AddElements {
+                    set: SetRef::named(name.as_str()),
+                    elements,
+                }),
+            }
         }
         staging.push(Op::AddSet(set));
     }
@@ -87,6 +99,9 @@ pub(crate) fn create_in_parts(
         max_anonymous,
         cut: false,
     };
+    for (set, elements) in early {
+        parts.stage_elements(set, elements)?;
+    }
     let mut next_id = 1;
     for piece in pieces {
         let chain = match piece {
@@ -104,6 +119,21 @@ pub(crate) fn create_in_parts(
         }
     }
     parts.finish(last)
+}
+
+/// Whether the elements of named set `set` are staged with the parts
+/// rather than sent last: a plain set or a data map (no verdict leads
+/// anywhere from it; nothing reads it before the base chains' rules, which
+/// come last) without intervals (each element stands alone). At 100,000
+/// services × 1 endpoint these are `service-ips-direct` and `cluster-ips`:
+/// 200,000 elements, sent in parts as the rules are instead of one last
+/// transaction encoded whole.
+fn stages_early(set: &Set) -> bool {
+    !set.flags.contains(SetFlags::INTERVAL)
+        && set
+            .data
+            .as_ref()
+            .is_none_or(|data| !data.contains(&DataType::Verdict))
 }
 
 /// The rules and elements `op` adds.
@@ -187,19 +217,16 @@ impl<S: FnMut(Transaction) -> Result<(), Error>> Parts<'_, S> {
     /// parts up to [`MAX_PART_OBJECTS`], each an even number (an interval
     /// map's range, its start and the end marker after it, stays in one
     /// part).
-    fn stage_elements(
-        &mut self,
-        set: String,
-        mut elements: Vec<crate::Element>,
-    ) -> Result<(), Error> {
-        while !elements.is_empty() {
+    fn stage_elements(&mut self, set: String, elements: Vec<crate::Element>) -> Result<(), Error> {
+        // taken from the front, each group moved out as it is sent (no
+        // copy of what is left per group)
+        let mut elements = elements.into_iter().peekable();
+        while elements.peek().is_some() {
             let room = (MAX_PART_OBJECTS.saturating_sub(self.objects) / 2 * 2).max(2);
-            let rest = elements.split_off(room.min(elements.len()));
             self.add_group(vec![Op::AddElements {
                 set: SetRef::named(set.as_str()),
-                elements,
+                elements: elements.by_ref().take(room).collect(),
             }])?;
-            elements = rest;
         }
         Ok(())
     }
@@ -485,6 +512,48 @@ mod tests {
         assert_eq!(sent, elements);
         // the verdict map's elements and the base chains' rules come last
         let last = parts.last().unwrap();
+        assert!(
+            last.ops
+                .iter()
+                .any(|op| matches!(op, Op::AddElements { set, .. } if set.name == "service-ips"))
+        );
+    }
+
+    #[test]
+    fn a_data_maps_elements_are_staged_in_parts_before_the_last() {
+        let mut contents = table(3);
+        contents.sets.push(Set::map(
+            "direct",
+            vec![DataType::Ipv4Addr],
+            vec![DataType::Ipv4Addr],
+        ));
+        let count = MAX_PART_OBJECTS * 2 + 10;
+        let elements: Vec<Element> = (0..count as u32)
+            .map(|i| {
+                let mut element = Element::new(vec![Value::Ipv4(i.into())]);
+                element.data = Some(crate::ElementData::Values(vec![Value::Ipv4(1.into())]));
+                element
+            })
+            .collect();
+        contents.elements.insert("direct".into(), elements.clone());
+        let parts = staged(contents, 100);
+        assert!(parts.len() >= 4, "{} parts", parts.len());
+        let last = parts.last().unwrap();
+        let mut sent = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let objects: usize = part.ops.iter().map(objects_of).sum();
+            assert!(objects <= MAX_PART_OBJECTS, "part {i}: {objects}");
+            for op in &part.ops {
+                if let Op::AddElements { set, elements } = op
+                    && set.name == "direct"
+                {
+                    assert!(!std::ptr::eq(part, last), "part {i}: sent last");
+                    sent.extend(elements.iter().cloned());
+                }
+            }
+        }
+        assert_eq!(sent, elements);
+        // the verdict map's elements still come last
         assert!(
             last.ops
                 .iter()

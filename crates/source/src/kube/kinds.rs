@@ -25,6 +25,11 @@ impl ObjectKey {
         Self(format!("{namespace}/{name}").into_boxed_str())
     }
 
+    /// The key whose text (`namespace/name`) is `text`.
+    pub(crate) fn from_text(text: &str) -> Self {
+        Self(text.into())
+    }
+
     /// Metadata carrying only this key's namespace and name.
     pub(crate) fn metadata(&self) -> ObjectMeta {
         let (namespace, name) = self.0.split_once('/').unwrap_or(("", &self.0));

@@ -39,9 +39,17 @@ pub struct Watch {
     poll: Duration,
     initial: Checked,
     seen: Seen,
+    release: Option<fn()>,
 }
 
 impl Watch {
+    /// Calls `release` while a read is fed to the tracker, after every few
+    /// MiB of its text freed (see [`Held::releasing_with`]).
+    pub fn releasing_with(mut self, release: fn()) -> Self {
+        self.release = Some(release);
+        self
+    }
+
     /// The file as read when watching started.
     pub fn initial(&self) -> &Checked {
         &self.initial
@@ -59,6 +67,7 @@ pub fn watch(path: impl Into<PathBuf>, poll: Duration) -> Result<Watch, Error> {
         poll,
         initial,
         seen,
+        release: None,
     })
 }
 
@@ -77,8 +86,13 @@ where
         poll,
         initial,
         mut seen,
+        release,
     } = watch;
-    let (mut held, replaced) = replace(Held::default(), initial, &tracker).await;
+    let held = match release {
+        Some(release) => Held::default().releasing_with(release),
+        None => Held::default(),
+    };
+    let (mut held, replaced) = replace(held, initial, &tracker).await;
     tracing::info!(path = %path.display(), "manifests read: {}", summary(&replaced));
     on_event(SourceEvent::InitialListDone);
     let mut ticker = tokio::time::interval(poll);
@@ -118,7 +132,7 @@ async fn replace(
 ) -> (Held, Replaced) {
     let tracker = Arc::clone(tracker);
     let work = tokio::task::spawn_blocking(move || {
-        let replaced = held.replace(&checked, &tracker);
+        let replaced = held.replace(checked, &tracker);
         (held, replaced)
     });
     work.await.unwrap_or_else(|join| {
