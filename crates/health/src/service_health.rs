@@ -262,6 +262,14 @@ mod tests {
         snapshot.services.insert(http, Arc::new(port));
 
         assert_eq!(local_ready_endpoints(&snapshot), [(ServiceName::new("ns", "svc"), 1)].into());
+        // services before and after, counted apart; one without a local endpoint is left out
+        let before = ServicePortName::new("a", "svc", "http", Protocol::Tcp);
+        let local = |n| Endpoint::ready(ip(n), 80, Some("node"), true);
+        snapshot.endpoints.insert(before, Arc::new(vec![local(3), local(4), local(3)]));
+        let after = ServicePortName::new("z", "svc", "http", Protocol::Tcp);
+        snapshot.endpoints.insert(after, Arc::new(vec![Endpoint::ready(ip(5), 80, Some("other"), false)]));
+        let counts = [(ServiceName::new("a", "svc"), 2), (ServiceName::new("ns", "svc"), 1)];
+        assert_eq!(local_ready_endpoints(&snapshot), counts.into());
         assert_eq!(health_check_ports(&snapshot), [(ServiceName::new("ns", "svc"), 32000)].into());
     }
 }
