@@ -62,7 +62,9 @@ impl TableContents {
 
     /// The table made of `skeleton` (the table, its chains, the named
     /// sets with their elements) and `pieces` (the rules of its chains
-    /// with their anonymous sets; see `render::Ruleset::into_pieces`).
+    /// with their anonymous sets, and elements of named sets, a set's
+    /// perhaps in several pieces; see `render::Ruleset::into_pieces`,
+    /// `render::Lean::into_pieces`).
     pub fn from_pieces(
         mut skeleton: TableContents,
         pieces: impl Iterator<Item = TableContents>,
@@ -70,7 +72,9 @@ impl TableContents {
         for piece in pieces {
             skeleton.rules.extend(piece.rules);
             skeleton.sets.extend(piece.sets);
-            skeleton.elements.extend(piece.elements);
+            for (set, elements) in piece.elements {
+                skeleton.elements.entry(set).or_default().extend(elements);
+            }
         }
         skeleton
     }

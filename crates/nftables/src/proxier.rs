@@ -186,13 +186,14 @@ impl NftablesProxier {
         // each port's chains rendered again and typed as the syncer takes
         // them: neither every chain's statements nor the table typed whole
         // are ever held
+        let in_parts = lean.sets_in_parts();
         let (skeleton, pieces) = lean.into_pieces();
         let render = started.elapsed();
         let counted = std::cell::Cell::new(Counts::of(&skeleton));
         let pieces = pieces.inspect(|piece| counted.set(counted.get().with_piece(piece)));
-        let applied = self
-            .syncer
-            .sync_full_in_pieces(&mut self.socket, skeleton, pieces)?;
+        let applied =
+            self.syncer
+                .sync_full_in_pieces(&mut self.socket, skeleton, &in_parts, pieces)?;
         let counts = counted.get();
         self.slots
             .retain(|name| render::holds_slot(snapshot, &ctx, name));

@@ -29,6 +29,7 @@ mod ruleset;
 mod selected;
 mod service_port;
 mod shared;
+mod shared_parts;
 mod skeleton;
 pub mod statement;
 mod text;

@@ -158,7 +158,7 @@ fn a_cold_start_sent_in_pieces_lists_as_upstream_and_needs_nothing_more() -> Res
     };
 
     let (skeleton, pieces) = rendered().into_pieces();
-    let first = syncer.sync_full_in_pieces(&mut socket, skeleton, pieces)?;
+    let first = syncer.sync_full_in_pieces(&mut socket, skeleton, &[], pieces)?;
     // two anonymous sets left (the affinity service's verdict maps)
     assert!(first.full && first.transactions >= 2, "{first:?}");
     let listed = ns.exec("nft", &["list", "table", "ip", "kube-proxy"])?;
@@ -176,7 +176,7 @@ fn a_cold_start_sent_in_pieces_lists_as_upstream_and_needs_nothing_more() -> Res
         again.counts
     );
     let (skeleton, pieces) = rendered().into_pieces();
-    let present = syncer.sync_full_in_pieces(&mut socket, skeleton, pieces)?;
+    let present = syncer.sync_full_in_pieces(&mut socket, skeleton, &[], pieces)?;
     assert!(present.full && present.changes == 0, "{present:?}");
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! What a full sync in pieces takes after the skeleton
 //! ([`super::Syncer::sync_full_in_pieces`]): chains with their rules, and
 //! the elements of named sets the skeleton declares without them (the
-//! shared endpoint maps: rendered map by map, never held all at once).
+//! shared endpoint maps, rendered map by map, and the other shared sets,
+//! in parts: never held all at once).
 
 use super::state::{ChainState, TableState};
 use crate::{Element, TableContents};
@@ -12,7 +13,8 @@ pub(crate) enum Piece {
     /// A chain of the skeleton with its rules (normalized).
     Chain(ChainState),
     /// Every element of named set `set`, which the skeleton declares
-    /// without an entry in its elements.
+    /// without an entry in its elements, or some of them for a set given
+    /// in parts ([`super::state::SetState::in_parts`]).
     Elements { set: String, elements: Vec<Element> },
 }
 

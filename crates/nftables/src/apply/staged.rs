@@ -21,8 +21,12 @@
 //! they are 200,000 elements the last transaction would otherwise encode
 //! whole.
 //!
-//! The elements of streamed sets (the shared endpoint maps, see
-//! [`super::piece`]) are staged as they come too, and a part is also cut
+//! The elements of streamed sets (the shared endpoint maps and, from a
+//! lean rendering, the shared sets and verdict maps such as
+//! `service-ips`: see [`super::piece`]) are staged as they come too,
+//! verdict maps among them: their verdicts lead to chains created
+//! empty in the first part, and nothing reaches those maps before the
+//! base chains' rules, last. A part is also cut
 //! when its rules and elements reach [`MAX_PART_OBJECTS`]: with the shared
 //! endpoint maps there are few anonymous sets, and 10,000 services × 10
 //! endpoints would otherwise be one transaction of 250,000 objects.

@@ -79,6 +79,9 @@ pub(crate) struct SetState {
     /// ([`super::piece::Piece::Elements`]): `elements` is empty until
     /// then.
     pub(crate) streamed: bool,
+    /// A streamed set whose elements come in several pieces: a full
+    /// sync compares them once all came.
+    pub(crate) in_parts: bool,
 }
 
 /// What identifies an element within its set.
@@ -129,6 +132,7 @@ impl TableState {
                 set,
                 elements,
                 streamed: false,
+                in_parts: false,
             });
         }
         state
@@ -177,6 +181,16 @@ impl TableState {
         }
     }
 
+    /// Marks streamed sets `names` as given in parts
+    /// ([`SetState::in_parts`]).
+    pub(crate) fn mark_in_parts(&mut self, names: &[String]) {
+        for name in names {
+            if let Some(&i) = self.set_index.get(name) {
+                self.sets[i].in_parts = self.sets[i].streamed;
+            }
+        }
+    }
+
     /// The same table with the chains of `pieces` instead of its own, and
     /// the elements they give to its streamed sets.
     pub(crate) fn with_pieces(self, pieces: impl IntoIterator<Item = Piece>) -> Self {
@@ -191,8 +205,9 @@ impl TableState {
         let mut state = self.with_chains(chains);
         for (set, e) in elements {
             if let Some(&i) = state.set_index.get(&set) {
-                state.sets[i].elements = e;
+                state.sets[i].elements.extend(e);
                 state.sets[i].streamed = false;
+                state.sets[i].in_parts = false;
             }
         }
         state

@@ -33,8 +33,8 @@ enum Written {
 /// table and its named sets with their elements, but for the streamed
 /// ones; its chains are not used) and `pieces` (every desired chain with
 /// its rules, normalized, in order, and the streamed sets' elements,
-/// each compared as it comes; a streamed set without a piece is left as
-/// it is). `current_elements` reads the elements of a listed named set
+/// each compared as it comes, or once all came for a set given in parts;
+/// a streamed set without a piece is left as it is). `current_elements` reads the elements of a listed named set
 /// again, for a set whose elements' digest differs from the desired one.
 pub(crate) fn diff_listed(
     fixed: &TableState,
@@ -47,12 +47,21 @@ pub(crate) fn diff_listed(
     let mut held: Vec<(Written, ChainState)> = Vec::new();
     // the streamed sets' elements that go, then those that come
     let mut streamed = (Vec::new(), Vec::new());
+    // the elements of streamed sets given in parts, gathered
+    let mut parted: Vec<(String, Vec<Element>)> = Vec::new();
     // per current chain: wanted with the same definition and rules (None:
     // not wanted; Some(false): rewritten or replaced)
     let mut kept = vec![None; current.chains.len()];
     for piece in pieces {
         let want = match piece {
             Piece::Chain(want) => want,
+            Piece::Elements { set, elements } if fixed.set(&set).is_some_and(|s| s.in_parts) => {
+                match parted.iter_mut().find(|(name, _)| *name == set) {
+                    Some((_, held)) => held.extend(elements),
+                    None => parted.push((set, elements)),
+                }
+                continue;
+            }
             Piece::Elements { set, elements } => {
                 let (gone, new) = sets.streamed_changes(&set, elements, &mut current_elements)?;
                 streamed.0.extend(gone);
@@ -78,6 +87,11 @@ pub(crate) fn diff_listed(
         if let Some(written) = written {
             held.push((written, want));
         }
+    }
+    for (set, elements) in parted {
+        let (gone, new) = sets.streamed_changes(&set, elements, &mut current_elements)?;
+        streamed.0.extend(gone);
+        streamed.1.extend(new);
     }
 
     let mut tx = Transaction::new(fixed.table.family, fixed.table.name.clone());

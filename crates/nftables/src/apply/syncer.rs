@@ -155,7 +155,9 @@ impl Syncer {
     /// of the skeleton without an entry in its elements is streamed: a
     /// later piece gives its elements, whole (`render::Lean::into_pieces`
     /// gives the shared endpoint maps' so), and a full sync of a syncer
-    /// that keeps nothing compares them as they come. When our
+    /// that keeps nothing compares them as they come; or, for those named
+    /// in `in_parts`, several later pieces give them, compared once all
+    /// came (`render::Lean::sets_in_parts`). When our
     /// table does not exist (a cold start) and this syncer keeps nothing
     /// ([`Syncer::without_applied_state`]) and sends large transactions
     /// in parts ([`Syncer::with_max_anonymous_sets_per_transaction`]), the
@@ -166,10 +168,11 @@ impl Syncer {
         &mut self,
         socket: &mut NftSocket,
         skeleton: TableContents,
+        in_parts: &[String],
         pieces: impl Iterator<Item = TableContents>,
     ) -> Result<SyncReport, Error> {
         let start = Instant::now();
-        let result = self.full_in_pieces(socket, skeleton, pieces, start);
+        let result = self.full_in_pieces(socket, skeleton, in_parts, pieces, start);
         self.note(&result);
         result
     }
@@ -178,6 +181,7 @@ impl Syncer {
         &mut self,
         socket: &mut NftSocket,
         skeleton: TableContents,
+        in_parts: &[String],
         pieces: impl Iterator<Item = TableContents>,
         start: Instant,
     ) -> Result<SyncReport, Error> {
@@ -187,6 +191,7 @@ impl Syncer {
         let streamed = streamed_sets(&skeleton);
         let mut fixed = TableState::new(skeleton).without_chain_index();
         fixed.mark_streamed(&streamed);
+        fixed.mark_in_parts(in_parts);
         self.full_reduced(socket, fixed, pieces.flat_map(Piece::all_of), start)
     }
 

@@ -49,7 +49,8 @@ pub fn render_services(
 
 /// [`render_services`] of every service, each port's chains kept as
 /// headers only (their rules dropped as soon as rendered) and the shared
-/// endpoint maps empty: for [`super::lean`]. With the number of port chains (the last chains of
+/// sets and endpoint maps empty (each service's shared elements dropped
+/// once its keys are noted): for [`super::lean`]. With the number of port chains (the last chains of
 /// the ruleset).
 pub(super) fn render_headers(
     snapshot: &Snapshot,
@@ -195,6 +196,10 @@ impl<'a> Collected<'a> {
     /// The service's ports are rendered: notes its shared keys.
     fn end_service(&mut self) {
         self.shared_keys.extend(self.shared.keys_since(self.marks));
+        if self.headers_only {
+            // the shared sets' elements come in parts in lean's pieces
+            self.shared = SharedSets::default();
+        }
         self.marks = self.shared.marks();
     }
 

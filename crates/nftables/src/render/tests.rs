@@ -601,3 +601,73 @@ fn a_single_endpoint_cluster_ip_port_is_dnated_straight_from_services() {
     assert_eq!(chain_names(&r), [SVC]);
     assert!(r.set(names::SERVICE_IPS_DIRECT).is_none());
 }
+
+#[test]
+fn a_lean_rendering_gives_the_shared_elements_of_the_whole_in_parts() {
+    // a and b name one destination and share a hairpin endpoint; c names
+    // its external IP twice; enough single-endpoint services for parts
+    let mut a = port("a", "10.96.0.10");
+    a.external_ips = vec![ip("192.0.2.50")];
+    let mut b = port("b", "10.96.0.11");
+    b.external_ips = vec![ip("192.0.2.50")];
+    let mut c = port("c", "10.96.0.12");
+    c.external_ips = vec![ip("192.0.2.51"), ip("192.0.2.51")];
+    let mut ports = vec![
+        (a, eps(&["10.244.0.5@a"])),
+        (b, eps(&["10.244.0.5@a"])),
+        (c, eps(&["10.244.0.6", "10.244.0.7"])),
+    ];
+    for i in 0..2_100u32 {
+        let cluster_ip = format!("10.97.{}.{}", i / 250, i % 250 + 1);
+        let endpoint = format!("10.245.{}.{}", i / 250, i % 250 + 1);
+        ports.push((port(&format!("s{i}"), &cluster_ip), eps(&[&endpoint])));
+    }
+    let snap = snapshot(ports);
+    let ctx = RenderContext::new(&snap, &options(), &facts());
+    let slots = super::slots_in_order(&snap, &ctx);
+    let lean = render_lean(&snap, &ctx, super::Slots::of(&slots));
+    let in_parts = lean.sets_in_parts();
+    let (skeleton, pieces) = lean.into_pieces();
+    let pieces: Vec<TableContents> = pieces.collect();
+    let direct_parts = pieces
+        .iter()
+        .filter(|p| {
+            p.elements
+                .get(names::SERVICE_IPS_DIRECT)
+                .is_some_and(|e| !e.is_empty())
+        })
+        .count();
+    assert!(direct_parts > 1, "{direct_parts} parts");
+    let last_shared = pieces
+        .iter()
+        .rev()
+        .find(|p| p.chains.is_empty() && p.elements.contains_key(names::SERVICE_IPS));
+    assert!(
+        in_parts
+            .iter()
+            .all(|s| last_shared.unwrap().elements.contains_key(s))
+    );
+    let sorted = |mut table: TableContents| {
+        for elements in table.elements.values_mut() {
+            elements.sort_by_key(|e| format!("{e:?}"));
+        }
+        table
+    };
+    let lean = sorted(TableContents::from_pieces(skeleton, pieces.into_iter()));
+    let whole = sorted(render(&snap, &options(), &facts()).ruleset.into_contents());
+    assert_eq!(
+        lean.elements.keys().collect::<Vec<_>>(),
+        whole.elements.keys().collect::<Vec<_>>()
+    );
+    for (set, elements) in &whole.elements {
+        assert_eq!(&lean.elements[set], elements, "{set}");
+    }
+    assert_eq!(lean, whole);
+    let eip = |ip: &str| {
+        lean.elements[names::SERVICE_IPS]
+            .iter()
+            .filter(|e| e.key[0] == statement::value(self::ip(ip)))
+            .count()
+    };
+    assert_eq!((eip("192.0.2.50"), eip("192.0.2.51")), (1, 1));
+}
