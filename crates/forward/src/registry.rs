@@ -49,14 +49,16 @@ impl Registry {
         let gone: Vec<ListenerKey> = open.keys().filter(|key| !keys.contains(key)).cloned().collect();
         let mut removed: Vec<Open> = gone.iter().filter_map(|key| open.remove(key)).collect();
         let mut applied = Applied::default();
+        let mut taken = held_ports(&open);
         for listener in wanted {
             if let Some(kept) = open.get(&listener.key) {
                 kept.shared.update(&listener.backends, listener.affinity);
             } else if let Some(handed) = hand_over(&mut removed, listener) {
                 open.insert(listener.key.clone(), handed);
             } else {
-                match self.open_listener(listener, &open) {
+                match self.open_listener(listener, &taken) {
                     Ok(new) => {
+                        taken.insert((new.protocol, new.addr.port()));
                         open.insert(listener.key.clone(), new);
                     }
                     Err(err) => applied.failed.push((listener.key.clone(), err)),
@@ -73,21 +75,21 @@ impl Registry {
         open.iter().map(|(key, open)| (key.clone(), open.shared.tally.read())).collect()
     }
 
-    fn open_listener(&self, listener: &Listener, open: &BTreeMap<ListenerKey, Open>) -> Result<Open, Error> {
+    fn open_listener(&self, listener: &Listener, taken: &HashSet<(Protocol, u16)>) -> Result<Open, Error> {
         let protocol = listener.key.service_port.protocol;
         let name = listener.key.service_port.to_string();
         let shared = Arc::new(Shared::new(name.clone(), &listener.backends, listener.affinity));
         let task_shared = Arc::clone(&shared);
-        let taken = held_ports(open, protocol);
+        let taken = |port| taken.contains(&(protocol, port));
         let fail = |addr, source| Error::Bind { key: name.clone(), addr, protocol, source };
         let (addr, task) = match protocol {
             Protocol::Tcp => {
-                let socket = self.bind(listener.bind, &taken, crate::tcp::listen, fail)?;
+                let socket = self.bind(listener.bind, taken, crate::tcp::listen, fail)?;
                 let addr = socket.local_addr().map_err(|e| fail(listener.bind, e))?;
                 (addr, self.runtime.spawn(crate::tcp::accept_loop(socket, task_shared)).abort_handle())
             }
             Protocol::Udp => {
-                let socket = self.bind(listener.bind, &taken, crate::udp::bind, fail)?;
+                let socket = self.bind(listener.bind, taken, crate::udp::bind, fail)?;
                 let addr = socket.local_addr().map_err(|e| fail(listener.bind, e))?;
                 let idle = self.options.udp_idle_timeout;
                 (addr, self.runtime.spawn(crate::udp::serve(socket, task_shared, idle)).abort_handle())
@@ -99,19 +101,19 @@ impl Registry {
     }
 
     /// Binds `addr`; port 0 takes the first free port of the range (ports
-    /// in `taken` are skipped without trying), or any port the kernel gives
+    /// `taken` says are held are skipped without trying), or any port the kernel gives
     /// when there is no range.
     fn bind<S>(
         &self,
         addr: SocketAddr,
-        taken: &HashSet<u16>,
+        taken: impl Fn(u16) -> bool,
         bind: impl Fn(SocketAddr) -> io::Result<S>,
         fail: impl Fn(SocketAddr, io::Error) -> Error,
     ) -> Result<S, Error> {
         let Some(range) = self.options.port_range.filter(|_| addr.port() == 0) else {
             return bind(addr).map_err(|err| fail(addr, err));
         };
-        for port in range.ports().filter(|port| !taken.contains(port)) {
+        for port in range.ports().filter(|&port| !taken(port)) {
             let candidate = SocketAddr::new(addr.ip(), port);
             match bind(candidate) {
                 Ok(socket) => return Ok(socket),
@@ -123,9 +125,9 @@ impl Registry {
     }
 }
 
-/// The ports this forwarder's listeners of `protocol` hold.
-fn held_ports(open: &BTreeMap<ListenerKey, Open>, protocol: Protocol) -> HashSet<u16> {
-    open.values().filter(|open| open.protocol == protocol).map(|open| open.addr.port()).collect()
+/// The ports this forwarder's listeners hold, with their protocol.
+fn held_ports(open: &BTreeMap<ListenerKey, Open>) -> HashSet<(Protocol, u16)> {
+    open.values().map(|open| (open.protocol, open.addr.port())).collect()
 }
 
 /// A closed listener's socket bound to exactly the address a new key asks
@@ -140,11 +142,5 @@ fn hand_over(removed: &mut Vec<Open>, listener: &Listener) -> Option<Open> {
     let handed = removed.swap_remove(at);
     handed.shared.update(&listener.backends, listener.affinity);
     Some(handed)
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).clear();
-    }
 }
 
