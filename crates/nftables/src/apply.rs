@@ -38,6 +38,7 @@ pub(crate) mod listed;
 mod names;
 mod piece;
 mod report;
+mod send_thread;
 mod split;
 mod staged;
 mod state;

@@ -111,6 +111,12 @@ impl NftSocket {
     /// it was applied, and each refusal names the change it belongs to.
     pub fn apply(&mut self, tx: &Transaction) -> Result<(), Error> {
         let batch = tx.encode(self.next_seq(tx.ops.len() as u32 + 2));
+        self.apply_encoded(tx, &batch)
+    }
+
+    /// [`NftSocket::apply`] of `tx` encoded already, with sequence numbers
+    /// from [`NftSocket::reserve_seq`].
+    pub(crate) fn apply_encoded(&mut self, tx: &Transaction, batch: &Batch) -> Result<(), Error> {
         let operation = || {
             format!(
                 "nf_tables transaction on table {} {}",
@@ -121,11 +127,11 @@ impl NftSocket {
         self.drain();
         let start = Instant::now();
         self.kernel_time = Duration::ZERO;
-        self.send_batch(&batch).map_err(|source| Error::Send {
+        self.send_batch(batch).map_err(|source| Error::Send {
             operation: operation(),
             source,
         })?;
-        let refusals = self.read_refusals(tx, &batch, &operation);
+        let refusals = self.read_refusals(tx, batch, &operation);
         self.kernel_time = start.elapsed();
         let refusals = refusals?;
         if refusals.is_empty() {
@@ -633,10 +639,36 @@ impl NftSocket {
         }
     }
 
+    /// Gives the sequence numbers from the next on to `encode` (which
+    /// returns how many it used), for transactions encoded away from the
+    /// socket and applied with [`NftSocket::apply_encoded`].
+    pub(crate) fn reserve_seq(&mut self) -> SeqReservation {
+        SeqReservation { next: self.seq }
+    }
+
+    /// Ends `reservation`: the socket's next sequence number follows it.
+    pub(crate) fn end_reservation(&mut self, reservation: SeqReservation) {
+        self.seq = reservation.next;
+    }
+
     fn next_seq(&mut self, count: u32) -> u32 {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(count);
         seq
+    }
+}
+
+/// Sequence numbers taken by transactions encoded away from the socket.
+pub(crate) struct SeqReservation {
+    next: u32,
+}
+
+impl SeqReservation {
+    /// `tx` encoded with the next sequence numbers.
+    pub(crate) fn encode(&mut self, tx: &Transaction) -> Batch {
+        let batch = tx.encode(self.next);
+        self.next = self.next.wrapping_add(tx.ops.len() as u32 + 2);
+        batch
     }
 }
 

@@ -300,6 +300,53 @@ fn a_split_sync_whose_final_part_is_refused_leaves_traffic_on_the_old_rules() ->
     Ok(())
 }
 
+/// A lean cold start is sent in parts by a thread of its own while the
+/// next part is built: a part the kernel refuses in the middle stops the
+/// rest (the parts after it are never applied, so nothing reaches the
+/// chains made so far) and names the object; the next sync completes the
+/// table as one transaction would have made it.
+#[test]
+fn a_lean_cold_start_stops_at_its_first_refused_part() -> Result<()> {
+    let ns = netns("aprefuse")?;
+    let mut sock = socket(&ns)?;
+    let lean = || {
+        Syncer::new(Family::Ip)
+            .without_applied_state()
+            .with_max_anonymous_sets_per_transaction(2)
+    };
+    let svcs = services(9);
+    let mut refused = services::table(&svcs);
+    // service 4's rule names a set that does not exist: its part is refused
+    let bad = refused
+        .rules
+        .iter_mut()
+        .find(|r| r.chain == svcs[3].chain())
+        .unwrap();
+    let lookup = stmt::in_set(&[stmt::Field::IpSaddr], SetRef::named("no-such-set"), false);
+    bad.exprs.splice(0..0, lookup);
+    let err = lean().sync_full(&mut sock, refused).unwrap_err();
+    assert!(
+        err.to_string().contains(&format!("add rule ip kube-proxy {}", svcs[3].chain())),
+        "{err}"
+    );
+    let staged = list_ours(&ns)?;
+    let rule_of = |s: &Service| format!("chain {} {{\n\t\tmeta l4proto", s.chain());
+    assert!(staged.contains(&rule_of(&svcs[0])), "the first parts were applied:\n{staged}");
+    assert!(!staged.contains(&rule_of(&svcs[8])), "no part after the refused one:\n{staged}");
+    assert!(
+        !staged.contains("jump services"),
+        "nothing reaches the chains made so far:\n{staged}"
+    );
+
+    let r = ok(lean().sync_full(&mut sock, services::table(&svcs)))?;
+    assert!(r.full);
+    let text = list_ours(&ns)?;
+    assert!(cleanup(&mut sock, Family::Ip)?);
+    ok(Syncer::new(Family::Ip).sync_full(&mut sock, services::table(&svcs)))?;
+    assert_eq!(text, list_ours(&ns)?, "as one transaction would have left it");
+    Ok(())
+}
+
 #[test]
 fn a_full_sync_reads_back_without_dumping_anonymous_sets_of_known_content() -> Result<()> {
     let ns = netns("apknown")?;

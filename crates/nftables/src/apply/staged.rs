@@ -27,7 +27,7 @@
 //! verdict maps among them: their verdicts lead to chains created
 //! empty in the first part, and nothing reaches those maps before the
 //! base chains' rules, last. A part is also cut
-//! when its rules and elements reach [`MAX_PART_OBJECTS`]: with the shared
+//! when its chains, rules and elements reach [`MAX_PART_OBJECTS`]: with the shared
 //! endpoint maps there are few anonymous sets, and 10,000 services × 10
 //! endpoints would otherwise be one transaction of 250,000 objects.
 
@@ -39,8 +39,11 @@ use super::state::{ChainState, SetState, TableState};
 use crate::{DataType, Error, Op, Set, SetFlags, SetRef, Transaction};
 use std::collections::HashSet;
 
-/// Rules and elements in one staging part at most (a part holding more in
-/// one group, a chain's rule with its anonymous set, is not cut).
+/// Chains, rules and elements in one staging part at most (a part holding
+/// more in one group, a chain's rule with its anonymous set, is not cut).
+/// Counting the chains cuts a large table's first part early: the kernel
+/// creates the chains while the rules of the next part are rendered
+/// ([`super::send_thread`]).
 pub(crate) const MAX_PART_OBJECTS: usize = 8_000;
 
 /// Creates the table made of `fixed` (the table, every chain without
@@ -68,7 +71,15 @@ pub(crate) fn create_in_parts(
         table: table.name.clone(),
         generation: Some(generation),
     };
-    let mut staging = vec![Op::AddTable(table)];
+    let mut parts = Parts {
+        part,
+        send: &mut send,
+        current: vec![Op::AddTable(table)],
+        anonymous: 0,
+        objects: 0,
+        max_anonymous,
+        cut: false,
+    };
     let mut last = Vec::new();
     let mut base = HashSet::new();
     for ChainState { chain, .. } in defined {
@@ -76,7 +87,7 @@ pub(crate) fn create_in_parts(
             base.insert(chain.name.clone());
         }
         match passes_empty(&chain) {
-            true => staging.push(Op::AddChain(chain)),
+            true => parts.add_group(vec![Op::AddChain(chain)])?,
             false => last.push(Op::AddChain(chain)),
         }
     }
@@ -92,17 +103,8 @@ pub(crate) fn create_in_parts(
                 }),
             }
         }
-        staging.push(Op::AddSet(set));
+        parts.current.push(Op::AddSet(set));
     }
-    let mut parts = Parts {
-        part,
-        send: &mut send,
-        current: staging,
-        anonymous: 0,
-        objects: 0,
-        max_anonymous,
-        cut: false,
-    };
     for (set, elements) in early {
         parts.stage_elements(set, elements)?;
     }
@@ -140,10 +142,10 @@ fn stages_early(set: &Set) -> bool {
             .is_none_or(|data| !data.contains(&DataType::Verdict))
 }
 
-/// The rules and elements `op` adds.
+/// The chains, rules and elements `op` adds.
 fn objects_of(op: &Op) -> usize {
     match op {
-        Op::AddRule(_) => 1,
+        Op::AddChain(_) | Op::AddRule(_) => 1,
         Op::AddElements { elements, .. } => elements.len(),
         _ => 0,
     }
@@ -175,7 +177,7 @@ struct Parts<'s, S: FnMut(Transaction) -> Result<(), Error>> {
     current: Vec<Op>,
     /// Anonymous sets in `current`.
     anonymous: usize,
-    /// Rules and elements in `current`.
+    /// Chains, rules and elements in `current`.
     objects: usize,
     max_anonymous: usize,
     /// Whether a part was sent already.

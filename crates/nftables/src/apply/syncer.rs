@@ -15,6 +15,7 @@ use super::fingerprint::is_fingerprint;
 use super::names::{AnonymousNames, by_fingerprint, by_name, carry_names};
 use super::piece::{Piece, streamed_sets};
 use super::report::{SyncCounts, SyncReport};
+use super::send_thread::send_while_building;
 use super::split::split;
 use super::staged::create_in_parts;
 use super::state::{TableState, is_anonymous};
@@ -264,7 +265,8 @@ impl Syncer {
         Ok(report)
     }
 
-    /// A cold start sent in parts as the chains come.
+    /// A cold start sent in parts as the chains come, each sent by a
+    /// thread of its own while the next is built.
     fn create_in_parts(
         &mut self,
         socket: &mut NftSocket,
@@ -278,14 +280,14 @@ impl Syncer {
             full: true,
             ..SyncReport::default()
         };
-        create_in_parts(fixed, pieces, max, generation, &mut self.names, |part| {
-            report.counts.add(&SyncCounts::of(&part));
-            report.changes += part.ops.len();
-            report.transactions += 1;
-            let applied = socket.apply(&part);
-            report.kernel += socket.last_kernel_time();
-            drop_later(part);
-            applied
+        let names = &mut self.names;
+        report.kernel = send_while_building(socket, |send| {
+            create_in_parts(fixed, pieces, max, generation, names, |part| {
+                report.counts.add(&SyncCounts::of(&part));
+                report.changes += part.ops.len();
+                report.transactions += 1;
+                send(part)
+            })
         })?;
         self.seen = Some(self.look(socket)?);
         self.known_table = self.seen.and_then(|s| s.table).map(|t| t.handle);
@@ -572,7 +574,7 @@ impl Syncer {
 
 /// Frees `value` on another thread: a table of 10,000 services is some
 /// 300,000 allocations, whose freeing need not delay the sync.
-fn drop_later<T: Send + 'static>(value: T) {
+pub(super) fn drop_later<T: Send + 'static>(value: T) {
     let spawned = std::thread::Builder::new()
         .name("nft-state-drop".into())
         .spawn(move || drop(value));
