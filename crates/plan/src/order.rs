@@ -14,7 +14,7 @@ pub fn upstream_order(endpoints: &[Endpoint], family: IpFamily) -> Cow<'_, [Endp
         return Cow::Borrowed(endpoints);
     }
     let mut owned: Vec<Endpoint> = endpoints.iter().filter(|ep| family.contains(ep.ip)).cloned().collect();
-    owned.sort_by(|a, b| Text::of(a).cmp(&Text::of(b)));
+    owned.sort_by_cached_key(Text::of);
     Cow::Owned(owned)
 }
 

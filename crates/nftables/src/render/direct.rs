@@ -15,15 +15,21 @@
 //! validate every chain reachable from the base chains (O(chains)), and
 //! every commit walks one chain fewer per such port.
 
+use super::RenderContext;
 use super::service_port::Port;
+use plan::PortPlan;
 use std::net::IpAddr;
 
 /// The endpoint `port`'s ClusterIP traffic is DNATed to straight from
 /// `services`, when the port needs no chain of its own; `None` otherwise
 /// (or without direct dispatch).
 pub fn direct_target(port: &Port<'_>) -> Option<(IpAddr, u16)> {
-    let plan = port.plan;
-    let chainless = port.ctx.direct_dispatch
+    direct_target_of(port.ctx, port.plan)
+}
+
+/// [`direct_target`] of a port planned as `plan` in `ctx`.
+pub fn direct_target_of(ctx: &RenderContext, plan: &PortPlan) -> Option<(IpAddr, u16)> {
+    let chainless = ctx.direct_dispatch
         && plan.affinity_seconds.is_none()
         && plan.internal_refusal.is_none()
         && !plan.svc.internal_policy_local

@@ -142,8 +142,8 @@ fn service_port_base(name: &ServicePortName) -> String {
 /// `-`, `name`, cut to 240 characters ending in `...`.
 fn hash_and_truncate(name: &str) -> String {
     let digest = Sha256::digest(name.as_bytes());
-    let mut encoded = BASE32.encode(&digest);
-    encoded.truncate(8);
+    // 8 base32 characters are the first 5 bytes' exactly
+    let encoded = BASE32.encode(&digest[..5]);
     let mut out = format!("{encoded}-{name}");
     if out.len() > NAME_BASE_MAX {
         let mut cut = NAME_BASE_MAX - 3;

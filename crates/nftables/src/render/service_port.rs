@@ -128,9 +128,15 @@ pub fn render_slot_elements(
 /// shared endpoint maps' slots: not when its ClusterIP traffic is
 /// DNATed straight from `services` ([`super::direct`]).
 pub fn needs_slot(ctx: &RenderContext, svc: &ServicePort, endpoints: &[Endpoint]) -> bool {
-    with_port(ctx, svc, endpoints, &EndpointSlots::default(), |port| {
-        super::direct::direct_target(port).is_none()
-    })
+    // planned without names nor upstream's endpoint order: whether the
+    // port is dispatched directly depends on neither
+    let endpoints: Vec<Endpoint> = endpoints
+        .iter()
+        .filter(|ep| ctx.sync.family.contains(ep.ip))
+        .cloned()
+        .collect();
+    let plan = PortPlan::new(&ctx.sync, svc, &endpoints);
+    super::direct::direct_target_of(ctx, &plan).is_none()
 }
 
 /// `f` of `svc` planned with `endpoints` and named.
