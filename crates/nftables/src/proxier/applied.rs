@@ -12,7 +12,7 @@ use crate::render::{
 };
 use model::{ServiceName, ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The last successful sync.
 #[derive(Debug)]
@@ -90,39 +90,64 @@ fn replace_service<V: Clone>(
     }
 }
 
-/// How many services put each shared-set key ([`shared_key`]) in.
+/// How many services put each shared-set key ([`shared_key`]) in. Most
+/// keys have one owner: those are a set of keys alone (at 100,000
+/// services × 1 endpoint 300,000 keys: 4.7 MiB instead of the 8.9 MiB of
+/// a count per key, allocated right after the cold start's peak), the
+/// others' counts a map beside it.
 #[derive(Debug, Default)]
-pub(crate) struct Owners(HashMap<u64, u32>);
+pub(crate) struct Owners {
+    /// Keys exactly one service holds.
+    single: HashSet<u64>,
+    /// Keys two or more services hold, with their count.
+    shared: HashMap<u64, u32>,
+}
 
 impl Owners {
     /// Counts `keys` (one per service holding a key).
     pub(crate) fn of(keys: &[u64]) -> Self {
-        let mut owners = Self(HashMap::with_capacity(keys.len()));
+        let mut owners = Self {
+            single: HashSet::with_capacity(keys.len()),
+            shared: HashMap::new(),
+        };
         owners.add(keys);
         owners
     }
 
     /// Services now also hold `keys`.
     pub(crate) fn add(&mut self, keys: &[u64]) {
-        for key in keys {
-            *self.0.entry(*key).or_default() += 1;
+        for &key in keys {
+            if let Some(n) = self.shared.get_mut(&key) {
+                *n += 1;
+            } else if self.single.remove(&key) {
+                self.shared.insert(key, 2);
+            } else {
+                self.single.insert(key);
+            }
         }
     }
 
     /// Services no longer hold `keys`.
     pub(crate) fn remove(&mut self, keys: &[u64]) {
         for key in keys {
-            if let Some(n) = self.0.get_mut(key) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    self.0.remove(key);
+            match self.shared.get_mut(key) {
+                Some(n) if *n > 2 => *n -= 1,
+                Some(_) => {
+                    self.shared.remove(key);
+                    self.single.insert(*key);
+                }
+                None => {
+                    self.single.remove(key);
                 }
             }
         }
     }
 
     fn count(&self, key: u64) -> u32 {
-        self.0.get(&key).copied().unwrap_or(0)
+        match self.shared.get(&key) {
+            Some(n) => *n,
+            None => u32::from(self.single.contains(&key)),
+        }
     }
 }
 
@@ -313,6 +338,25 @@ mod tests {
         let mut owners = Owners::of(&keys("cluster-ips", &[1, 1, 2]));
         owners.remove(&keys("cluster-ips", &[1, 2]));
         assert_eq!(owners.count(shared_key("cluster-ips", &[ip(1)])), 1);
-        assert!(!owners.0.contains_key(&shared_key("cluster-ips", &[ip(2)])));
+        assert_eq!(owners.count(shared_key("cluster-ips", &[ip(2)])), 0);
+        assert!(owners.shared.is_empty() && owners.single.len() == 1);
+    }
+
+    #[test]
+    fn owners_count_as_keys_come_and_go() {
+        let key = |n| keys("cluster-ips", &[n]);
+        let mut owners = Owners::of(&keys("cluster-ips", &[1, 1, 1, 2]));
+        let count = |o: &Owners, n| o.count(shared_key("cluster-ips", &[ip(n)]));
+        assert_eq!((count(&owners, 1), count(&owners, 2), count(&owners, 3)), (3, 1, 0));
+        owners.add(&key(2));
+        owners.add(&key(3));
+        assert_eq!((count(&owners, 2), count(&owners, 3)), (2, 1));
+        for _ in 0..3 {
+            owners.remove(&key(1));
+        }
+        owners.remove(&key(2));
+        owners.remove(&key(9));
+        assert_eq!((count(&owners, 1), count(&owners, 2), count(&owners, 9)), (0, 1, 0));
+        assert!(owners.shared.is_empty(), "{owners:?}");
     }
 }
