@@ -7,9 +7,9 @@
 //!
 //! Parts are encoded by the building thread and handed over one at a
 //! time (a rendezvous channel): at most the part being sent and the one
-//! being built are held. They are sent
-//! in order, and the first refused part stops the rest: the sending
-//! thread returns, and the builder's next hand-over fails.
+//! being built are held. They are sent in order, and the first refused
+//! part stops the rest: the sending thread returns, and the builder's
+//! next hand-over fails.
 
 use super::syncer::drop_later;
 use crate::{Batch, Error, NftSocket, Transaction};
