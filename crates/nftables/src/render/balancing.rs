@@ -139,11 +139,13 @@ fn fill_slot(
     if targets.is_empty() {
         return None;
     }
-    shared
-        .endpoint_maps
-        .entry(slot.map)
-        .or_default()
-        .extend(slot_elements(slot.offset, targets));
+    if !shared.without_endpoint_maps {
+        shared
+            .endpoint_maps
+            .entry(slot.map)
+            .or_default()
+            .extend(slot_elements(slot.offset, targets));
+    }
     Some(slot)
 }
 

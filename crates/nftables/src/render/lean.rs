@@ -94,7 +94,8 @@ impl<'a> Lean<'a> {
             ctx,
             slots: slots.pairs,
             table: table.clone(),
-            service: SharedSets::default(),
+            // the endpoint maps' elements come map by map, last
+            service: SharedSets::without_endpoint_maps(),
             shared: Some(shared),
             ready: VecDeque::new(),
         };
@@ -191,8 +192,6 @@ impl Iterator for PortPieces<'_> {
                     self.slots,
                     &mut self.service,
                 );
-                // the endpoint maps' elements come map by map, last
-                self.service.endpoint_maps.clear();
                 let chains = pieces_of(self.table.clone(), port.chains.into_iter());
                 self.ready.extend(chains);
             }
@@ -201,7 +200,9 @@ impl Iterator for PortPieces<'_> {
                 .peek()
                 .is_none_or(|(n, _)| n.service != name.service);
             if last_of_service && let Some(shared) = self.shared.as_mut() {
-                shared.add_service(std::mem::take(&mut self.service));
+                let service =
+                    std::mem::replace(&mut self.service, SharedSets::without_endpoint_maps());
+                shared.add_service(service);
                 self.ready.extend(shared.take_part());
             }
         }

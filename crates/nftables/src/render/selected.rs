@@ -57,8 +57,10 @@ pub(super) fn render_headers(
     ctx: &RenderContext,
     slots: Slots<'_>,
 ) -> (Selected, usize) {
+    // the endpoint maps' elements come map by map in lean's pieces
     let mut out = Collected {
         headers_only: true,
+        shared: SharedSets::without_endpoint_maps(),
         ..Collected::new(slots)
     };
     out.collect(snapshot, ctx, Services::All);
@@ -184,9 +186,6 @@ impl<'a> Collected<'a> {
                         .into_iter()
                         .map(|c| super::ChainRules::new(c.chain)),
                 );
-                // the endpoint maps' elements come map by map in lean's
-                // pieces
-                self.shared.endpoint_maps.clear();
             }
             false => self.port_chains.extend(port.chains),
         }
@@ -198,7 +197,7 @@ impl<'a> Collected<'a> {
         self.shared_keys.extend(self.shared.keys_since(self.marks));
         if self.headers_only {
             // the shared sets' elements come in parts in lean's pieces
-            self.shared = SharedSets::default();
+            self.shared = SharedSets::without_endpoint_maps();
         }
         self.marks = self.shared.marks();
     }

@@ -67,6 +67,11 @@ pub struct SharedSets {
     /// `service-endpoints-<n>` by `n`: each balancing chain's slot (no
     /// key is given by two services).
     pub endpoint_maps: BTreeMap<u32, Vec<Element>>,
+    /// Leaves `endpoint_maps` empty: a pass of the lean rendering whose
+    /// endpoint maps' elements are rendered by another (at 10,000
+    /// services × 10 endpoints, 200,000 elements made and dropped by each
+    /// of the two passes that do not keep them).
+    pub without_endpoint_maps: bool,
 }
 
 /// How many elements each list of a [`SharedSets`] held at some point.
@@ -74,6 +79,14 @@ pub struct SharedSets {
 pub struct Marks([usize; 7]);
 
 impl SharedSets {
+    /// Empty, and leaving the endpoint maps empty.
+    pub fn without_endpoint_maps() -> Self {
+        Self {
+            without_endpoint_maps: true,
+            ..Self::default()
+        }
+    }
+
     /// The lists' lengths now.
     pub fn marks(&self) -> Marks {
         Marks([
