@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
-/// The sets whose elements the service ports give (`nodeport-ips` is the
-/// node's).
-pub const SHARED_SETS: [&str; 8] = [
+/// The lists of a [`SharedSets`] but the endpoint maps, in the order of
+/// [`SharedSets::into_lists`]; `service-ips`' holds
+/// `service-ips-direct`'s elements too.
+pub const LISTS: [&str; 7] = [
     HAIRPIN_CONNECTIONS,
     CLUSTER_IPS,
     NO_ENDPOINT_SERVICES,
@@ -22,8 +23,19 @@ pub const SHARED_SETS: [&str; 8] = [
     FIREWALL_IPS,
     SERVICE_IPS,
     SERVICE_NODEPORTS,
-    SERVICE_IPS_DIRECT,
 ];
+
+/// The sets whose elements the service ports give (`nodeport-ips` is the
+/// node's): [`LISTS`] and `service-ips-direct`.
+pub const SHARED_SETS: [&str; 8] = {
+    let mut all = [SERVICE_IPS_DIRECT; 8];
+    let mut i = 0;
+    while i < LISTS.len() {
+        all[i] = LISTS[i];
+        i += 1;
+    }
+    all
+};
 
 /// Whether an element of shared set `set` is the same whichever service
 /// gives it (no data, no comment): `hairpin-connections`, `cluster-ips`.
@@ -85,6 +97,25 @@ impl SharedSets {
             without_endpoint_maps: true,
             ..Self::default()
         }
+    }
+
+    /// The lists' elements, in the order of [`LISTS`] (the endpoint maps
+    /// left out).
+    pub fn into_lists(self) -> [Vec<Element>; 7] {
+        let cluster_ips = self
+            .cluster_ips
+            .into_iter()
+            .map(|ip| Element::new(vec![value(ip)]))
+            .collect();
+        [
+            self.hairpin_connections,
+            cluster_ips,
+            self.no_endpoint_services,
+            self.no_endpoint_nodeports,
+            self.firewall_ips,
+            self.service_ips,
+            self.service_nodeports,
+        ]
     }
 
     /// The lists' lengths now.

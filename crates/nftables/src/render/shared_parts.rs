@@ -16,30 +16,14 @@
 //! not in address order as the skeleton's is (a set has no order).
 
 use super::RenderContext;
-use super::names::{
-    CLUSTER_IPS, FIREWALL_IPS, HAIRPIN_CONNECTIONS, NO_ENDPOINT_NODEPORTS, NO_ENDPOINT_SERVICES,
-    SERVICE_IPS, SERVICE_IPS_DIRECT, SERVICE_NODEPORTS,
-};
-use super::shared::{SharedSets, shared_key};
-use super::statement::value;
+use super::names::{SERVICE_IPS, SERVICE_IPS_DIRECT};
+use super::shared::{LISTS, SharedSets, shared_key};
 use crate::{Element, ElementData, Table, TableContents, Value};
 use std::collections::{BTreeMap, HashSet};
 
 /// Elements in one part at least before it is handed on (the applier
 /// cuts its own parts; this bounds what is held here).
 const PART_ELEMENTS: usize = 4_000;
-
-/// The lists of a [`SharedSets`] (but the endpoint maps), in this order;
-/// `service-ips` holds `service-ips-direct`'s elements too.
-const LISTS: [&str; 7] = [
-    HAIRPIN_CONNECTIONS,
-    CLUSTER_IPS,
-    NO_ENDPOINT_SERVICES,
-    NO_ENDPOINT_NODEPORTS,
-    FIREWALL_IPS,
-    SERVICE_IPS,
-    SERVICE_NODEPORTS,
-];
 
 /// The shared sets a skeleton of `ctx` declares whose elements come in
 /// parts: the sets the service ports fill.
@@ -91,21 +75,7 @@ impl SharedParts {
     /// Adds the elements one service's ports gave (`endpoint_maps`
     /// ignored), each key not given before.
     pub(super) fn add_service(&mut self, shared: SharedSets) {
-        let cluster_ips = shared
-            .cluster_ips
-            .into_iter()
-            .map(|ip| Element::new(vec![value(ip)]))
-            .collect();
-        let given = [
-            shared.hairpin_connections,
-            cluster_ips,
-            shared.no_endpoint_services,
-            shared.no_endpoint_nodeports,
-            shared.firewall_ips,
-            shared.service_ips,
-            shared.service_nodeports,
-        ];
-        for (list, elements) in given.into_iter().enumerate() {
+        for (list, elements) in shared.into_lists().into_iter().enumerate() {
             // a service's own repeats (an externalIP listed twice)
             let own: Vec<bool> = match elements.len() {
                 0 | 1 => vec![true; elements.len()],
