@@ -13,7 +13,9 @@
 //! one at a time and handed to the tracker as they come ([`Held`], driven
 //! by [`run`]), each document's text freed once its objects are in, so a
 //! read costs at most about the file's text and one object beside the
-//! tracker (at 100,000 services × 1 endpoint, 50 MiB of text). [`parse`]
+//! tracker (at 100,000 services × 1 endpoint, 50 MiB of text). A file is
+//! read line by line, never whole, and a re-read keeps the text of its
+//! new documents only (those of the last read are known by their hash). [`parse`]
 //! and [`load`] collect every object instead: for tests and small files.
 //!
 //! Speed: a re-read checks and decodes only the documents whose text is
@@ -32,13 +34,15 @@ mod wake;
 mod watch;
 
 use crate::Error;
+use std::collections::HashSet;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::Node;
 use tracker::{ObjectKind, Objects};
 
 pub use object::Object;
 pub use replace::{Held, Known, Replaced};
+
 pub use watch::{DEFAULT_POLL, Watch, run, watch};
 
 /// One state read from a manifests file.
@@ -83,14 +87,29 @@ impl fmt::Display for Warning {
 /// document, so a re-read decodes only the documents that changed.
 ///
 /// Each document has its own copy of its text (the file's text is freed
-/// as it is cut): [`Held::replace`] frees each document once it is in
-/// the tracker, so a large file's text and the objects made from it are
-/// never held whole at once.
+/// as it is cut, or never held whole when read from a file): [`Held::replace`]
+/// frees each document once it is in the tracker, so a large file's text
+/// and the objects made from it are never held whole at once.
 #[derive(Debug, Clone)]
 pub struct Checked {
     origin: String,
+    /// The file the documents were read from, when their text is not
+    /// all held (see [`Checked::read_after`]).
+    file: Option<PathBuf>,
+    /// The documents whose text is held, in file order: all of them, but
+    /// for a read after an earlier one.
     documents: Vec<split::OwnedDocument>,
+    /// Every document's hash, in file order.
     hashes: Vec<u64>,
+}
+
+/// A file read line by line and checked.
+#[derive(Debug)]
+pub struct FileRead {
+    /// The hash of its content.
+    pub hash: u64,
+    /// Its documents, or why the file is not usable.
+    pub checked: Result<Checked, Error>,
 }
 
 impl Checked {
@@ -121,9 +140,87 @@ impl Checked {
             .collect::<Result<_, Error>>()?;
         Ok(Self {
             origin,
+            file: None,
             documents,
             hashes,
         })
+    }
+
+    /// Reads the file at `path` line by line (its text is never held
+    /// whole) and checks the documents not in `known`, keeping only their
+    /// text: the documents of an earlier read are the same text, and
+    /// [`Held::replace`] reads them again from the file in the rare case
+    /// it needs one. The file is read to its end even when a document
+    /// fails, for the hash of its content. An error only when the file
+    /// cannot be read.
+    pub fn read_after(path: &Path, known: &Known) -> Result<FileRead, Error> {
+        let read_err = |source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(read_err)?;
+        let origin = path.display().to_string();
+        let mut read = split::ReadDocuments::new(std::io::BufReader::new(file));
+        // about as many documents as last time: the vector does not grow
+        // twice over
+        let mut checked = Ok(Self {
+            origin,
+            file: Some(path.to_path_buf()),
+            documents: Vec::new(),
+            hashes: Vec::with_capacity(known.len() + known.len() / 16),
+        });
+        for doc in read.by_ref() {
+            let doc = doc.map_err(read_err)?;
+            if let Ok(this) = &mut checked
+                && let Err(err) = this.add_read(doc, known)
+            {
+                checked = Err(err);
+            }
+        }
+        let hash = read.hasher().finish();
+        Ok(FileRead { hash, checked })
+    }
+
+    /// Adds a document read from the file: its hash, and its text when it
+    /// is new (then checked).
+    fn add_read(&mut self, doc: split::OwnedDocument, known: &Known) -> Result<(), Error> {
+        let hash = split::hash_document(&doc.as_document());
+        if !known.contains(hash) {
+            decode::check_document(&self.origin, &doc.as_document())?;
+            self.documents.push(doc);
+        }
+        self.hashes.push(hash);
+        Ok(())
+    }
+
+    /// The held document at `position`, if its text is held.
+    fn document_at(&self, position: usize) -> Option<&split::OwnedDocument> {
+        let index = self.documents.binary_search_by_key(&position, |d| d.position()).ok()?;
+        self.documents.get(index).filter(|d| d.has_text())
+    }
+
+    /// The text of the documents at `positions` whose text is not held,
+    /// read again from the file: each only if it still hashes as it did
+    /// (a file rewritten meanwhile is read again whole at the next poll).
+    fn reread(&self, positions: &HashSet<usize>) -> Vec<split::OwnedDocument> {
+        let Some(path) = &self.file else {
+            return Vec::new();
+        };
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(err) => {
+                tracing::warn!(path = %path.display(), "reading the manifests again: {err}");
+                return Vec::new();
+            }
+        };
+        split::ReadDocuments::new(std::io::BufReader::new(file))
+            .map_while(Result::ok)
+            .filter(|doc| {
+                let position = doc.position();
+                positions.contains(&position)
+                    && self.hashes.get(position) == Some(&split::hash_document(&doc.as_document()))
+            })
+            .collect()
     }
 
     /// Where the text came from.
@@ -177,12 +274,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Parsed, Error> {
 
 /// Reads the manifests file at `path` and checks it; errors name the path.
 pub fn read(path: impl AsRef<Path>) -> Result<Checked, Error> {
-    let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Checked::new(path.display().to_string(), text)
+    Checked::read_after(path.as_ref(), &Known::default())?.checked
 }
 
 fn parse_named(origin: &str, text: &str) -> Result<Parsed, Error> {

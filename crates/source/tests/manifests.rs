@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use source::Error;
-use source::manifests::{Checked, Held, Object, Replaced, load, parse};
+use source::manifests::{Checked, Held, Known, Object, Replaced, load, parse};
 use std::sync::Mutex;
 use tracker::{ObjectKind, Tracker};
 
@@ -490,6 +490,92 @@ fn an_unchanged_later_duplicate_still_wins_over_a_changed_earlier_one() {
         .map(|p| p.cluster_ip.to_string())
         .collect();
     assert_eq!(ips, ["10.96.0.10"]);
+}
+
+#[test]
+fn an_object_goes_only_when_no_document_of_the_read_gives_it_any_more() {
+    let tracker = Mutex::new(Tracker::new("node-a"));
+    let mut held = Held::default();
+    let copy = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.20");
+    let api = GOOD_SERVICE
+        .replace("name: web,", "name: api,")
+        .replace("10.96.0.10", "10.96.0.11");
+    let read = |held: &mut Held, text: String| {
+        let checked = Checked::new_after("<test>", text, &held.known()).unwrap();
+        let replaced = held.replace(checked, &tracker);
+        let snap = tracker.lock().unwrap().snapshot().0;
+        let mut ips: Vec<String> = snap
+            .services
+            .values()
+            .map(|p| p.cluster_ip.to_string())
+            .collect();
+        ips.sort();
+        (replaced.deleted, ips)
+    };
+    let first = read(&mut held, format!("{GOOD_SERVICE}---{copy}---{api}"));
+    assert_eq!(first, (0, vec!["10.96.0.11".into(), "10.96.0.20".into()]));
+    // web's first document gone: its later copy still gives web
+    let second = read(&mut held, format!("{copy}---{api}"));
+    assert_eq!(second, (0, vec!["10.96.0.11".into(), "10.96.0.20".into()]));
+    // the copy gone, web given by a new document: kept, as that one says
+    let moved = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.30");
+    let third = read(&mut held, format!("{api}---{moved}"));
+    assert_eq!(third, (0, vec!["10.96.0.11".into(), "10.96.0.30".into()]));
+    // web's last document gone: web deleted, api untouched
+    assert_eq!(read(&mut held, api.clone()), (1, vec!["10.96.0.11".into()]));
+}
+
+#[test]
+fn a_later_duplicate_whose_text_was_not_kept_is_read_again_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    let earlier = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.20");
+    let ips_after_re_read = |rewrite: Option<&str>| {
+        let tracker = Mutex::new(Tracker::new("node-a"));
+        let mut held = Held::default();
+        std::fs::write(&path, GOOD_SERVICE).unwrap();
+        let first = Checked::read_after(&path, &Known::default()).unwrap();
+        held.replace(first.checked.unwrap(), &tracker);
+        std::fs::write(&path, format!("{earlier}---{GOOD_SERVICE}")).unwrap();
+        let second = Checked::read_after(&path, &held.known()).unwrap();
+        if let Some(text) = rewrite {
+            std::fs::write(&path, text).unwrap();
+        }
+        held.replace(second.checked.unwrap(), &tracker);
+        let snap = tracker.lock().unwrap().snapshot().0;
+        snap.services
+            .values()
+            .map(|p| p.cluster_ip.to_string())
+            .collect::<Vec<_>>()
+    };
+    // The unchanged web (text dropped as known) is read again and wins.
+    assert_eq!(ips_after_re_read(None), ["10.96.0.10"]);
+    // Rewritten between the read and the replace: that document is no
+    // longer the one read, so it is not used (the next poll reads it).
+    let moved = GOOD_SERVICE.replace("10.96.0.10", "10.96.0.30");
+    assert_eq!(ips_after_re_read(Some(&moved)), ["10.96.0.20"]);
+}
+
+#[test]
+fn a_file_read_line_by_line_hashes_and_checks_as_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    std::fs::write(&path, format!("{GOOD_SERVICE}---{GOOD_SLICE}")).unwrap();
+    let read = Checked::read_after(&path, &Known::default()).unwrap();
+    let mut kinds = Vec::new();
+    let warnings = read.checked.unwrap().for_each_object(|o| {
+        kinds.push(matches!(o, Object::Service(_)));
+    });
+    assert!(warnings.is_empty());
+    assert_eq!(kinds, [true, false], "a Service, then an EndpointSlice");
+    let broken = format!("{GOOD_SERVICE}---\nkind: Service\nmetadata: {{name: [x\n---{GOOD_SLICE}");
+    std::fs::write(&path, &broken).unwrap();
+    let read = Checked::read_after(&path, &Known::default()).unwrap();
+    assert!(read.checked.is_err());
+    std::fs::write(&path, format!("{GOOD_SERVICE}---{GOOD_SLICE}")).unwrap();
+    let again = Checked::read_after(&path, &Known::default()).unwrap();
+    assert_ne!(read.hash, again.hash, "a failed check still hashes the whole file");
+    assert!(Checked::read_after(&dir.path().join("none.yaml"), &Known::default()).is_err());
 }
 
 #[test]

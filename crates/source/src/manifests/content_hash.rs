@@ -20,8 +20,23 @@ fn finish(hasher: Sha256) -> u64 {
 }
 
 /// The hash of a text held whole.
+#[cfg(test)]
 pub(super) fn hash_text(text: &str) -> u64 {
     finish(Sha256::new_with_prefix(text.as_bytes()))
+}
+
+/// [`hash_text`] of a text given piece by piece.
+#[derive(Default)]
+pub(super) struct ContentHasher(Sha256);
+
+impl ContentHasher {
+    pub(super) fn update(&mut self, piece: &str) {
+        self.0.update(piece.as_bytes());
+    }
+
+    pub(super) fn finish(self) -> u64 {
+        finish(self.0)
+    }
 }
 
 /// The hash of the file at `path`, read `CHUNK` bytes at a time; equal
@@ -53,6 +68,9 @@ mod tests {
         assert!(text.len() > 2 * CHUNK);
         std::fs::write(&path, &text).unwrap();
         assert_eq!(hash_file(&path).unwrap(), hash_text(&text));
+        let mut pieces = ContentHasher::default();
+        text.split_inclusive('\n').for_each(|line| pieces.update(line));
+        assert_eq!(pieces.finish(), hash_text(&text));
         let changed = text.replacen("line 39999", "line 39998", 1);
         assert_ne!(hash_text(&changed), hash_text(&text));
     }

@@ -4,7 +4,8 @@
 //! read held and this one no longer shows is deleted. Between reads only
 //! the keys of each document's objects are kept, by the document's hash:
 //! a document read before (same text) is neither decoded nor fed to the
-//! tracker again. Each key is allocated once and shared by every index
+//! tracker again, and a read works only on the documents that are new
+//! and those that are gone. Each key is allocated once and shared by every index
 //! of a read ([`HeldKey`]); each new document's text is freed as soon as
 //! its objects are in the tracker.
 
@@ -28,7 +29,8 @@ struct Document {
 /// The documents of the last read the tracker was given.
 #[derive(Debug, Default)]
 pub struct Held {
-    documents: HashMap<u64, Document>,
+    /// Shared with the [`Known`] of a read being checked.
+    documents: Arc<HashMap<u64, Document>>,
     /// Called after every [`RELEASE_STEP`] of document text freed.
     release: Option<fn()>,
 }
@@ -39,14 +41,19 @@ pub struct Held {
 /// with 2 MiB 139.6–140.1 in two runs each, start → rules unchanged.
 const RELEASE_STEP: usize = 2 << 20;
 
-/// The hashes of the documents of a read that passed the check, for
-/// [`Checked::new_after`].
+/// The documents of a read that passed the check, for
+/// [`Checked::new_after`] and [`Checked::read_after`].
 #[derive(Debug, Clone, Default)]
-pub struct Known(Arc<HashSet<u64>>);
+pub struct Known(Arc<HashMap<u64, Document>>);
 
 impl Known {
     pub(super) fn contains(&self, hash: u64) -> bool {
-        self.0.contains(&hash)
+        self.0.contains_key(&hash)
+    }
+
+    /// How many documents (each text once).
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -69,23 +76,14 @@ pub struct Replaced {
     pub decoded: usize,
 }
 
-/// One read in progress: the documents seen so far and the objects that
-/// went into the tracker.
-struct Read {
+/// The new documents of one read, fed to the tracker.
+#[derive(Default)]
+struct Fed {
+    /// By hash.
     documents: HashMap<u64, Document>,
-    /// For each object, the position of the last document giving it and
-    /// whether that document is new.
-    last: HashMap<HeldKey, Last>,
-}
-
-/// The last document of a read giving an object.
-#[derive(Debug, Clone, Copy)]
-struct Last {
-    position: usize,
-    /// That document is new (decoded by this read).
-    fresh: bool,
-    /// Some new document of this read fed the object to the tracker.
-    fed: bool,
+    /// For each of their objects, the position of the last new document
+    /// giving it.
+    last: HashMap<HeldKey, usize>,
 }
 
 impl Held {
@@ -101,86 +99,156 @@ impl Held {
 
     /// The documents held, for checking the next read.
     pub fn known(&self) -> Known {
-        Known(Arc::new(self.documents.keys().copied().collect()))
+        Known(Arc::clone(&self.documents))
     }
 
     /// Makes `checked` the whole state of `tracker`. The tracker is locked
     /// per object, never while decoding, so syncs are not held up; a sync
     /// that runs meanwhile sees each object either as it was or as it is
     /// now, as during a re-list. Each new document's text is freed once
-    /// its objects are in.
+    /// its objects are in. Only the new documents and the ones gone are
+    /// worked on: a re-read that changes one document of 200,000 builds no
+    /// table of them all.
     pub fn replace(&mut self, mut checked: Checked, tracker: &Mutex<Tracker>) -> Replaced {
-        let mut replaced = Replaced::default();
+        let fed = self.feed_new(&mut checked, tracker);
+        let gone = self.gone(&checked);
+        let (shadowed, still_given) = self.given_by_held(&checked, &fed.last, &gone);
+        self.restore_shadowed(&checked, tracker, &shadowed);
+        let mut replaced = Replaced {
+            decoded: fed.documents.len(),
+            deleted: delete_gone(&gone, &fed.last, &still_given, tracker),
+            ..Replaced::default()
+        };
+        let documents = Arc::make_mut(&mut self.documents);
+        for hash in gone.keys() {
+            documents.remove(hash);
+        }
+        let mut fed_documents = fed.documents;
+        if documents.len() < fed_documents.len() {
+            // the smaller table goes into the larger: none grows twice over
+            std::mem::swap(documents, &mut fed_documents);
+        }
+        documents.extend(fed_documents);
+        count(documents, &checked, &mut replaced);
+        replaced
+    }
+
+    /// Feeds the documents `self` does not hold to the tracker, in file
+    /// order (a text given twice is fed once), freeing their text.
+    fn feed_new(&self, checked: &mut Checked, tracker: &Mutex<Tracker>) -> Fed {
         // sized for the whole read: no table is ever held twice growing
-        let mut read = Read {
-            documents: HashMap::with_capacity(checked.documents.len()),
-            last: HashMap::with_capacity(checked.documents.len()),
+        let new = checked.hashes.iter().filter(|h| !self.documents.contains_key(h)).count();
+        let mut fed = Fed {
+            documents: HashMap::with_capacity(new),
+            last: HashMap::with_capacity(new),
         };
         let Checked {
             origin,
             documents,
             hashes,
-        } = &mut checked;
+            ..
+        } = checked;
         let mut freed = 0;
-        for (position, (doc, hash)) in documents.iter_mut().zip(hashes.iter().copied()).enumerate() {
-            let fresh = !self.documents.contains_key(&hash);
-            let known = self
-                .documents
-                .get(&hash)
-                .or_else(|| read.documents.get(&hash))
-                .cloned();
-            let (document, fed) = match known {
-                Some(document) => (document, false),
-                None => {
-                    replaced.decoded += 1;
-                    (feed(origin, &doc.as_document(), tracker), true)
-                }
+        for doc in documents.iter_mut() {
+            let position = doc.position();
+            let Some(hash) = hashes.get(position).copied() else {
+                continue;
             };
-            if fresh {
-                // a new document is never decoded again (see restore_shadowed)
-                freed += doc.drop_text();
-                if freed >= RELEASE_STEP {
-                    self.release.inspect(|release| release());
-                    freed = 0;
-                }
-            }
-            for key in document.keys.iter() {
-                let last = read.last.entry(key.clone()).or_insert(Last {
-                    position,
-                    fresh,
-                    fed,
-                });
-                *last = Last {
-                    position,
-                    fresh,
-                    fed: last.fed || fed,
-                };
-            }
-            read.documents.insert(hash, document);
-        }
-        self.restore_shadowed(&checked, tracker, &read);
-        count(&read.documents, &checked, &mut replaced);
-        replaced.deleted = self.delete_gone(&read, tracker);
-        self.documents = read.documents;
-        replaced
-    }
-
-    /// An object fed from a new document but given again by a later
-    /// document that was not re-read (a duplicate): the later one wins, as
-    /// in a full read, so it is decoded again for that object (from a
-    /// document not new to this read: its text is still there).
-    fn restore_shadowed(&self, checked: &Checked, tracker: &Mutex<Tracker>, read: &Read) {
-        let shadowed: HashMap<&HeldKey, usize> = read
-            .last
-            .iter()
-            .filter(|(_, last)| last.fed && !last.fresh)
-            .map(|(key, last)| (key, last.position))
-            .collect();
-        let positions: HashSet<usize> = shadowed.values().copied().collect();
-        for (position, doc) in checked.documents.iter().enumerate() {
-            if !positions.contains(&position) {
+            if self.documents.contains_key(&hash) {
                 continue;
             }
+            let document = match fed.documents.get(&hash) {
+                Some(document) => document.clone(),
+                None => feed(origin, &doc.as_document(), tracker),
+            };
+            // a new document is never decoded again (see restore_shadowed)
+            freed += doc.drop_text();
+            if freed >= RELEASE_STEP {
+                self.release.inspect(|release| release());
+                freed = 0;
+            }
+            for key in document.keys.iter() {
+                fed.last.insert(key.clone(), position);
+            }
+            fed.documents.insert(hash, document);
+        }
+        fed
+    }
+
+    /// The documents held that this read no longer has.
+    fn gone(&self, checked: &Checked) -> HashMap<u64, Document> {
+        let mut present = checked.hashes.clone();
+        present.sort_unstable();
+        self.documents
+            .iter()
+            .filter(|(hash, _)| present.binary_search(hash).is_err())
+            .map(|(hash, document)| (*hash, document.clone()))
+            .collect()
+    }
+
+    /// What the held documents this read still has give: of the objects
+    /// fed from a new document, those a later held document gives again
+    /// (with that document's position: it wins, as in a full read), and
+    /// which objects of the documents `gone` they still give.
+    fn given_by_held<'a>(
+        &'a self,
+        checked: &Checked,
+        fed: &HashMap<HeldKey, usize>,
+        gone: &HashMap<u64, Document>,
+    ) -> (HashMap<&'a HeldKey, usize>, HashSet<&'a HeldKey>) {
+        let gone_keys: HashSet<&HeldKey> = gone.values().flat_map(|d| d.keys.iter()).collect();
+        let mut shadowed = HashMap::new();
+        let mut still_given = HashSet::new();
+        for (position, hash) in checked.hashes.iter().enumerate() {
+            let Some(document) = self.documents.get(hash) else {
+                continue;
+            };
+            for key in document.keys.iter() {
+                if fed.get(key).is_some_and(|fed_at| *fed_at < position) {
+                    shadowed.insert(key, position);
+                }
+                if gone_keys.contains(key) {
+                    still_given.insert(key);
+                }
+            }
+        }
+        (shadowed, still_given)
+    }
+
+    /// Decodes again, for the objects `shadowed` names, the held
+    /// documents that give them last (their text is still there, or read
+    /// again from the file when it was not kept).
+    fn restore_shadowed(
+        &self,
+        checked: &Checked,
+        tracker: &Mutex<Tracker>,
+        shadowed: &HashMap<&HeldKey, usize>,
+    ) {
+        let mut positions: Vec<usize> = shadowed.values().copied().collect();
+        positions.sort_unstable();
+        positions.dedup();
+        let missing: HashSet<usize> = positions
+            .iter()
+            .copied()
+            .filter(|p| checked.document_at(*p).is_none())
+            .collect();
+        let reread = if missing.is_empty() {
+            Vec::new()
+        } else {
+            checked.reread(&missing)
+        };
+        for position in positions {
+            let doc = checked
+                .document_at(position)
+                .or_else(|| reread.iter().find(|d| d.position() == position));
+            let Some(doc) = doc else {
+                tracing::warn!(
+                    origin = checked.origin(),
+                    "document {} changed while it was read; the next read applies it",
+                    position + 1
+                );
+                continue;
+            };
             decode::decode_one(checked.origin(), &doc.as_document(), &mut |object| {
                 let (kind, key) = object.key();
                 if shadowed.get(&HeldKey::new(kind, &key)) == Some(&position) {
@@ -189,21 +257,26 @@ impl Held {
             });
         }
     }
+}
 
-    /// Deletes from `tracker` the objects of the last read that `read`
-    /// no longer gives; returns how many.
-    fn delete_gone(&self, read: &Read, tracker: &Mutex<Tracker>) -> usize {
-        let mut tracker = lock(tracker);
-        let mut deleted = 0;
-        let before: HashSet<&HeldKey> = self.documents.values().flat_map(|d| d.keys.iter()).collect();
-        for key in before {
-            if !read.last.contains_key(key) {
-                delete(key.kind(), &key.object_key(), &mut tracker);
-                deleted += 1;
-            }
-        }
-        deleted
+/// Deletes from `tracker` the objects of the documents `gone` that no
+/// document of the read gives any more; returns how many.
+fn delete_gone(
+    gone: &HashMap<u64, Document>,
+    fed: &HashMap<HeldKey, usize>,
+    still_given: &HashSet<&HeldKey>,
+    tracker: &Mutex<Tracker>,
+) -> usize {
+    let keys: HashSet<&HeldKey> = gone
+        .values()
+        .flat_map(|d| d.keys.iter())
+        .filter(|key| !fed.contains_key(*key) && !still_given.contains(key))
+        .collect();
+    let mut tracker = lock(tracker);
+    for key in &keys {
+        delete(key.kind(), &key.object_key(), &mut tracker);
     }
+    keys.len()
 }
 
 /// Decodes a new document, feeding its objects to the tracker.

@@ -5,6 +5,8 @@
 //! block or quoted scalars), so such lines delimit documents exactly.
 //! Splitting on them lets each document be decoded (and fail) on its own.
 
+use super::content_hash::ContentHasher;
+
 /// One document of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Document<'a> {
@@ -31,25 +33,45 @@ pub(super) fn split_documents(text: &str) -> Vec<Document<'_>> {
 /// documents of a large file can be dropped one by one as they are used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct OwnedDocument {
-    /// Its text (without the `---` marker); emptied once it is used.
-    text: Box<str>,
+    /// Its text (without the `---` marker); `None` once dropped.
+    text: Option<Box<str>>,
     /// Line of the file its text starts on (1-based).
-    line: usize,
+    line: u32,
+    /// Its position among the stream's documents (0-based).
+    position: u32,
 }
 
 impl OwnedDocument {
-    /// The document, borrowed.
+    fn new(text: Box<str>, line: usize, position: usize) -> Self {
+        Self {
+            text: Some(text),
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            position: u32::try_from(position).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The document, borrowed (empty text once dropped).
     pub(super) fn as_document(&self) -> Document<'_> {
         Document {
-            text: &self.text,
-            line: self.line,
+            text: self.text.as_deref().unwrap_or_default(),
+            line: self.line as usize,
         }
+    }
+
+    /// Its position among the stream's documents.
+    pub(super) fn position(&self) -> usize {
+        self.position as usize
+    }
+
+    /// Whether its text is still held.
+    pub(super) fn has_text(&self) -> bool {
+        self.text.is_some()
     }
 
     /// Frees its text (nothing else of the read needs it); returns how
     /// many bytes that was.
     pub(super) fn drop_text(&mut self) -> usize {
-        std::mem::take(&mut self.text).len()
+        self.text.take().map_or(0, |text| text.len())
     }
 }
 
@@ -64,10 +86,10 @@ const SHRINK_STEP: usize = 1 << 20;
 pub(super) fn into_documents(mut text: String) -> Vec<OwnedDocument> {
     let ranges = document_ranges(&text);
     let mut docs = Vec::with_capacity(ranges.len());
-    for (range, line) in ranges.into_iter().rev() {
+    for (position, (range, line)) in ranges.into_iter().enumerate().rev() {
         let start = range.start;
         let copied = text.get(range).unwrap_or_default().into();
-        docs.push(OwnedDocument { text: copied, line });
+        docs.push(OwnedDocument::new(copied, line, position));
         text.truncate(start);
         if text.capacity() - text.len() >= SHRINK_STEP {
             text.shrink_to_fit();
@@ -77,31 +99,148 @@ pub(super) fn into_documents(mut text: String) -> Vec<OwnedDocument> {
     docs
 }
 
+/// The documents of a stream read line by line (never held whole), each
+/// with its own text; every line read also goes to [`ReadDocuments::hasher`].
+pub(super) struct ReadDocuments<R> {
+    reader: R,
+    cut: Cut,
+    /// The current document's text so far.
+    pending: String,
+    line: String,
+    hasher: ContentHasher,
+    /// Documents handed on so far.
+    count: usize,
+    done: bool,
+}
+
+impl<R: std::io::BufRead> ReadDocuments<R> {
+    pub(super) fn new(reader: R) -> Self {
+        Self {
+            reader,
+            cut: Cut::default(),
+            pending: String::new(),
+            line: String::new(),
+            hasher: ContentHasher::default(),
+            count: 0,
+            done: false,
+        }
+    }
+
+    /// The hash of the text read so far ([`super::content_hash::hash_text`]
+    /// of the whole file once the documents are all read).
+    pub(super) fn hasher(self) -> ContentHasher {
+        self.hasher
+    }
+
+    /// Takes one more line; the document it closes, if any.
+    fn take_line(&mut self) -> Option<(String, usize)> {
+        self.hasher.update(&self.line);
+        let line_offset = self.cut.offset;
+        let closed = self.cut.line(&self.line, &self.pending);
+        let closed = closed.map(|(_, first)| (std::mem::take(&mut self.pending), first));
+        match self.cut.start.checked_sub(line_offset) {
+            // the current document starts within this line
+            Some(from) => self.pending = self.line.get(from..).unwrap_or_default().to_string(),
+            None => self.pending.push_str(&self.line),
+        }
+        closed
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for ReadDocuments<R> {
+    type Item = std::io::Result<OwnedDocument>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            self.line.clear();
+            let closed = match self.reader.read_line(&mut self.line) {
+                Err(err) => {
+                    self.done = true;
+                    return Some(Err(err));
+                }
+                Ok(0) => {
+                    self.done = true;
+                    let (_, first) = self.cut.end();
+                    Some((std::mem::take(&mut self.pending), first))
+                }
+                Ok(_) => self.take_line(),
+            };
+            if let Some((text, line)) = closed.filter(|(text, _)| !text.trim().is_empty()) {
+                self.count += 1;
+                let doc = OwnedDocument::new(text.into_boxed_str(), line, self.count - 1);
+                return Some(Ok(doc));
+            }
+        }
+        None
+    }
+}
+
+/// Where the document being cut starts, as the lines go by: the one
+/// splitting rule for a text held whole and one read line by line.
+struct Cut {
+    /// Offset of the current document's text.
+    start: usize,
+    /// Its first line (1-based).
+    start_line: usize,
+    /// Offset of the next line.
+    offset: usize,
+    /// Number of the next line (1-based).
+    line_no: usize,
+}
+
+impl Default for Cut {
+    fn default() -> Self {
+        Self {
+            start: 0,
+            start_line: 1,
+            offset: 0,
+            line_no: 1,
+        }
+    }
+}
+
+impl Cut {
+    /// Takes the next `line`, `pending` being the current document's text
+    /// up to it; returns the document a marker line closes.
+    fn line(&mut self, line: &str, pending: &str) -> Option<(std::ops::Range<usize>, usize)> {
+        let closed = match marker_len(line) {
+            Some(len) => {
+                let closed = (self.start..self.offset, self.start_line);
+                let is_start = line.starts_with("---");
+                (self.start, self.start_line) = if is_start {
+                    (self.offset + len, self.line_no)
+                } else {
+                    (self.offset + line.len(), self.line_no + 1)
+                };
+                Some(closed)
+            }
+            None => {
+                if line.starts_with('%') && pending.trim().is_empty() {
+                    (self.start, self.start_line) = (self.offset + line.len(), self.line_no + 1);
+                }
+                None
+            }
+        };
+        self.offset += line.len();
+        self.line_no += 1;
+        closed
+    }
+
+    /// The last document, once every line is in.
+    fn end(&self) -> (std::ops::Range<usize>, usize) {
+        (self.start..self.offset, self.start_line)
+    }
+}
+
 /// Where each non-blank document of `text` is, with its first line.
 fn document_ranges(text: &str) -> Vec<(std::ops::Range<usize>, usize)> {
     let mut docs = Vec::new();
-    let mut start = 0;
-    let mut start_line = 1;
-    let mut offset = 0;
-    for (index, line) in text.split_inclusive('\n').enumerate() {
-        let line_no = index + 1;
-        let marker = marker_len(line);
-        if let Some(len) = marker {
-            docs.push((start..offset, start_line));
-            let is_start = line.starts_with("---");
-            start = if is_start {
-                offset + len
-            } else {
-                offset + line.len()
-            };
-            start_line = if is_start { line_no } else { line_no + 1 };
-        } else if line.starts_with('%') && text.get(start..offset).is_some_and(|t| t.trim().is_empty()) {
-            start = offset + line.len();
-            start_line = line_no + 1;
-        }
-        offset += line.len();
+    let mut cut = Cut::default();
+    for line in text.split_inclusive('\n') {
+        let pending = text.get(cut.start..cut.offset).unwrap_or_default();
+        docs.extend(cut.line(line, pending));
     }
-    docs.push((start..text.len(), start_line));
+    docs.push(cut.end());
     docs.retain(|(range, _)| text.get(range.clone()).is_some_and(|t| !t.trim().is_empty()));
     docs
 }
@@ -180,6 +319,27 @@ mod tests {
         let owned = into_documents(big.clone());
         assert_eq!(owned.len(), 4 * 1024);
         assert!(owned.iter().map(OwnedDocument::as_document).eq(split_documents(&big)));
+    }
+
+    #[test]
+    fn documents_read_line_by_line_are_the_borrowed_ones() {
+        for input in [
+            "%YAML 1.2\n---\na: 1\n...\nb: |\n  ---\n---\n\n--- {c: 3}\n",
+            "a: 1\n---\nb: 2\n--- \nc: 3",
+            "--- {a: 1}\n---\nb: 2",
+            "%YAML 1.2\n---\na: 1\n...\n%YAML 1.2\n---\nb: 2\n",
+            "---\n---\n# only a comment\n",
+            "",
+        ] {
+            let mut read = ReadDocuments::new(input.as_bytes());
+            let owned: Vec<OwnedDocument> = read.by_ref().map(Result::unwrap).collect();
+            let owned: Vec<Document<'_>> = owned.iter().map(OwnedDocument::as_document).collect();
+            assert_eq!(owned, split_documents(input), "{input:?}");
+            assert_eq!(
+                read.hasher().finish(),
+                super::super::content_hash::hash_text(input)
+            );
+        }
     }
 
     #[test]

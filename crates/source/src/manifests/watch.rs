@@ -6,15 +6,15 @@
 //! after a write that a second write in the same timestamp tick could have
 //! been missed), it hashes the file's content as it streams through a
 //! small buffer, and only if that differs from the last read's reads the
-//! file whole.
+//! file again, line by line, keeping the text of new documents only.
 //! Changed content that passes the [`Checked`] test replaces the tracker's
 //! state object by object; content that does not, or a file that cannot
 //! be read, is logged once and the last good state stays (nothing is
 //! touched), so a half-written file never wipes the rules.
 
-use super::Checked;
-use super::content_hash::{hash_file, hash_text};
-use super::replace::{Held, Replaced};
+use super::content_hash::hash_file;
+use super::replace::{Held, Known, Replaced};
+use super::{Checked, FileRead};
 use super::wake::Wake;
 use crate::{Error, SourceEvent};
 use std::os::unix::fs::MetadataExt;
@@ -193,9 +193,8 @@ fn read_state(path: &Path) -> Result<(Checked, Seen), Error> {
         source,
     };
     let stamp = Stamp::of(&std::fs::metadata(path).map_err(read_err)?);
-    let text = std::fs::read_to_string(path).map_err(read_err)?;
-    let hash = hash_text(&text);
-    let checked = Checked::new(path.display().to_string(), text)?;
+    let FileRead { hash, checked } = Checked::read_after(path, &Known::default())?;
+    let checked = checked?;
     let seen = Seen {
         racy: stamp.is_racy(),
         stamp: Some(stamp),
@@ -230,31 +229,33 @@ async fn check_once(path: &Path, seen: &mut Seen, held: &Held) -> Option<Checked
         // changed, or hashing could not run: read it whole
         Ok(Ok(_)) | Err(_) => {}
     }
-    let text = match tokio::fs::read_to_string(path).await {
-        Ok(text) => text,
-        Err(err) => return read_failed(seen, path, err),
+    let read = {
+        let path = path.to_path_buf();
+        let known = held.known();
+        tokio::task::spawn_blocking(move || Checked::read_after(&path, &known)).await
+    };
+    let FileRead { hash, checked } = match read {
+        Ok(Ok(read)) => read,
+        Ok(Err(Error::Read { source, .. })) => return read_failed(seen, path, source),
+        Ok(Err(err)) => {
+            tracing::warn!("{err}; keeping the last good state");
+            return None;
+        }
+        Err(join) => {
+            tracing::error!(path = %path.display(), "reading the manifests failed: {join}");
+            return None;
+        }
     };
     seen.read_failing = None;
     seen.racy = stamp.is_racy();
     seen.stamp = Some(stamp);
-    let hash = hash_text(&text);
     if hash == seen.hash {
         return None;
     }
     seen.hash = hash;
-    let origin = path.display().to_string();
-    let known = held.known();
-    match tokio::task::spawn_blocking(move || Checked::new_after(origin, text, &known)).await {
-        Ok(Ok(checked)) => Some(checked),
-        Ok(Err(err)) => {
-            tracing::warn!("{err}; keeping the last good state");
-            None
-        }
-        Err(join) => {
-            tracing::error!(path = %path.display(), "checking the manifests failed: {join}");
-            None
-        }
-    }
+    checked
+        .inspect_err(|err| tracing::warn!("{err}; keeping the last good state"))
+        .ok()
 }
 
 /// Logs a read error once (until a read succeeds again) and forgets the
