@@ -12,6 +12,7 @@ mod name;
 mod node;
 mod node_name;
 mod service;
+mod shared_map;
 mod snapshot;
 pub mod topology;
 
@@ -22,4 +23,5 @@ pub use node::NodeInfo;
 pub use node_name::NodeName;
 pub use name::{ServiceName, ServiceNameParts, ServicePortName, ServicePortNameParts, ports_of};
 pub use service::{Protocol, ServicePort};
+pub use shared_map::SharedMap;
 pub use snapshot::{ChangeSet, Snapshot};

@@ -1,19 +1,19 @@
 //! The state one sync renders, and what changed since the previous one.
 
-use crate::{Endpoint, NodeInfo, ServiceName, ServicePort, ServicePortName};
+use crate::{Endpoint, NodeInfo, ServiceName, ServicePort, ServicePortName, SharedMap};
 use ipnet::IpNet;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// Everything a backend needs for one sync. Cheap to clone: service ports
-/// and endpoint lists are shared.
+/// Everything a backend needs for one sync. Cheap to clone: the maps are
+/// shared until changed, service ports and endpoint lists always.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// Every service port the proxy handles, by name.
-    pub services: BTreeMap<ServicePortName, Arc<ServicePort>>,
+    pub services: SharedMap<ServicePortName, Arc<ServicePort>>,
     /// Endpoints of each service port (merged from all its slices, sorted,
     /// without duplicates). A port with no entry has no endpoints.
-    pub endpoints: BTreeMap<ServicePortName, Arc<Vec<Endpoint>>>,
+    pub endpoints: SharedMap<ServicePortName, Arc<Vec<Endpoint>>>,
     /// This node.
     pub node: NodeInfo,
     /// The cluster's service CIDRs of the snapshot's family (from the

@@ -272,10 +272,9 @@ impl NftablesProxier {
         last.owners.add(&new.shared_keys);
         last.release_slots_gone(&mut self.slots, snapshot, ctx, services);
         last.maps = self.slots.maps();
-        match services {
-            Services::All => last.snapshot = snapshot.clone(),
-            Services::Only(names) => last.follow(snapshot, names),
-        }
+        // shares the tracker's maps (the services `changes` does not name
+        // were the same already)
+        last.snapshot = snapshot.clone();
         last.ctx = ctx.clone();
         last.counts = counts;
         last.no_local = no_local;

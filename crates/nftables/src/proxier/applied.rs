@@ -10,9 +10,9 @@ use crate::render::{
     EndpointSlots, RenderContext, Ruleset, SHARED_SETS, Services, holds_slot, is_interchangeable,
     shared_key,
 };
-use model::{ServiceName, ServicePortName, Snapshot};
+use model::{ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// The last successful sync.
 #[derive(Debug)]
@@ -32,24 +32,9 @@ pub(crate) struct Applied {
 }
 
 impl Applied {
-    /// Makes the kept snapshot `now`'s for `services` (the rest is
-    /// already the same): their ports and endpoints replaced, the node and
-    /// service CIDRs copied. Costs what changed, where cloning `now`
-    /// would cost every service.
-    pub(crate) fn follow(&mut self, now: &Snapshot, services: &BTreeSet<ServiceName>) {
-        for service in services {
-            replace_service(&mut self.snapshot.services, &now.services, service);
-            replace_service(&mut self.snapshot.endpoints, &now.endpoints, service);
-        }
-        self.snapshot.node.clone_from(&now.node);
-        self.snapshot.service_cidrs.clone_from(&now.service_cidrs);
-    }
-}
-
-impl Applied {
     /// Frees the slots of the ports of `services` that `now` does not
     /// render with a slot (gone, or DNATed straight from `services`): call
-    /// before [`Applied::follow`].
+    /// before the kept snapshot becomes `now`.
     pub(crate) fn release_slots_gone(
         &self,
         slots: &mut EndpointSlots,
@@ -70,23 +55,6 @@ impl Applied {
                 }
             }
         }
-    }
-}
-
-/// The entries of `service`'s ports in `kept` replaced by those in `now`.
-fn replace_service<V: Clone>(
-    kept: &mut BTreeMap<ServicePortName, V>,
-    now: &BTreeMap<ServicePortName, V>,
-    service: &ServiceName,
-) {
-    let gone: Vec<ServicePortName> = model::ports_of(kept, service)
-        .map(|(n, _)| n.clone())
-        .collect();
-    for name in gone {
-        kept.remove(&name);
-    }
-    for (name, value) in model::ports_of(now, service) {
-        kept.insert(name.clone(), value.clone());
     }
 }
 
