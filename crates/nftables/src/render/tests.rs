@@ -604,8 +604,12 @@ fn a_single_endpoint_cluster_ip_port_is_dnated_straight_from_services() {
 
 #[test]
 fn a_lean_rendering_gives_the_shared_elements_of_the_whole_in_parts() {
-    // a and b name one destination and share a hairpin endpoint; c names
-    // its external IP twice; enough single-endpoint services for parts
+    // a and b name one destination and share a hairpin endpoint; c
+    // names its external IP twice, and z (in the other half of the first
+    // pass, on its second thread) once; enough single-endpoint services
+    // for parts
+    let mut z = port("z", "10.96.0.13");
+    z.external_ips = vec![ip("192.0.2.51")];
     let mut a = port("a", "10.96.0.10");
     a.external_ips = vec![ip("192.0.2.50")];
     let mut b = port("b", "10.96.0.11");
@@ -622,7 +626,9 @@ fn a_lean_rendering_gives_the_shared_elements_of_the_whole_in_parts() {
         let endpoint = format!("10.245.{}.{}", i / 250, i % 250 + 1);
         ports.push((port(&format!("s{i}"), &cluster_ip), eps(&[&endpoint])));
     }
+    ports.push((z, eps(&["10.244.0.5@a"])));
     let snap = snapshot(ports);
+    assert!(snap.services.len() >= super::selected::PARALLEL_PORTS);
     let ctx = RenderContext::new(&snap, &options(), &facts());
     let slots = super::slots_in_order(&snap, &ctx);
     let lean = render_lean(&snap, &ctx, super::Slots::of(&slots));
