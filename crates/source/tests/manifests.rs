@@ -523,6 +523,12 @@ fn an_object_goes_only_when_no_document_of_the_read_gives_it_any_more() {
     assert_eq!(third, (0, vec!["10.96.0.11".into(), "10.96.0.30".into()]));
     // web's last document gone: web deleted, api untouched
     assert_eq!(read(&mut held, api.clone()), (1, vec!["10.96.0.11".into()]));
+    // two copies, then the later (whose copy the tracker holds) gone:
+    // the earlier one's web again
+    let both = read(&mut held, format!("{GOOD_SERVICE}---{copy}---{api}"));
+    assert_eq!(both, (0, vec!["10.96.0.11".into(), "10.96.0.20".into()]));
+    let earlier = read(&mut held, format!("{GOOD_SERVICE}---{api}"));
+    assert_eq!(earlier, (0, vec!["10.96.0.10".into(), "10.96.0.11".into()]));
 }
 
 #[test]

@@ -112,8 +112,8 @@ impl Held {
     pub fn replace(&mut self, mut checked: Checked, tracker: &Mutex<Tracker>) -> Replaced {
         let fed = self.feed_new(&mut checked, tracker);
         let gone = self.gone(&checked);
-        let (shadowed, still_given) = self.given_by_held(&checked, &fed.last, &gone);
-        self.restore_shadowed(&checked, tracker, &shadowed);
+        let (restore, still_given) = self.given_by_held(&checked, &fed.last, &gone);
+        self.restore(&checked, tracker, &restore);
         let mut replaced = Replaced {
             decoded: fed.documents.len(),
             deleted: delete_gone(&gone, &fed.last, &still_given, tracker),
@@ -161,7 +161,7 @@ impl Held {
                 Some(document) => document.clone(),
                 None => feed(origin, &doc.as_document(), tracker),
             };
-            // a new document is never decoded again (see restore_shadowed)
+            // a new document is never decoded again (see Held::restore)
             freed += doc.drop_text();
             if freed >= RELEASE_STEP {
                 self.release.inspect(|release| release());
@@ -186,9 +186,11 @@ impl Held {
             .collect()
     }
 
-    /// What the held documents this read still has give: of the objects
-    /// fed from a new document, those a later held document gives again
-    /// (with that document's position: it wins, as in a full read), and
+    /// What the held documents this read still has give: the objects to
+    /// decode again from the last held document giving them (it wins, as
+    /// in a full read), with its position — those fed from an earlier new
+    /// document, and those of a document gone that no later new document
+    /// gave (the gone one may have been the copy the tracker holds) — and
     /// which objects of the documents `gone` they still give.
     fn given_by_held<'a>(
         &'a self,
@@ -197,34 +199,31 @@ impl Held {
         gone: &HashMap<u64, Document>,
     ) -> (HashMap<&'a HeldKey, usize>, HashSet<&'a HeldKey>) {
         let gone_keys: HashSet<&HeldKey> = gone.values().flat_map(|d| d.keys.iter()).collect();
-        let mut shadowed = HashMap::new();
+        let mut restore = HashMap::new();
         let mut still_given = HashSet::new();
         for (position, hash) in checked.hashes.iter().enumerate() {
             let Some(document) = self.documents.get(hash) else {
                 continue;
             };
             for key in document.keys.iter() {
-                if fed.get(key).is_some_and(|fed_at| *fed_at < position) {
-                    shadowed.insert(key, position);
+                let of_gone = gone_keys.contains(key);
+                let after_fed = fed.get(key).is_none_or(|fed_at| *fed_at < position);
+                if after_fed && (of_gone || fed.contains_key(key)) {
+                    restore.insert(key, position);
                 }
-                if gone_keys.contains(key) {
+                if of_gone {
                     still_given.insert(key);
                 }
             }
         }
-        (shadowed, still_given)
+        (restore, still_given)
     }
 
-    /// Decodes again, for the objects `shadowed` names, the held
+    /// Decodes again, for the objects `restore` names, the held
     /// documents that give them last (their text is still there, or read
     /// again from the file when it was not kept).
-    fn restore_shadowed(
-        &self,
-        checked: &Checked,
-        tracker: &Mutex<Tracker>,
-        shadowed: &HashMap<&HeldKey, usize>,
-    ) {
-        let mut positions: Vec<usize> = shadowed.values().copied().collect();
+    fn restore(&self, checked: &Checked, tracker: &Mutex<Tracker>, restore: &HashMap<&HeldKey, usize>) {
+        let mut positions: Vec<usize> = restore.values().copied().collect();
         positions.sort_unstable();
         positions.dedup();
         let missing: HashSet<usize> = positions
@@ -251,7 +250,7 @@ impl Held {
             };
             decode::decode_one(checked.origin(), &doc.as_document(), &mut |object| {
                 let (kind, key) = object.key();
-                if shadowed.get(&HeldKey::new(kind, &key)) == Some(&position) {
+                if restore.get(&HeldKey::new(kind, &key)) == Some(&position) {
                     object.upsert(&mut lock(tracker));
                 }
             });
