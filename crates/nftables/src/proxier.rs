@@ -176,9 +176,10 @@ impl NftablesProxier {
         started: Instant,
     ) -> Result<Synced, Error> {
         self.applied = None;
-        if self.opts.shared_endpoint_maps {
-            render::allocate_slots(&mut self.slots, snapshot, &ctx, Services::All);
-        }
+        let holding = match self.opts.shared_endpoint_maps {
+            true => render::allocate_slots(&mut self.slots, snapshot, &ctx, Services::All),
+            false => Default::default(),
+        };
         let maps = self.slots.maps();
         let mut lean = render::render_lean(snapshot, &ctx, Slots::of(&self.slots));
         let no_local = lean.selected.rendered.no_local_endpoints;
@@ -195,8 +196,7 @@ impl NftablesProxier {
             self.syncer
                 .sync_full_in_pieces(&mut self.socket, skeleton, &in_parts, pieces)?;
         let counts = counted.get();
-        self.slots
-            .retain(|name| render::holds_slot(snapshot, &ctx, name));
+        self.slots.retain(|name| holding.contains(name));
         // built once the sync's own peak is over
         let owners = Owners::of(&shared_keys);
         drop(shared_keys);

@@ -8,15 +8,17 @@
 //! an `endpoint-` chain that records the source and DNATs, and the
 //! balancing chain first sends known sources back to their endpoint.
 
-use super::direct::direct_target;
-use super::endpoint_slots::{Slot, slot_elements};
+use super::RenderContext;
+use super::direct::{direct_target, direct_target_of};
+use super::endpoint_slots::{EndpointSlots, Slot, slot_elements};
 use super::names::EndpointNames;
 use super::ruleset::{ChainRules, NamedSet, RuleSpec};
 use super::service_port::Port;
 use super::shared::SharedSets;
 use super::statement::{Stmt, addr_type, saddr};
 use crate::{Chain, Set, SetFlags, Verdict};
-use model::Endpoint;
+use model::{Endpoint, ServicePortName};
+use plan::PortPlan;
 use std::net::IpAddr;
 
 /// Upstream's size of an affinity set.
@@ -75,7 +77,7 @@ fn balancing_chain(
     if port.plan.affinity_seconds.is_none() {
         let targets = targets(endpoints);
         let family = port.ctx.family;
-        let pick = match fill_slot(port, local, &targets, shared) {
+        let pick = match fill_slot(port.slots, &port.svc().name, local, &targets, shared) {
             Some(slot) => Stmt::DnatNumgenSlot { family, slot },
             // a port without a slot (none given out for it): upstream's
             // anonymous map, which works the same
@@ -108,16 +110,21 @@ fn balancing_chain(
 
 /// What [`render_balancing`] puts into the shared endpoint maps of
 /// `shared`, without the chains.
-pub fn render_slot_elements(port: &Port<'_>, shared: &mut SharedSets) {
-    let plan = port.plan;
-    if plan.affinity_seconds.is_some() || direct_target(port).is_some() {
+pub fn render_slot_elements(
+    ctx: &RenderContext,
+    plan: &PortPlan<'_>,
+    slots: &EndpointSlots,
+    shared: &mut SharedSets,
+) {
+    if plan.affinity_seconds.is_some() || direct_target_of(ctx, plan).is_some() {
         return;
     }
+    let name = &plan.svc.name;
     if plan.uses_cluster_endpoints {
-        fill_slot(port, false, &targets(&plan.cluster), shared);
+        fill_slot(slots, name, false, &targets(&plan.cluster), shared);
     }
     if plan.uses_local_endpoints {
-        fill_slot(port, true, &targets(&plan.local), shared);
+        fill_slot(slots, name, true, &targets(&plan.local), shared);
     }
 }
 
@@ -130,12 +137,13 @@ fn targets(endpoints: &[&Endpoint]) -> Vec<(IpAddr, u16)> {
 /// `service-` chain, in the shared endpoint maps of `shared`: the slot,
 /// if the port holds one and there are targets.
 fn fill_slot(
-    port: &Port<'_>,
+    slots: &EndpointSlots,
+    name: &ServicePortName,
     local: bool,
     targets: &[(IpAddr, u16)],
     shared: &mut SharedSets,
 ) -> Option<Slot> {
-    let slot = port.slots.slot(&port.svc().name, local)?;
+    let slot = slots.slot(name, local)?;
     if targets.is_empty() {
         return None;
     }

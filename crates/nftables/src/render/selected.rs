@@ -8,7 +8,7 @@ use super::shared::{Marks, SharedSets};
 use super::{RenderContext, Rendered, service_port, skeleton};
 use model::{ServiceName, ServicePort, ServicePortName, Snapshot};
 use plan::NoLocalEndpoints;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 /// The services a rendering holds.
@@ -111,18 +111,22 @@ pub fn holds_slot(snapshot: &Snapshot, ctx: &RenderContext, name: &ServicePortNa
 }
 
 /// Gives every port of `services` of `snapshot` rendered in `ctx`'s
-/// family that [`holds_slot`] its slots.
+/// family that [`holds_slot`] its slots; returns those ports (each
+/// planned once here: asking [`holds_slot`] of every slot afterwards
+/// looks each port up by name, 58 ms at 10,000 services × 10 endpoints).
 pub fn allocate_slots(
     slots: &mut EndpointSlots,
     snapshot: &Snapshot,
     ctx: &RenderContext,
     services: Services<'_>,
-) {
+) -> HashSet<ServicePortName> {
+    let mut holding = HashSet::new();
     let mut give = |name: &ServicePortName, svc: &Arc<ServicePort>| {
         let needed =
             ctx.in_family(svc) && service_port::needs_slot(ctx, svc, snapshot.endpoints_of(name));
         if needed {
             slots.allocate(name);
+            holding.insert(name.clone());
         }
     };
     match services {
@@ -133,6 +137,7 @@ pub fn allocate_slots(
             }
         }
     }
+    holding
 }
 
 /// Slots for every port of `snapshot` rendered in `ctx`'s family, given

@@ -119,9 +119,11 @@ pub fn render_slot_elements(
     slots: &EndpointSlots,
     shared: &mut SharedSets,
 ) {
-    with_port(ctx, svc, endpoints, slots, |port| {
-        balancing::render_slot_elements(port, shared)
-    })
+    // planned as `with_port` plans it, but neither named nor commented:
+    // the elements need neither
+    let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
+    let plan = PortPlan::new(&ctx.sync, svc, &endpoints);
+    balancing::render_slot_elements(ctx, &plan, slots, shared)
 }
 
 /// Whether `svc` with `endpoints` has balancing chains that pick from the
