@@ -42,7 +42,6 @@ use tracker::{ObjectKind, Objects};
 
 pub use object::Object;
 pub use replace::{Held, Known, Replaced};
-
 pub use watch::{DEFAULT_POLL, Watch, run, watch};
 
 /// One state read from a manifests file.

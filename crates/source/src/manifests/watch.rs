@@ -226,7 +226,7 @@ async fn check_once(path: &Path, seen: &mut Seen, held: &Held) -> Option<Checked
             return None;
         }
         Ok(Err(err)) => return read_failed(seen, path, err),
-        // changed, or hashing could not run: read it whole
+        // changed, or hashing could not run: read it again
         Ok(Ok(_)) | Err(_) => {}
     }
     let read = {
