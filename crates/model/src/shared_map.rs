@@ -38,12 +38,6 @@ impl<K: Clone, V: Clone> DerefMut for SharedMap<K, V> {
     }
 }
 
-impl<K, V> From<BTreeMap<K, V>> for SharedMap<K, V> {
-    fn from(map: BTreeMap<K, V>) -> Self {
-        Self(Arc::new(map))
-    }
-}
-
 impl<K: Ord, V> FromIterator<(K, V)> for SharedMap<K, V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         Self(Arc::new(iter.into_iter().collect()))
@@ -59,13 +53,6 @@ impl<'a, K, V> IntoIterator for &'a SharedMap<K, V> {
     }
 }
 
-impl<K, V> SharedMap<K, V> {
-    /// Whether `self` and `other` are the same map (not a copy).
-    pub fn ptr_eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,9 +61,9 @@ mod tests {
     fn a_clone_shares_until_one_side_changes() {
         let mut a: SharedMap<u32, u32> = [(1, 10), (2, 20)].into_iter().collect();
         let b = a.clone();
-        assert!(a.ptr_eq(&b));
+        assert!(Arc::ptr_eq(&a.0, &b.0));
         a.insert(3, 30);
-        assert!(!a.ptr_eq(&b), "changed while shared: copied");
+        assert!(!Arc::ptr_eq(&a.0, &b.0), "changed while shared: copied");
         assert_eq!(b.len(), 2);
         assert_eq!(a.len(), 3);
         let before = a.clone();

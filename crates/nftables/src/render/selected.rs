@@ -68,7 +68,7 @@ pub(super) fn render_headers(
         out
     };
     let out = match halves(&snapshot.services) {
-        None => headers(snapshot.services.range::<ServicePortName, _>(..)),
+        None => headers(all_ports(snapshot)),
         Some((first, second)) => std::thread::scope(|scope| {
             let second = scope.spawn(|| headers(second));
             let mut out = headers(first);
@@ -90,9 +90,16 @@ pub(super) const PARALLEL_PORTS: usize = 2_000;
 
 type Ports<'a> = std::collections::btree_map::Range<'a, ServicePortName, Arc<ServicePort>>;
 
+/// Every port of `snapshot`, as [`Ports`].
+fn all_ports(snapshot: &Snapshot) -> Ports<'_> {
+    snapshot.services.range::<ServicePortName, _>(..)
+}
+
 /// The ports cut in two near the middle, between two services; `None`
 /// when they are too few to share.
-fn halves(services: &model::SharedMap<ServicePortName, Arc<ServicePort>>) -> Option<(Ports<'_>, Ports<'_>)> {
+fn halves(
+    services: &model::SharedMap<ServicePortName, Arc<ServicePort>>,
+) -> Option<(Ports<'_>, Ports<'_>)> {
     if services.len() < PARALLEL_PORTS {
         return None;
     }
@@ -177,7 +184,7 @@ impl<'a> Collected<'a> {
 
     fn collect(&mut self, snapshot: &Snapshot, ctx: &RenderContext, services: Services<'_>) {
         match services {
-            Services::All => self.collect_ports(ctx, snapshot, snapshot.services.range::<ServicePortName, _>(..)),
+            Services::All => self.collect_ports(ctx, snapshot, all_ports(snapshot)),
             Services::Only(names) => {
                 for service in names {
                     for (name, svc) in model::ports_of(&snapshot.services, service) {

@@ -119,11 +119,10 @@ pub fn render_slot_elements(
     slots: &EndpointSlots,
     shared: &mut SharedSets,
 ) {
-    // planned as `with_port` plans it, but neither named nor commented:
-    // the elements need neither
-    let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
-    let plan = PortPlan::new(&ctx.sync, svc, &endpoints);
-    balancing::render_slot_elements(ctx, &plan, slots, shared)
+    // neither named nor commented: the elements need neither
+    with_plan(ctx, svc, endpoints, |plan| {
+        balancing::render_slot_elements(ctx, plan, slots, shared)
+    })
 }
 
 /// Whether `svc` with `endpoints` has balancing chains that pick from the
@@ -149,15 +148,26 @@ fn with_port<R>(
     slots: &EndpointSlots,
     f: impl FnOnce(&Port<'_>) -> R,
 ) -> R {
-    let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
-    let plan = PortPlan::new(&ctx.sync, svc, &endpoints);
-    f(&Port {
-        ctx,
-        plan: &plan,
-        names: ServiceChains::new(&svc.name),
-        comment: service_port_comment(&svc.name),
-        slots,
+    with_plan(ctx, svc, endpoints, |plan| {
+        f(&Port {
+            ctx,
+            plan,
+            names: ServiceChains::new(&svc.name),
+            comment: service_port_comment(&svc.name),
+            slots,
+        })
     })
+}
+
+/// `f` of `svc` planned with `endpoints` in upstream's order.
+fn with_plan<R>(
+    ctx: &RenderContext,
+    svc: &ServicePort,
+    endpoints: &[Endpoint],
+    f: impl FnOnce(&PortPlan<'_>) -> R,
+) -> R {
+    let endpoints = plan::upstream_order(endpoints, ctx.sync.family);
+    f(&PortPlan::new(&ctx.sync, svc, &endpoints))
 }
 
 /// Renders `port` traffic kind by traffic kind.
