@@ -60,6 +60,8 @@ pub struct ColdStart {
     pub kernel_ms: f64,
     /// Peak RSS of the proxy (KiB) after the sync, or when capped.
     pub peak_rss_kib: u64,
+    /// The proxy's CPU time (all threads) up to then.
+    pub cpu: Duration,
 }
 
 /// Runs every size (ours, then upstream's table), printing each as it
@@ -129,6 +131,7 @@ fn cold_start(setup: &CurveSetup, load: &Load, path: &Path, upstream: bool) -> R
         apply_ms: 0.0,
         kernel_ms: 0.0,
         peak_rss_kib: proxy.peak_rss_kib()?,
+        cpu: proxy.cpu_time()?,
     };
     if let Some(line) = line {
         let sync = parse_sync_line(&line.text);
@@ -159,12 +162,13 @@ fn describe(run: &ColdStart) -> String {
     match run.start_to_rules {
         None => format!("{head} capped (peak RSS so far {:.1} MiB)", mib(run.peak_rss_kib)),
         Some(d) => format!(
-            "{head} start → rules {:.2} s (render {:.0} ms, apply {:.0} ms, kernel {:.0} ms), peak RSS {:.1} MiB",
+            "{head} start → rules {:.2} s (render {:.0} ms, apply {:.0} ms, kernel {:.0} ms), peak RSS {:.1} MiB, CPU {:.2} s",
             d.as_secs_f64(),
             run.render_ms,
             run.apply_ms,
             run.kernel_ms,
-            mib(run.peak_rss_kib)
+            mib(run.peak_rss_kib),
+            run.cpu.as_secs_f64()
         ),
     }
 }
@@ -176,8 +180,8 @@ fn mib(kib: u64) -> f64 {
 /// The Markdown table of `runs`.
 pub fn report(runs: &[ColdStart]) -> String {
     let mut out = String::from(
-        "\n| services × endpoints | table | start → rules (s) | render (s) | apply (s) | the kernel (s) | peak RSS (MiB) |\n\
-         |---|---|---|---|---|---|---|\n",
+        "\n| services × endpoints | table | start → rules (s) | render (s) | apply (s) | the kernel (s) | peak RSS (MiB) | CPU (s) |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     for run in runs {
         let secs = |ms: f64| format!("{:.2}", ms / 1000.0);
@@ -192,11 +196,12 @@ pub fn report(runs: &[ColdStart]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} × {} | {} | {start} | {render} | {apply} | {kernel} | {:.1} |",
+            "| {} × {} | {} | {start} | {render} | {apply} | {kernel} | {:.1} | {:.2} |",
             run.services,
             run.endpoints,
             table_name(run.upstream),
-            mib(run.peak_rss_kib)
+            mib(run.peak_rss_kib),
+            run.cpu.as_secs_f64()
         );
     }
     out
@@ -259,6 +264,7 @@ mod tests {
             apply_ms: 0.0,
             kernel_ms: secs.unwrap_or(0.0) * 500.0,
             peak_rss_kib: 1024,
+            cpu: Duration::from_secs(1),
         }
     }
 

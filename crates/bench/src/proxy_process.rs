@@ -140,6 +140,31 @@ impl ProxyProcess {
         status_kib(&status, "VmHWM:").context("no VmHWM in /proc/PID/status")
     }
 
+    /// CPU time the proxy has used so far, all its threads, user and
+    /// system (`/proc/PID/stat`, in clock ticks): the work, where the wall
+    /// time also counts what the machine's other load took from it.
+    pub fn cpu_time(&self) -> Result<Duration> {
+        let pid = self.pid();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .context("read the proxy's stat")?;
+        // the fields after the command name, which ends at the last ')'
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| -> Result<u64> {
+            let field = fields.get(i).context("short /proc/PID/stat")?;
+            Ok(field.parse()?)
+        };
+        // utime and stime: fields 14 and 15, 12 and 13 after the name
+        let used = ticks(11)? + ticks(12)?;
+        // SAFETY: sysconf only reads a constant of the system
+        #[allow(unsafe_code)]
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let per_second = u64::try_from(per_second).ok().filter(|t| *t > 0).unwrap_or(100);
+        Ok(Duration::from_secs_f64(used as f64 / per_second as f64))
+    }
+
     /// SIGTERM, then SIGKILL after `grace`; waits for the exit.
     pub fn stop(mut self, grace: Duration) -> Result<()> {
         let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid())?);

@@ -26,7 +26,7 @@ const MMAP_THRESHOLD: libc::c_int = 1 << 20;
 
 /// Arenas for all threads.
 #[cfg(target_env = "gnu")]
-const ARENAS: libc::c_int = 2;
+const ARENAS: libc::c_int = 4;
 
 /// Fixes malloc's mmap threshold and number of arenas. Call first thing
 /// in `main`, before any thread starts.

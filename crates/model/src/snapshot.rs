@@ -46,9 +46,10 @@ pub struct ChangeSet {
 
 impl ChangeSet {
     /// Adds what `later` says changed (change sets of snapshots no sync
-    /// consumed yet add up).
-    pub fn absorb(&mut self, later: ChangeSet) {
-        self.services.extend(later.services);
+    /// consumed yet add up). Linear in both sets (merged, not inserted
+    /// one by one: the first snapshot's set holds every service).
+    pub fn absorb(&mut self, mut later: ChangeSet) {
+        self.services.append(&mut later.services);
         self.node_changed |= later.node_changed;
         self.service_cidrs_changed |= later.service_cidrs_changed;
     }

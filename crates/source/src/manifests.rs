@@ -10,10 +10,10 @@
 //!
 //! Memory: the proxy never holds the decoded file. A read is [`Checked`]
 //! first (every document read and dropped), then its objects are decoded
-//! one at a time and handed to the tracker as they come ([`Held`], driven
-//! by [`run`]), each document's text freed once its objects are in, so a
-//! read costs at most about the file's text and one object beside the
-//! tracker (at 100,000 services × 1 endpoint, 50 MiB of text). A file is
+//! a few at a time and handed to the tracker as they come ([`Held`], driven
+//! by [`run`]), each document's text freed once it is decoded, so a
+//! read costs at most about the file's text and a few batches of objects
+//! beside the tracker (at 100,000 services × 1 endpoint, 50 MiB of text). A file is
 //! read line by line, never whole, and a re-read keeps the text of its
 //! new documents only (those of the last read are known by their hash). [`parse`]
 //! and [`load`] collect every object instead: for tests and small files.
@@ -27,6 +27,7 @@ mod content_hash;
 mod decode;
 mod held_key;
 mod object;
+mod pipeline;
 mod plain_yaml;
 mod replace;
 mod split;
@@ -162,34 +163,38 @@ impl Checked {
         let mut read = split::ReadDocuments::new(std::io::BufReader::new(file));
         // about as many documents as last time: the vector does not grow
         // twice over
-        let mut checked = Ok(Self {
+        let mut hashes = Vec::with_capacity(known.len() + known.len() / 16);
+        let mut documents = Ok(Vec::new());
+        // cut and hashed on one thread, the new ones checked on this one
+        let reading = pipeline::two_stages(
+            |give| {
+                for doc in read.by_ref() {
+                    let doc = doc?;
+                    let hash = split::hash_document(&doc.as_document());
+                    if !known.contains(hash) {
+                        give.give(doc);
+                    }
+                    hashes.push(hash);
+                }
+                Ok(read.hasher().finish())
+            },
+            |doc| {
+                if let Ok(kept) = &mut documents {
+                    match decode::check_document(&origin, &doc.as_document()) {
+                        Ok(()) => kept.push(doc),
+                        Err(err) => documents = Err(err),
+                    }
+                }
+            },
+        );
+        let hash = reading.map_err(read_err)?;
+        let checked = documents.map(|documents| Self {
             origin,
             file: Some(path.to_path_buf()),
-            documents: Vec::new(),
-            hashes: Vec::with_capacity(known.len() + known.len() / 16),
+            documents,
+            hashes,
         });
-        for doc in read.by_ref() {
-            let doc = doc.map_err(read_err)?;
-            if let Ok(this) = &mut checked
-                && let Err(err) = this.add_read(doc, known)
-            {
-                checked = Err(err);
-            }
-        }
-        let hash = read.hasher().finish();
         Ok(FileRead { hash, checked })
-    }
-
-    /// Adds a document read from the file: its hash, and its text when it
-    /// is new (then checked).
-    fn add_read(&mut self, doc: split::OwnedDocument, known: &Known) -> Result<(), Error> {
-        let hash = split::hash_document(&doc.as_document());
-        if !known.contains(hash) {
-            decode::check_document(&self.origin, &doc.as_document())?;
-            self.documents.push(doc);
-        }
-        self.hashes.push(hash);
-        Ok(())
     }
 
     /// The held document at `position`, if its text is held.

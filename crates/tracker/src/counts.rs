@@ -9,7 +9,7 @@
 //! and counting those would add every object on every read.
 
 use model::ServiceName;
-use std::collections::HashSet;
+use foldhash::HashSet;
 
 /// The change counts a metrics owner reads after feeding events
 /// ([`crate::Tracker::take_change_counts`]).
@@ -53,7 +53,7 @@ impl ChangeCounter {
 
     /// A snapshot took every pending change.
     pub(crate) fn snapshot_taken(&mut self) {
-        self.pending_services = HashSet::new();
+        self.pending_services = HashSet::default();
         self.pending_slice_changes = 0;
     }
 

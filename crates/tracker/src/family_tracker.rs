@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use model::{ChangeSet, NodeInfo, ServiceName, ServicePort, Snapshot};
 use service_cidrs::ServiceCidrs;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 /// Turns Service / EndpointSlice / Node events into the model of one IP
@@ -70,9 +70,9 @@ impl FamilyTracker {
             },
             node_name,
             family,
-            services: HashMap::new(),
-            slices: HashMap::new(),
-            slice_owners: HashMap::new(),
+            services: HashMap::default(),
+            slices: HashMap::default(),
+            slice_owners: HashMap::default(),
             node_names: NodeNames::default(),
             node,
             service_cidrs: ServiceCidrs::default(),
@@ -150,16 +150,18 @@ impl FamilyTracker {
     }
 
     /// The current state and the services changed since the last call
-    /// (draining the change set). Only changed services are rebuilt; the
-    /// rest of the snapshot shares its data with the previous one.
+    /// (draining the change set). Only changed services are rebuilt (all
+    /// at once when they are more than a quarter of those held); the rest
+    /// of the snapshot shares its data with the previous one.
     pub fn snapshot(&mut self) -> (Snapshot, ChangeSet) {
         let changes = std::mem::take(&mut self.changes);
         self.counts.snapshot_taken();
-        for name in &changes.services {
-            self.refresh(name);
-        }
         if changes.services.len() > self.current.services.len() / 4 {
-            self.compact_snapshot();
+            self.rebuild_snapshot();
+        } else {
+            for name in &changes.services {
+                self.refresh(name);
+            }
         }
         self.current.node.clone_from(&self.node);
         if changes.service_cidrs_changed {

@@ -6,8 +6,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::ServiceCIDR;
 use tracker::{ObjectKind, Objects, Tracker};
 
-/// A Service, EndpointSlice, Node or ServiceCIDR read from the file. Only one exists at
-/// a time and it is moved once, so its variants are not boxed.
+/// A Service, EndpointSlice, Node or ServiceCIDR read from the file. Only
+/// a few batches of them exist at a time (see `pipeline`) and each is moved
+/// once, so its variants are not boxed.
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)]
 pub enum Object {

@@ -31,7 +31,7 @@ pub(super) fn parse(text: &str) -> Option<Value> {
 fn content_lines(text: &str) -> Option<Vec<Line<'_>>> {
     let mut lines = Vec::new();
     for line in text.split('\n') {
-        if line.contains('\r') || line.contains('\t') {
+        if line.bytes().any(|b| b == b'\r' || b == b'\t') {
             return None;
         }
         let body = line.trim_start_matches(' ');
@@ -41,6 +41,13 @@ fn content_lines(text: &str) -> Option<Vec<Line<'_>>> {
         lines.push((line.len() - body.len(), body.trim_end_matches(' ')));
     }
     Some(lines)
+}
+
+/// Where `first` followed by `second` starts in `text` (both ASCII): a
+/// byte scan, where `str::find` of a two-byte pattern sets up a searcher
+/// for every scalar of the file.
+fn find_pair(text: &str, first: u8, second: u8) -> Option<usize> {
+    text.as_bytes().windows(2).position(|w| w[0] == first && w[1] == second)
 }
 
 fn is_item(body: &str) -> bool {
@@ -128,7 +135,7 @@ fn nested(
 
 /// `key: value` or `key:` with a plain key of the usual characters.
 fn split_key(body: &str) -> Option<(&str, &str)> {
-    let (key, value) = match body.find(": ") {
+    let (key, value) = match find_pair(body, b':', b' ') {
         Some(colon) => (&body[..colon], body[colon + 2..].trim_start_matches(' ')),
         None => (body.strip_suffix(':')?, ""),
     };
@@ -195,7 +202,11 @@ fn flow_mapping(inner: &str) -> Option<Value> {
 }
 
 fn plain(text: &str) -> Option<Value> {
-    if is_item(text) || text.contains(": ") || text.contains(" #") || text.ends_with(':') {
+    if is_item(text)
+        || find_pair(text, b':', b' ').is_some()
+        || find_pair(text, b' ', b'#').is_some()
+        || text.ends_with(':')
+    {
         return None;
     }
     match text {
@@ -223,11 +234,8 @@ fn plain(text: &str) -> Option<Value> {
 /// Words another schema reads differently, and anything that could be a
 /// float (left to the full parser).
 fn looks_special(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    if matches!(
-        lower.as_str(),
-        "true" | "false" | "null" | "yes" | "no" | "on" | "off"
-    ) {
+    let words = ["true", "false", "null", "yes", "no", "on", "off"];
+    if words.iter().any(|w| text.eq_ignore_ascii_case(w)) {
         return true;
     }
     let body = text.strip_prefix(['-', '+']).unwrap_or(text);

@@ -11,8 +11,10 @@
 
 use super::held_key::{HeldKey, Keys};
 use super::object::{Object, delete};
+use super::pipeline::{self, Give};
+use super::split::OwnedDocument;
 use super::{Checked, decode};
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tracker::{ObjectKind, Tracker};
 
@@ -134,7 +136,9 @@ impl Held {
     }
 
     /// Feeds the documents `self` does not hold to the tracker, in file
-    /// order (a text given twice is fed once), freeing their text.
+    /// order (a text given twice is fed once), freeing their text. They
+    /// are decoded on a second thread while this one feeds the objects of
+    /// those before them to the tracker.
     fn feed_new(&self, checked: &mut Checked, tracker: &Mutex<Tracker>) -> Fed {
         // sized for the whole read: no table is ever held twice growing
         let new = checked.hashes.iter().filter(|h| !self.documents.contains_key(h)).count();
@@ -149,29 +153,25 @@ impl Held {
             ..
         } = checked;
         let mut freed = 0;
-        for doc in documents.iter_mut() {
-            let position = doc.position();
-            let Some(hash) = hashes.get(position).copied() else {
-                continue;
-            };
-            if self.documents.contains_key(&hash) {
-                continue;
-            }
-            let document = match fed.documents.get(&hash) {
-                Some(document) => document.clone(),
-                None => feed(origin, &doc.as_document(), tracker),
-            };
-            // a new document is never decoded again (see Held::restore)
-            freed += doc.drop_text();
-            if freed >= RELEASE_STEP {
-                self.release.inspect(|release| release());
-                freed = 0;
-            }
-            for key in document.keys.iter() {
-                fed.last.insert(key.clone(), position);
-            }
-            fed.documents.insert(hash, document);
-        }
+        pipeline::two_stages(
+            |give| decode_new(origin, documents, hashes, &self.documents, give),
+            |decoded| {
+                let document = match decoded.objects {
+                    Some((objects, skipped)) => feed(objects, skipped, tracker),
+                    // given earlier in this read: fed then
+                    None => fed.documents.get(&decoded.hash).cloned().unwrap_or_default(),
+                };
+                freed += decoded.freed;
+                if freed >= RELEASE_STEP {
+                    self.release.inspect(|release| release());
+                    freed = 0;
+                }
+                for key in document.keys.iter() {
+                    fed.last.insert(key.clone(), decoded.position);
+                }
+                fed.documents.insert(decoded.hash, document);
+            },
+        );
         fed
     }
 
@@ -226,7 +226,7 @@ impl Held {
         let mut positions: Vec<usize> = restore.values().copied().collect();
         positions.sort_unstable();
         positions.dedup();
-        let missing: HashSet<usize> = positions
+        let missing: std::collections::HashSet<usize> = positions
             .iter()
             .copied()
             .filter(|p| checked.document_at(*p).is_none())
@@ -278,19 +278,66 @@ fn delete_gone(
     keys.len()
 }
 
-/// Decodes a new document, feeding its objects to the tracker.
-fn feed(origin: &str, doc: &super::split::Document<'_>, tracker: &Mutex<Tracker>) -> Document {
-    let mut keys = Vec::new();
-    let skipped = decode::decode_one(origin, doc, &mut |object: Object| {
-        let (kind, key) = object.key();
-        keys.push(HeldKey::new(kind, &key));
-        object.upsert(&mut lock(tracker));
-    })
-    .len();
-    Document {
-        keys: keys.into(),
-        skipped,
+/// A new document of a read, decoded, its text freed.
+struct Decoded {
+    position: usize,
+    hash: u64,
+    /// Its objects and how many of our kinds did not decode; `None` when
+    /// an earlier document of the read had the same text.
+    objects: Option<(Vec<Object>, usize)>,
+    /// Bytes of text freed.
+    freed: usize,
+}
+
+/// Decodes, in file order, the documents whose hash `held` does not hold
+/// (each text once), giving each on and freeing its text.
+fn decode_new(
+    origin: &str,
+    documents: &mut [OwnedDocument],
+    hashes: &[u64],
+    held: &HashMap<u64, Document>,
+    give: &mut Give<Decoded>,
+) {
+    let mut seen = HashSet::new();
+    for doc in documents {
+        let position = doc.position();
+        let Some(hash) = hashes.get(position).copied() else {
+            continue;
+        };
+        if held.contains_key(&hash) {
+            continue;
+        }
+        let objects = seen.insert(hash).then(|| {
+            let mut objects = Vec::new();
+            let skipped = decode::decode_one(origin, &doc.as_document(), &mut |o| objects.push(o));
+            (objects, skipped.len())
+        });
+        // a new document is never decoded again (see Held::restore)
+        let freed = doc.drop_text();
+        give.give(Decoded {
+            position,
+            hash,
+            objects,
+            freed,
+        });
     }
+}
+
+/// Feeds a new document's objects to the tracker.
+fn feed(objects: Vec<Object>, skipped: usize, tracker: &Mutex<Tracker>) -> Document {
+    let keys = objects
+        .iter()
+        .map(|object| {
+            let (kind, key) = object.key();
+            HeldKey::new(kind, &key)
+        })
+        .collect::<Vec<_>>()
+        .into();
+    let mut tracker = lock(tracker);
+    for object in objects {
+        object.upsert(&mut tracker);
+    }
+    Document { keys, skipped }
 }
 
 /// The objects of the read by kind, and the documents skipped, counting

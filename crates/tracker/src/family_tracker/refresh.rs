@@ -1,9 +1,11 @@
-//! Rebuilding the snapshot entries of one changed service.
+//! Rebuilding the snapshot entries of one changed service, or of every
+//! service at once after a large batch of changes.
 
 use super::FamilyTracker;
 use crate::merge::merge_endpoints;
 use model::{ServiceName, ServicePortName};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 impl FamilyTracker {
     /// Replaces the snapshot entries of `name` with its current ports and
@@ -32,18 +34,49 @@ impl FamilyTracker {
     }
 }
 
-/// Rebuilds `map` from its sorted entries: a map filled in key order
-/// leaves its nodes about half full; built at once, they are full.
-fn compact<V>(map: &mut BTreeMap<ServicePortName, V>) {
-    *map = std::mem::take(map).into_iter().collect();
+impl FamilyTracker {
+    /// Builds the snapshot's maps anew from every tracked service, for a
+    /// large batch of changes (the first read above all): the entries are
+    /// sorted once in a vector and each map is built from them at once
+    /// (full nodes, no search per entry), where refreshing 100,000
+    /// services one by one searched, removed and inserted in both maps
+    /// and cost more than twice as much at twice the services. Endpoint
+    /// lists equal to the previous ones keep their `Arc`, as in
+    /// [`FamilyTracker::refresh`].
+    pub(super) fn rebuild_snapshot(&mut self) {
+        let mut services = Vec::with_capacity(self.services.len());
+        let mut endpoints = Vec::with_capacity(self.services.len());
+        for (name, ports) in &self.services {
+            let slices = self.slices.get(name);
+            for port in ports {
+                services.push((port.name.clone(), Arc::clone(port)));
+                if let Some(merged) = slices.and_then(|s| merge_endpoints(s, &port.name)) {
+                    endpoints.push((port.name.clone(), merged));
+                }
+            }
+        }
+        model::sort_by_port_name(&mut services);
+        model::sort_by_port_name(&mut endpoints);
+        keep_equal_lists(&mut endpoints, &self.current.endpoints);
+        self.current.services = services.into_iter().collect();
+        self.current.endpoints = endpoints.into_iter().collect();
+    }
 }
 
-impl FamilyTracker {
-    /// Packs the snapshot's maps after a large batch of changes, so they
-    /// and every snapshot cloned from them take about half the space.
-    pub(super) fn compact_snapshot(&mut self) {
-        compact(&mut self.current.services);
-        compact(&mut self.current.endpoints);
+/// Gives each sorted entry of `new` whose list equals the one `old` holds
+/// under its name that `Arc`, walking both in order.
+fn keep_equal_lists<V: PartialEq>(
+    new: &mut [(ServicePortName, Arc<V>)],
+    old: &BTreeMap<ServicePortName, Arc<V>>,
+) {
+    let mut old = old.iter().peekable();
+    for (name, list) in new.iter_mut() {
+        while old.next_if(|(held, _)| *held < name).is_some() {}
+        if let Some((_, held)) = old.next_if(|(held, _)| *held == name)
+            && **held == **list
+        {
+            *list = Arc::clone(held);
+        }
     }
 }
 
