@@ -153,11 +153,15 @@ impl Held {
             ..
         } = checked;
         let mut freed = 0;
-        pipeline::two_stages(
+        pipeline::two_stages_giving_back(
             |give| decode_new(origin, documents, hashes, &self.documents, give),
-            |decoded| {
+            |decoded, done| {
                 let document = match decoded.objects {
-                    Some((objects, skipped)) => feed(objects, skipped, tracker),
+                    Some((objects, skipped)) => {
+                        let document = feed(&objects, skipped, tracker);
+                        done.push(objects);
+                        document
+                    }
                     // given earlier in this read: fed then
                     None => fed.documents.get(&decoded.hash).cloned().unwrap_or_default(),
                 };
@@ -296,7 +300,7 @@ fn decode_new(
     documents: &mut [OwnedDocument],
     hashes: &[u64],
     held: &HashMap<u64, Document>,
-    give: &mut Give<Decoded>,
+    give: &mut Give<Decoded, Vec<Object>>,
 ) {
     let mut seen = HashSet::new();
     for doc in documents {
@@ -324,7 +328,7 @@ fn decode_new(
 }
 
 /// Feeds a new document's objects to the tracker.
-fn feed(objects: Vec<Object>, skipped: usize, tracker: &Mutex<Tracker>) -> Document {
+fn feed(objects: &[Object], skipped: usize, tracker: &Mutex<Tracker>) -> Document {
     let keys = objects
         .iter()
         .map(|object| {
