@@ -8,6 +8,8 @@
 //! side on the same kernel. Upstream's table is quadratic in the kernel:
 //! its sizes stop at the first one whose cold start does not finish
 //! within `--upstream-cap`. Only the cold start is run (no changes).
+//! Each waits for the CPUs to go idle first (the previous namespace's
+//! teardown runs in the kernel after it is deleted).
 
 use crate::curve_svg::{Point, Series};
 use crate::generate::{self, Load};
@@ -19,6 +21,10 @@ use anyhow::Result;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The longest wait for the CPUs to go idle before each cold start (the
+/// last run's namespace is torn down by the kernel meanwhile).
+const QUIET_WAIT: Duration = Duration::from_secs(60);
 
 /// The flag that makes the proxy write upstream v1.36's table.
 const UPSTREAM_TABLE: &str = "--nftables-shared-endpoint-maps=false";
@@ -118,6 +124,12 @@ fn cold_start(setup: &CurveSetup, load: &Load, path: &Path, upstream: bool) -> R
         true => setup.upstream_cap,
         false => setup.cap,
     };
+    let (idle, waited) = crate::quiet::wait_for_quiet(QUIET_WAIT)?;
+    if waited >= QUIET_WAIT {
+        eprintln!("  the CPUs were not quiet within {QUIET_WAIT:?} ({:.0} % idle): running anyway", idle * 100.0);
+    } else if waited > Duration::from_secs(1) {
+        eprintln!("  waited {:.1} s for the CPUs to go idle", waited.as_secs_f64());
+    }
     let ns = BenchNetns::labelled("curve")?;
     let mut proxy = ProxyProcess::start(&ns, &setup.binary, &proxy_args(&run, path), setup.echo)?;
     let started = Instant::now();

@@ -42,6 +42,7 @@ mod namespace;
 mod nftables_memory;
 mod nftables_shapes;
 mod proxy_process;
+mod quiet;
 mod render_bench;
 mod run;
 mod run_report;

@@ -12,11 +12,15 @@
 //! eight per core); a sync runs on whichever runtime thread is free, the
 //! manifests are decoded on a blocking thread and big states are freed
 //! on a helper thread, so memory one arena freed could not serve the
-//! next sync elsewhere: two arenas in all. Measured in nftables mode at
-//! 10,000 × 10 through a cold start, two changes and two periodic full
-//! syncs: peak 54.6–57.3 → 54.5–54.7 MiB (one arena: 52.9–54.3 MiB, but
-//! the full sync 30 ms slower, threads waiting on the arena's lock).
-//! Other C libraries: nothing to do.
+//! next sync elsewhere: two arenas (stop 22: in nftables mode at 10,000
+//! × 10 through a cold start, two changes and two periodic full syncs,
+//! peak 54.6–57.3 → 54.5–54.7 MiB; one arena: 52.9–54.3 MiB, but the full
+//! sync 30 ms slower, threads waiting on the arena's lock). Four since the
+//! manifests are read on two threads of their own beside the runtime's
+//! (`source`'s `pipeline.rs`; `kprs-bench run`/`nftables-curve`, stop 38):
+//! at 100,000 × 1 peak RSS 136.4–136.8 MiB against 139.1–139.3 with two,
+//! at 10,000 × 10 (the run above) 48.4–49.0 against 47.2–47.6, the cold
+//! start as fast within the noise. Other C libraries: nothing to do.
 
 #![allow(unsafe_code)]
 
