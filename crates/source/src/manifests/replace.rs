@@ -1,13 +1,14 @@
 //! Making a read of the file the tracker's whole state, one object at a
 //! time, as a re-list does: each object of a new document goes into the
-//! tracker as it is decoded and is dropped; at the end, what the previous
+//! tracker soon after it is decoded (on a second thread, see `pipeline`)
+//! and is dropped; at the end, what the previous
 //! read held and this one no longer shows is deleted. Between reads only
 //! the keys of each document's objects are kept, by the document's hash:
 //! a document read before (same text) is neither decoded nor fed to the
 //! tracker again, and a read works only on the documents that are new
 //! and those that are gone. Each key is allocated once and shared by every index
 //! of a read ([`HeldKey`]); each new document's text is freed as soon as
-//! its objects are in the tracker.
+//! it is decoded.
 
 use super::held_key::{HeldKey, Keys};
 use super::object::{Object, delete};
@@ -105,10 +106,10 @@ impl Held {
     }
 
     /// Makes `checked` the whole state of `tracker`. The tracker is locked
-    /// per object, never while decoding, so syncs are not held up; a sync
+    /// per document, never while decoding, so syncs are not held up; a sync
     /// that runs meanwhile sees each object either as it was or as it is
     /// now, as during a re-list. Each new document's text is freed once
-    /// its objects are in. Only the new documents and the ones gone are
+    /// it is decoded. Only the new documents and the ones gone are
     /// worked on: a re-read that changes one document of 200,000 builds no
     /// table of them all.
     pub fn replace(&mut self, mut checked: Checked, tracker: &Mutex<Tracker>) -> Replaced {
