@@ -585,6 +585,39 @@ fn a_file_read_line_by_line_hashes_and_checks_as_its_text() {
 }
 
 #[test]
+fn a_long_file_checked_on_two_threads_fails_at_its_first_bad_document() {
+    // more documents than one batch between the reading and the checking
+    // thread: the error is the first bad document's, in file order
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    let service = |i: usize| GOOD_SERVICE.replace("name: web", &format!("name: web-{i}"));
+    let mut docs: Vec<String> = (0..300).map(service).collect();
+    docs[170] = "\nthis is just text\n".into();
+    docs[250] = "\n[not, a, mapping]\n".into();
+    let text = docs.join("---");
+    // a document's line is its `---` line's, the one before its text
+    let line = text.lines().position(|l| l == "this is just text").unwrap();
+    std::fs::write(&path, &text).unwrap();
+    let err = Checked::read_after(&path, &Known::default()).unwrap().checked.unwrap_err();
+    assert!(
+        err.to_string().contains(&format!("document at line {line} ")),
+        "{err} (expected line {line})"
+    );
+    docs[170] = service(170);
+    docs[250] = service(250);
+    std::fs::write(&path, docs.join("---")).unwrap();
+    let read = Checked::read_after(&path, &Known::default()).unwrap();
+    let mut names = Vec::new();
+    read.checked.unwrap().for_each_object(|o| {
+        if let Object::Service(s) = o {
+            names.push(s.metadata.name.unwrap());
+        }
+    });
+    let expected: Vec<String> = (0..300).map(|i| format!("web-{i}")).collect();
+    assert_eq!(names, expected, "every document, in file order");
+}
+
+#[test]
 fn a_document_that_does_not_decode_removes_what_it_held() {
     let tracker = Mutex::new(Tracker::new("node-a"));
     let mut held = Held::default();
