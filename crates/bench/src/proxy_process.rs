@@ -158,10 +158,12 @@ impl ProxyProcess {
         };
         // utime and stime: fields 14 and 15, 12 and 13 after the name
         let used = ticks(11)? + ticks(12)?;
-        // SAFETY: sysconf only reads a constant of the system
-        #[allow(unsafe_code)]
-        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let per_second = u64::try_from(per_second).ok().filter(|t| *t > 0).unwrap_or(100);
+        let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .and_then(|t| u64::try_from(t).ok())
+            .filter(|t| *t > 0)
+            .unwrap_or(100);
         Ok(Duration::from_secs_f64(used as f64 / per_second as f64))
     }
 

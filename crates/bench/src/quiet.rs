@@ -1,8 +1,10 @@
 //! Waiting for the machine's CPUs to go idle before a timed run. The
 //! kernel tears a network namespace down in a worker after `ip netns del`
-//! returns: after a cold start of upstream's table at 50,000 services,
-//! stopped at its cap in the middle of a transaction, that teardown ran
-//! through the next size's run and made it look 20 % slower.
+//! returns, and a run stopped at its cap (upstream's table at 50,000
+//! services) leaves a large table to tear down: a guard so that such work
+//! cannot run into the next size's run (stop 38: a 100,000-service run
+//! right after that one was the slowest of the evening; with the guard, no
+//! run has had to wait yet).
 
 use anyhow::{Context, Result};
 use std::time::{Duration, Instant};

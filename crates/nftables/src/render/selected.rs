@@ -112,9 +112,17 @@ fn halves(
 /// balancing chains that pick from the shared endpoint maps (see
 /// [`service_port::needs_slot`]).
 pub fn holds_slot(snapshot: &Snapshot, ctx: &RenderContext, name: &ServicePortName) -> bool {
-    snapshot.services.get(name).is_some_and(|svc| {
-        ctx.in_family(svc) && service_port::needs_slot(ctx, svc, snapshot.endpoints_of(name))
-    })
+    snapshot.services.get(name).is_some_and(|svc| port_holds_slot(snapshot, ctx, name, svc))
+}
+
+/// [`holds_slot`] of a port already looked up.
+fn port_holds_slot(
+    snapshot: &Snapshot,
+    ctx: &RenderContext,
+    name: &ServicePortName,
+    svc: &ServicePort,
+) -> bool {
+    ctx.in_family(svc) && service_port::needs_slot(ctx, svc, snapshot.endpoints_of(name))
 }
 
 /// Gives every port of `services` of `snapshot` rendered in `ctx`'s
@@ -129,9 +137,7 @@ pub fn allocate_slots(
 ) -> HashSet<ServicePortName> {
     let mut holding = HashSet::new();
     let mut give = |name: &ServicePortName, svc: &Arc<ServicePort>| {
-        let needed =
-            ctx.in_family(svc) && service_port::needs_slot(ctx, svc, snapshot.endpoints_of(name));
-        if needed {
+        if port_holds_slot(snapshot, ctx, name, svc) {
             slots.allocate(name);
             holding.insert(name.clone());
         }
